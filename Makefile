@@ -1,0 +1,123 @@
+# Deckhand — see README.md. `make help` lists the targets.
+
+# Pinned tool versions. The Kubernetes toolchain is pinned by hack/k8s/go.mod.
+CONTROLLER_TOOLS_VERSION ?= v0.23.0
+GOLANGCI_LINT_VERSION    ?= v2.15.0
+
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+
+ROOT       := $(abspath .)
+LOCALBIN   ?= $(ROOT)/bin
+K8S_BIN    := $(LOCALBIN)/k8s
+KUBECTL    := $(K8S_BIN)/kubectl
+CONTROLLER_GEN := $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+GOLANGCI_LINT  := $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+
+# The local cluster `make cluster` and `make run` use; its kubeconfig is
+# written to LOCAL_KUBECONFIG.
+CLUSTER_NAME     ?= deckhand
+LOCAL_KUBECONFIG ?= $(LOCALBIN)/kubeconfig
+
+# envtest runs the pinned kube-apiserver and etcd; nothing is downloaded.
+export KUBEBUILDER_ASSETS := $(K8S_BIN)
+export KUBEBUILDER_CONTROLPLANE_START_TIMEOUT ?= 120s
+export KWOK_WORKDIR ?= $(LOCALBIN)/kwok
+
+.PHONY: all
+all: build
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook configurations from markers.
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd webhook paths="./..." output:crd:artifacts:config=config/crd/bases
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods from markers.
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./..."
+
+.PHONY: fmt
+fmt: ## Format the Go code.
+	go fmt ./...
+
+.PHONY: vet
+vet: ## Run go vet.
+	go vet ./...
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## Run the pinned golangci-lint.
+	$(GOLANGCI_LINT) run ./...
+
+.PHONY: verify
+verify: manifests generate ## Fail if gofmt, go mod tidy or generated files are not up to date.
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	go mod tidy -diff
+	cd hack/k8s && go mod tidy -diff
+	@git diff --exit-code -- api config internal cmd || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- api config)" || { echo "untracked generated files:"; git status --porcelain -- api config; exit 1; }
+
+.PHONY: test
+test: test-unit test-e2e ## Run every test: unit and envtest integration tests, then e2e on a fresh local cluster.
+
+.PHONY: test-unit
+test-unit: k8s-tools manifests generate ## Unit tests and integration tests against envtest (pinned apiserver and etcd).
+	go test ./... -count=1
+
+.PHONY: test-e2e
+test-e2e: k8s-tools manifests build ## End-to-end tests on a local kwok cluster the run starts and removes.
+	DECKHAND_BIN=$(LOCALBIN)/deckhand go test ./test/e2e/... -tags e2e -count=1 -timeout 30m -v
+
+##@ Local cluster
+
+.PHONY: cluster
+cluster: k8s-tools ## Start the local kwok cluster (3 Ready nodes); harmless when it already runs.
+	hack/cluster.sh up $(CLUSTER_NAME) $(LOCAL_KUBECONFIG)
+
+.PHONY: cluster-down
+cluster-down: k8s-tools ## Remove the local cluster.
+	hack/cluster.sh down $(CLUSTER_NAME) $(LOCAL_KUBECONFIG)
+
+.PHONY: install
+install: manifests k8s-tools ## Install the CRDs into the cluster KUBECONFIG points at.
+	hack/install.sh
+
+.PHONY: uninstall
+uninstall: manifests k8s-tools ## Remove the CRDs (and with them every Deckhand object) from the cluster.
+	$(KUBECTL) delete --ignore-not-found -k config/crd
+
+.PHONY: run
+run: build k8s-tools manifests ## Run Deckhand against KUBECONFIG, or against the local cluster (started if needed).
+	hack/run.sh
+
+##@ Build
+
+.PHONY: build
+build: ## Build the manager binary into bin/deckhand.
+	go build -trimpath -o $(LOCALBIN)/deckhand ./cmd/deckhand
+
+##@ Tools
+
+.PHONY: tools
+tools: k8s-tools $(CONTROLLER_GEN) $(GOLANGCI_LINT) ## Build every pinned tool into bin/ (minutes the first time, seconds after).
+
+.PHONY: k8s-tools
+k8s-tools: $(K8S_BIN)/.built ## Build the pinned Kubernetes control plane, kubectl, etcd and kwok into bin/k8s.
+
+$(K8S_BIN)/.built: hack/k8s/go.mod hack/k8s/go.sum hack/k8s/build.sh
+	hack/k8s/build.sh $(K8S_BIN)
+	touch $@
+
+$(CONTROLLER_GEN):
+	GOBIN=$(LOCALBIN)/.gobin go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+	mv $(LOCALBIN)/.gobin/controller-gen $@
+
+$(GOLANGCI_LINT):
+	GOBIN=$(LOCALBIN)/.gobin go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv $(LOCALBIN)/.gobin/golangci-lint $@

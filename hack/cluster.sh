@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Starts or removes a local Kubernetes cluster made of the pinned binaries in
+# bin/k8s: real etcd, kube-apiserver, kube-controller-manager and
+# kube-scheduler, with kwok simulating the nodes' kubelets.
+#
+#   hack/cluster.sh up   NAME KUBECONFIG [NODES]   start (harmless if running)
+#   hack/cluster.sh down NAME KUBECONFIG           remove
+#
+# Clusters live under $KWOK_WORKDIR (default bin/kwok).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=${K8S_BIN:-$root/bin/k8s}
+export KWOK_WORKDIR=${KWOK_WORKDIR:-$root/bin/kwok}
+export KWOK_KUBE_VERSION=v1.37.1
+export KWOK_KUBECTL_BINARY=$bin/kubectl
+
+cmd=${1:?usage: cluster.sh up|down NAME KUBECONFIG [NODES]}
+name=${2:?cluster name}
+kubeconfig=${3:?kubeconfig path}
+nodes=${4:-3}
+kwokctl() { "$bin/kwokctl" --name "$name" "$@"; }
+# kwokctl would add every cluster to ~/.kube/config and make it the current
+# context; the user's file stays untouched, ours is written to $kubeconfig.
+contexts=$KWOK_WORKDIR/contexts.kubeconfig
+kubectl() { "$bin/kubectl" --kubeconfig "$kubeconfig" "$@"; }
+
+up() {
+  if kwokctl get clusters 2>/dev/null | grep -qx "$name" &&
+     "$bin/kubectl" --kubeconfig "$KWOK_WORKDIR/clusters/$name/kubeconfig.yaml" get --raw /readyz >/dev/null 2>&1; then
+    echo "cluster $name is already running" >&2
+  else
+    # A cluster left half-made by an earlier run (killed machine, stopped
+    # processes) is removed first so that create starts clean.
+    kwokctl delete cluster --kubeconfig "$contexts" >/dev/null 2>&1 || true
+    kwokctl create cluster \
+      --runtime binary \
+      --kube-apiserver-binary "$bin/kube-apiserver" \
+      --kube-controller-manager-binary "$bin/kube-controller-manager" \
+      --kube-scheduler-binary "$bin/kube-scheduler" \
+      --kwok-controller-binary "$bin/kwok" \
+      --etcd-binary "$bin/etcd" \
+      --kubeconfig "$contexts" \
+      --disable-qps-limits \
+      --wait 2m
+  fi
+  mkdir -p "$(dirname "$kubeconfig")"
+  cp "$KWOK_WORKDIR/clusters/$name/kubeconfig.yaml" "$kubeconfig"
+  have=$(kubectl get nodes --no-headers 2>/dev/null | wc -l)
+  if [ "$have" -lt "$nodes" ]; then
+    kwokctl scale node --replicas "$nodes" >/dev/null
+  fi
+  kubectl wait --for=condition=Ready node --all --timeout=2m >/dev/null
+  # Pods need the default ServiceAccount, which the controller-manager makes
+  # shortly after start.
+  for _ in $(seq 1 60); do
+    kubectl get serviceaccount default -n default >/dev/null 2>&1 && break
+    sleep 1
+  done
+  echo "cluster $name is ready with $(kubectl get nodes --no-headers | wc -l) nodes; kubeconfig: $kubeconfig" >&2
+}
+
+down() {
+  kwokctl delete cluster --kubeconfig "$contexts"
+  rm -f "$kubeconfig"
+}
+
+case "$cmd" in
+  up) up ;;
+  down) down ;;
+  *) echo "unknown command $cmd" >&2; exit 2 ;;
+esac

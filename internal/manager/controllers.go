@@ -1,0 +1,35 @@
+package manager
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// Controller is one kind's reconciler together with its webhooks, switched on
+// and off as a unit with --controllers.
+type Controller struct {
+	// Name is what --controllers calls it: the lower-case kind.
+	Name string
+	// AddToScheme registers the kind's API group (the generated
+	// <group>/<version>.AddToScheme). It runs whether or not the controller is
+	// enabled, so clients can always read every Deckhand kind.
+	AddToScheme func(*runtime.Scheme) error
+	// Setup registers the reconciler and webhooks with the manager.
+	Setup func(mgr ctrl.Manager, opts *Options) error
+	// Webhooks says whether Setup registers admission webhooks; the manager
+	// is then only ready once the webhook server serves.
+	Webhooks bool
+}
+
+// controllers lists every controller Deckhand can run, in start order.
+// A new kind adds one line here.
+var controllers = []Controller{}
+
+// KnownControllers returns the names --controllers accepts.
+func KnownControllers() []string {
+	names := make([]string, 0, len(controllers))
+	for _, c := range controllers {
+		names = append(names, c.Name)
+	}
+	return names
+}

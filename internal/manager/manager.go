@@ -1,0 +1,134 @@
+package manager
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+)
+
+// Scheme knows every type Deckhand reads or writes: the built-in kinds and
+// Deckhand's own API groups.
+var Scheme = runtime.NewScheme()
+
+func init() {
+	utilruntime.Must(clientgoscheme.AddToScheme(Scheme))
+	for _, c := range controllers {
+		utilruntime.Must(c.AddToScheme(Scheme))
+	}
+}
+
+// New builds a manager from opts against the cluster cfg points at, with
+// every enabled controller registered. It does not start it.
+func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	// HTTP/2 is off on both servers: its stream-reset and rapid-reset flaws
+	// (CVE-2023-44487, CVE-2023-39325) are not worth the gain here.
+	noHTTP2 := func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }
+
+	cacheOpts := cache.Options{
+		// Deckhand never reads managedFields; dropping them roughly halves the
+		// memory of the cache.
+		DefaultTransform: cache.TransformStripManagedFields(),
+	}
+	if len(opts.WatchNamespaces) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range opts.WatchNamespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: Scheme,
+		Cache:  cacheOpts,
+		Metrics: metricsserver.Options{
+			BindAddress:    opts.MetricsBindAddress,
+			SecureServing:  true,
+			FilterProvider: filters.WithAuthenticationAndAuthorization,
+			CertDir:        opts.MetricsCertDir,
+			TLSOpts:        []func(*tls.Config){noHTTP2},
+		},
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Host:    opts.WebhookHost,
+			Port:    opts.WebhookPort,
+			CertDir: opts.WebhookCertDir,
+			TLSOpts: []func(*tls.Config){noHTTP2},
+		}),
+		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
+		LeaderElection:                opts.LeaderElect,
+		LeaderElectionID:              opts.LeaderElectionID,
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &opts.LeaseDuration,
+		RenewDeadline:                 &opts.RenewDeadline,
+		RetryPeriod:                   &opts.RetryPeriod,
+		GracefulShutdownTimeout:       &opts.GracefulShutdownTimeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+
+	webhooks := false
+	for _, c := range controllers {
+		if !opts.enabled(c.Name) {
+			continue
+		}
+		if err := c.Setup(mgr, &opts); err != nil {
+			return nil, fmt.Errorf("setting up controller %s: %w", c.Name, err)
+		}
+		ctrl.Log.WithName("setup").Info("controller enabled", "controller", c.Name)
+		webhooks = webhooks || c.Webhooks
+	}
+
+	// A runnable that needs leadership only starts once this replica leads,
+	// which makes the log line below the sign of which replica is active.
+	if err := mgr.Add(manager.RunnableFunc(func(context.Context) error {
+		if opts.LeaderElect {
+			ctrl.Log.WithName("setup").Info("elected leader", "lease", opts.LeaderElectionID)
+		}
+		return nil
+	})); err != nil {
+		return nil, fmt.Errorf("adding leadership announcer: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("informers", cacheSynced(mgr)); err != nil {
+		return nil, fmt.Errorf("adding ready check: %w", err)
+	}
+	if webhooks {
+		if err := mgr.AddReadyzCheck("webhooks", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return nil, fmt.Errorf("adding webhook ready check: %w", err)
+		}
+	}
+	return mgr, nil
+}
+
+// cacheSynced is ready once every informer the controllers need has synced,
+// so that a replica behind a Service only takes webhook traffic when it has
+// a complete view.
+func cacheSynced(mgr ctrl.Manager) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return fmt.Errorf("informer caches have not synced")
+		}
+		return nil
+	}
+}

@@ -1,0 +1,129 @@
+// Package manager turns Deckhand's command-line options into a running
+// controller-runtime manager with every enabled controller and webhook.
+package manager
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Options are the manager's settings, bound to command-line flags by BindFlags.
+type Options struct {
+	// MetricsBindAddress is where /metrics is served over HTTPS behind
+	// Kubernetes authentication and authorization; "0" turns it off.
+	MetricsBindAddress string
+	// MetricsCertDir holds tls.crt/tls.key for the metrics server; when empty a
+	// self-signed certificate is generated at start.
+	MetricsCertDir string
+	// HealthProbeBindAddress serves /healthz and /readyz over plain HTTP.
+	HealthProbeBindAddress string
+
+	// LeaderElect makes only one replica reconcile at a time, coordinated
+	// through a Lease named LeaderElectionID.
+	LeaderElect bool
+	// LeaderElectionNamespace is where the Lease lives; empty means the
+	// namespace the manager runs in (or "default" out of cluster).
+	LeaderElectionNamespace string
+	// LeaderElectionID names the Lease.
+	LeaderElectionID string
+	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+
+	// WatchNamespaces limits the namespaced kinds to these namespaces; empty
+	// means all namespaces.
+	WatchNamespaces []string
+	// Controllers names the controllers to run; "*" means all of them.
+	Controllers []string
+
+	// WebhookHost, WebhookPort and WebhookCertDir configure the admission
+	// webhook server; an empty host listens on every interface.
+	WebhookHost    string
+	WebhookPort    int
+	WebhookCertDir string
+
+	// GracefulShutdownTimeout bounds how long running reconciles may take to
+	// finish when the manager is stopped.
+	GracefulShutdownTimeout time.Duration
+}
+
+// DefaultLeaderElectionID is the name of the Lease the replicas compete for.
+const DefaultLeaderElectionID = "deckhand.deckhand.dev"
+
+// BindFlags registers the options on fs with their defaults.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8443",
+		"Address the HTTPS metrics endpoint binds to (authenticated and authorized through the Kubernetes API); \"0\" disables it.")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "",
+		"Directory with tls.crt and tls.key for the metrics server; empty generates a self-signed certificate.")
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081",
+		"Address the /healthz and /readyz probes bind to; \"0\" disables them.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", false,
+		"Elect a leader through a Lease so that only one replica reconciles at a time.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "",
+		"Namespace of the leader-election Lease; empty is the manager's own namespace.")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", DefaultLeaderElectionID,
+		"Name of the leader-election Lease.")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second,
+		"How long a non-leader waits before it may take over an unrenewed Lease.")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second,
+		"How long the leader keeps retrying to renew before it gives up leadership.")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second,
+		"How often candidates try to acquire or renew the Lease.")
+	fs.Func("watch-namespace",
+		"Comma-separated namespaces the namespaced kinds are watched in; empty watches all namespaces.",
+		func(v string) error { o.WatchNamespaces = splitList(v); return nil })
+	fs.Func("controllers",
+		fmt.Sprintf("Comma-separated controllers to run, or \"*\" for all. Known: %s.", strings.Join(KnownControllers(), ", ")),
+		func(v string) error { o.Controllers = splitList(v); return nil })
+	fs.StringVar(&o.WebhookHost, "webhook-host", "", "Address the admission webhook server listens on; empty is every interface.")
+	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "Port the admission webhook server listens on.")
+	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "",
+		"Directory with tls.crt and tls.key for the webhook server; empty is controller-runtime's default.")
+	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second,
+		"How long running reconciles may take to finish after a stop signal.")
+}
+
+// Validate reports every option that cannot work, each naming its flag.
+func (o *Options) Validate() error {
+	var errs []error
+	known := KnownControllers()
+	for _, c := range o.Controllers {
+		if c != "*" && !slices.Contains(known, c) {
+			errs = append(errs, fmt.Errorf("--controllers: unknown controller %q (known: %s)", c, strings.Join(known, ", ")))
+		}
+	}
+	if o.LeaderElect {
+		if o.LeaderElectionID == "" {
+			errs = append(errs, errors.New("--leader-election-id: must not be empty with --leader-elect"))
+		}
+		if o.RenewDeadline >= o.LeaseDuration {
+			errs = append(errs, fmt.Errorf("--leader-elect-renew-deadline (%s) must be shorter than --leader-elect-lease-duration (%s)", o.RenewDeadline, o.LeaseDuration))
+		}
+		if o.RetryPeriod >= o.RenewDeadline {
+			errs = append(errs, fmt.Errorf("--leader-elect-retry-period (%s) must be shorter than --leader-elect-renew-deadline (%s)", o.RetryPeriod, o.RenewDeadline))
+		}
+	}
+	if o.WebhookPort < 1 || o.WebhookPort > 65535 {
+		errs = append(errs, fmt.Errorf("--webhook-port: %d is not a port", o.WebhookPort))
+	}
+	return errors.Join(errs...)
+}
+
+// enabled reports whether the named controller should run.
+func (o *Options) enabled(name string) bool {
+	return len(o.Controllers) == 0 || slices.Contains(o.Controllers, "*") || slices.Contains(o.Controllers, name)
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}

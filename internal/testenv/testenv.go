@@ -1,0 +1,189 @@
+// Package testenv runs integration tests against a real kube-apiserver and
+// etcd (controller-runtime's envtest, using the pinned binaries in bin/k8s)
+// with Deckhand's CRDs and webhooks installed.
+//
+// A test package shares one control plane:
+//
+//	var env *testenv.Env
+//
+//	func TestMain(m *testing.M) { testenv.Main(m, &env) }
+//
+// and each test takes a namespace of its own with env.Namespace(t) and, when
+// it needs controllers, a manager with env.StartManager(t, opts).
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/deckhand-dev/deckhand/internal/manager"
+)
+
+// Env is a running control plane with Deckhand's CRDs and webhook
+// configurations installed.
+type Env struct {
+	// Config reaches the apiserver as a cluster admin.
+	Config *rest.Config
+	// Client is an uncached client for Config: what it reads is what the
+	// apiserver holds right now.
+	Client client.Client
+
+	env *envtest.Environment
+}
+
+// Main starts a control plane, runs the package's tests, stops it, and exits.
+func Main(m *testing.M, env **Env) {
+	e, err := Start()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
+		os.Exit(1)
+	}
+	*env = e
+	code := m.Run()
+	if err := e.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "testenv: stopping: %v\n", err)
+	}
+	os.Exit(code)
+}
+
+// Start brings up etcd and kube-apiserver and installs the CRDs from
+// config/crd/bases and the webhooks from config/webhook.
+func Start() (*Env, error) {
+	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true), zap.Level(logLevel())))
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		assets = filepath.Join(root, "bin", "k8s")
+	}
+	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); err != nil {
+		return nil, fmt.Errorf("no kube-apiserver in %s: run the tests with 'make test' (or 'make k8s-tools' first): %w", assets, err)
+	}
+	e := &envtest.Environment{
+		BinaryAssetsDirectory:    assets,
+		CRDDirectoryPaths:        []string{filepath.Join(root, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing:    true,
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		WebhookInstallOptions: envtest.WebhookInstallOptions{
+			Paths:                    []string{filepath.Join(root, "config", "webhook")},
+			IgnoreErrorIfPathMissing: true,
+		},
+		Scheme: manager.Scheme,
+	}
+	cfg, err := e.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting envtest: %w", err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: manager.Scheme})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("creating client: %w", err), e.Stop())
+	}
+	return &Env{Config: cfg, Client: c, env: e}, nil
+}
+
+// Stop stops the control plane.
+func (e *Env) Stop() error { return e.env.Stop() }
+
+// ManagerOptions returns manager options that serve webhooks where envtest
+// registered them, with every probe and metrics listener off.
+func (e *Env) ManagerOptions() manager.Options {
+	w := e.env.WebhookInstallOptions
+	return manager.Options{
+		MetricsBindAddress:      "0",
+		HealthProbeBindAddress:  "0",
+		WebhookPort:             w.LocalServingPort,
+		WebhookCertDir:          w.LocalServingCertDir,
+		LeaderElectionID:        manager.DefaultLeaderElectionID,
+		LeaseDuration:           15 * time.Second,
+		RenewDeadline:           10 * time.Second,
+		RetryPeriod:             2 * time.Second,
+		GracefulShutdownTimeout: 10 * time.Second,
+	}
+}
+
+// StartManager runs a manager built from opts until the test ends (or stop
+// is called), and fails the test if it stops with an error.
+func (e *Env) StartManager(t testing.TB, opts manager.Options) (mgr ctrl.Manager, stop func()) {
+	t.Helper()
+	mgr, err := manager.New(e.Config, opts)
+	if err != nil {
+		t.Fatalf("creating manager: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("manager stopped with an error: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return mgr, stop
+}
+
+// Namespace creates a namespace with a unique name for the test and deletes
+// it when the test ends.
+func (e *Env) Namespace(t testing.TB) string {
+	t.Helper()
+	return e.NamespaceWithLabels(t, nil)
+}
+
+// NamespaceWithLabels is Namespace with labels on the namespace.
+func (e *Env) NamespaceWithLabels(t testing.TB, labels map[string]string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-", Labels: labels}}
+	if err := e.Client.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating namespace: %v", err)
+	}
+	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), ns) })
+	return ns.Name
+}
+
+// RepoRoot finds the repository root: the nearest parent holding go.mod.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// logLevel is quiet unless DECKHAND_TEST_VERBOSE is set: the controllers'
+// logs are noise when a test passes.
+func logLevel() zapcore.Level {
+	if os.Getenv("DECKHAND_TEST_VERBOSE") != "" {
+		return zapcore.DebugLevel
+	}
+	return zapcore.ErrorLevel
+}

@@ -1,0 +1,210 @@
+// Package cluster gives end-to-end tests a local Kubernetes cluster (the
+// pinned control plane with kwok nodes, started by hack/cluster.sh) and the
+// Deckhand manager running against it as a real process.
+//
+//	var c *cluster.Cluster
+//
+//	func TestMain(m *testing.M) { cluster.Main(m, &c, 3) }
+//
+// Each test then takes a namespace with c.Namespace(t) and, if it needs
+// the operator, runs it with c.RunManager(t).
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/deckhand-dev/deckhand/internal/manager"
+	"github.com/deckhand-dev/deckhand/internal/testenv"
+)
+
+// Cluster is a running local cluster.
+type Cluster struct {
+	Name       string
+	Kubeconfig string
+	Config     *rest.Config
+	// Client reads straight from the apiserver (no cache).
+	Client    client.Client
+	Clientset kubernetes.Interface
+
+	root string
+}
+
+// Main starts a fresh cluster with the given number of nodes, installs
+// Deckhand's CRDs, runs the package's tests, removes the cluster, and exits.
+func Main(m *testing.M, c **Cluster, nodes int) {
+	cl, err := Start(fmt.Sprintf("deckhand-e2e-%d", os.Getpid()), nodes)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		os.Exit(1)
+	}
+	*c = cl
+	code := m.Run()
+	if err := cl.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: removing cluster: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// Start brings up a cluster named name with nodes Ready nodes and installs
+// Deckhand's CRDs.
+func Start(name string, nodes int) (*Cluster, error) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{Name: name, root: root, Kubeconfig: filepath.Join(root, "bin", "e2e", name+".kubeconfig")}
+	if out, err := c.script("cluster.sh", "up", name, c.Kubeconfig, fmt.Sprint(nodes)); err != nil {
+		return nil, fmt.Errorf("starting cluster: %w\n%s", err, out)
+	}
+	if out, err := c.script("install.sh"); err != nil {
+		return nil, errors.Join(fmt.Errorf("installing CRDs: %w\n%s", err, out), c.Stop())
+	}
+	if c.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
+		return nil, errors.Join(err, c.Stop())
+	}
+	c.Config.QPS, c.Config.Burst = 200, 400
+	if c.Client, err = client.New(c.Config, client.Options{Scheme: manager.Scheme}); err != nil {
+		return nil, errors.Join(err, c.Stop())
+	}
+	if c.Clientset, err = kubernetes.NewForConfig(c.Config); err != nil {
+		return nil, errors.Join(err, c.Stop())
+	}
+	return c, nil
+}
+
+// Stop removes the cluster.
+func (c *Cluster) Stop() error {
+	out, err := c.script("cluster.sh", "down", c.Name, c.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("%w\n%s", err, out)
+	}
+	return nil
+}
+
+func (c *Cluster) script(name string, args ...string) ([]byte, error) {
+	cmd := exec.Command(filepath.Join(c.root, "hack", name), args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
+	return cmd.CombinedOutput()
+}
+
+// Kubectl runs the project's kubectl against the cluster and returns its
+// standard output; a failure carries the standard error.
+func (c *Cluster) Kubectl(args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(c.root, "bin", "k8s", "kubectl"), append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+// Namespace creates a namespace with a unique name (and the given labels)
+// and deletes it, with everything in it, when the test ends.
+func (c *Cluster) Namespace(t testing.TB, labels map[string]string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-", Labels: labels}}
+	if err := c.Client.Create(context.Background(), ns); err != nil {
+		t.Fatalf("creating namespace: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), ns) })
+	return ns.Name
+}
+
+// Process is a Deckhand manager running as a child process.
+type Process struct {
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	logs bytes.Buffer
+	done chan struct{}
+}
+
+// RunManager starts the manager binary (DECKHAND_BIN, default bin/deckhand)
+// against the cluster with the given extra flags, and stops it when the test
+// ends. Its logs are printed if the test fails.
+func (c *Cluster) RunManager(t testing.TB, args ...string) *Process {
+	t.Helper()
+	bin := os.Getenv("DECKHAND_BIN")
+	if bin == "" {
+		bin = filepath.Join(c.root, "bin", "deckhand")
+	}
+	base := []string{
+		"--kubeconfig", c.Kubeconfig,
+		"--metrics-bind-address", "0",
+		"--health-probe-bind-address", "0",
+		"--webhook-host", "127.0.0.1",
+		"--zap-log-level", "debug",
+	}
+	p := &Process{cmd: exec.Command(bin, append(base, args...)...), done: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = p, p
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("starting %s: %v", bin, err)
+	}
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		p.Stop()
+		if t.Failed() {
+			t.Logf("manager logs:\n%s", p.Logs())
+		}
+	})
+	return p
+}
+
+// Write collects the process's output.
+func (p *Process) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.logs.Write(b)
+}
+
+// Logs returns everything the process printed so far.
+func (p *Process) Logs() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.logs.String()
+}
+
+// Stop asks the process to shut down gracefully, and kills it if it has not
+// within 30 seconds.
+func (p *Process) Stop() {
+	if p.cmd.Process == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// Exited reports whether the process has ended.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
