@@ -3,9 +3,7 @@ package manager_test
 import (
 	"context"
 	"crypto/tls"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -29,7 +27,7 @@ func TestMain(m *testing.M) { testenv.Main(m, &env) }
 func TestReadyzAnswersOnceCachesSync(t *testing.T) {
 	g := NewWithT(t)
 	opts := env.ManagerOptions()
-	opts.HealthProbeBindAddress = freeAddr(t)
+	opts.HealthProbeBindAddress = testenv.FreeAddr(t)
 	env.StartManager(t, opts)
 
 	for _, path := range []string{"/healthz", "/readyz"} {
@@ -48,7 +46,7 @@ func TestMetricsNeedAnAuthorizedToken(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	opts := env.ManagerOptions()
-	opts.MetricsBindAddress = freeAddr(t)
+	opts.MetricsBindAddress = testenv.FreeAddr(t)
 	env.StartManager(t, opts)
 	url := "https://" + opts.MetricsBindAddress + "/metrics"
 
@@ -152,15 +150,4 @@ func serviceAccountToken(t *testing.T, ns, name string) string {
 		t.Fatalf("requesting token for %s/%s: %v", ns, name, err)
 	}
 	return tr.Status.Token
-}
-
-// freeAddr returns a loopback address with a port nothing listens on.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return fmt.Sprintf("127.0.0.1:%d", l.Addr().(*net.TCPAddr).Port)
 }

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +31,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/deckhand-dev/deckhand/internal/devwebhook"
 	"github.com/deckhand-dev/deckhand/internal/manager"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
@@ -148,11 +150,14 @@ func (c *Cluster) RunManager(t testing.TB, args ...string) *Process {
 	if bin == "" {
 		bin = filepath.Join(c.root, "bin", "deckhand")
 	}
+	port, certDir := c.installWebhooks(t)
 	base := []string{
 		"--kubeconfig", c.Kubeconfig,
 		"--metrics-bind-address", "0",
 		"--health-probe-bind-address", "0",
 		"--webhook-host", "127.0.0.1",
+		"--webhook-port", fmt.Sprint(port),
+		"--webhook-cert-dir", certDir,
 		"--zap-log-level", "debug",
 	}
 	p := &Process{cmd: exec.Command(bin, append(base, args...)...), done: make(chan struct{})}
@@ -168,6 +173,30 @@ func (c *Cluster) RunManager(t testing.TB, args ...string) *Process {
 		}
 	})
 	return p
+}
+
+// installWebhooks points the cluster's webhook configurations at a free
+// loopback port, with a certificate for it, and returns the port and the
+// certificate directory.
+func (c *Cluster) installWebhooks(t testing.TB) (int, string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	certDir := t.TempDir()
+	manifests, err := os.ReadFile(filepath.Join(c.root, "config", "webhook", "manifests.yaml"))
+	if errors.Is(err, os.ErrNotExist) {
+		return port, certDir
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if err := devwebhook.Install(context.Background(), c.Client, manifests, certDir, "127.0.0.1", port); err != nil {
+		t.Fatalf("installing webhooks: %v", err)
+	}
+	return port, certDir
 }
 
 // Write collects the process's output.

@@ -1,0 +1,48 @@
+// Command devwebhook installs Deckhand's webhook configurations pointed at a
+// manager running outside the cluster, with a certificate it issues for that
+// address. `make run` uses it; see internal/devwebhook.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/deckhand-dev/deckhand/internal/devwebhook"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "devwebhook: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	manifests := flag.String("manifests", "config/webhook/manifests.yaml", "controller-gen's webhook configurations")
+	certDir := flag.String("cert-dir", "bin/dev-certs", "where the CA and serving certificate are written")
+	host := flag.String("host", "127.0.0.1", "address the manager's webhook server listens on")
+	port := flag.Int("port", 9443, "port the manager's webhook server listens on")
+	flag.Parse()
+
+	data, err := os.ReadFile(*manifests)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // no webhooks yet
+	} else if err != nil {
+		return err
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return err
+	}
+	return devwebhook.Install(context.Background(), c, data, *certDir, *host, *port)
+}
