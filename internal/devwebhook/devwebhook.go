@@ -21,7 +21,6 @@ import (
 	"math/big"
 	"net"
 	"os"
-	"path/filepath"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -103,12 +102,18 @@ func Configurations(manifests []byte, baseURL string, caPEM []byte) ([]*unstruct
 // manager keeps the CA the installed configurations trust. It returns the CA
 // in PEM.
 func WriteCerts(certDir, host string) ([]byte, error) {
-	caPath := filepath.Join(certDir, "ca.crt")
-	if ca, err := os.ReadFile(caPath); err == nil && stillValid(filepath.Join(certDir, "tls.crt"), host) {
-		return ca, nil
-	}
 	if err := os.MkdirAll(certDir, 0o700); err != nil {
 		return nil, err
+	}
+	dir, err := os.OpenRoot(certDir)
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	ca, caErr := dir.ReadFile("ca.crt")
+	cert, certErr := dir.ReadFile("tls.crt")
+	if caErr == nil && certErr == nil && stillValid(cert, host) {
+		return ca, nil
 	}
 	now := time.Now()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -164,19 +169,15 @@ func WriteCerts(certDir, host string) ([]byte, error) {
 		"tls.key": pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
 	}
 	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(certDir, name), data, 0o600); err != nil {
+		if err := dir.WriteFile(name, data, 0o600); err != nil {
 			return nil, err
 		}
 	}
 	return caPEM, nil
 }
 
-func stillValid(certPath, host string) bool {
-	data, err := os.ReadFile(certPath)
-	if err != nil {
-		return false
-	}
-	block, _ := pem.Decode(data)
+func stillValid(certPEM []byte, host string) bool {
+	block, _ := pem.Decode(certPEM)
 	if block == nil {
 		return false
 	}

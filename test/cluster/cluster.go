@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -151,7 +152,7 @@ func (c *Cluster) RunManager(t testing.TB, args ...string) *Process {
 		bin = filepath.Join(c.root, "bin", "deckhand")
 	}
 	port, certDir := c.installWebhooks(t)
-	base := []string{
+	flags := slices.Concat([]string{
 		"--kubeconfig", c.Kubeconfig,
 		"--metrics-bind-address", "0",
 		"--health-probe-bind-address", "0",
@@ -159,8 +160,8 @@ func (c *Cluster) RunManager(t testing.TB, args ...string) *Process {
 		"--webhook-port", fmt.Sprint(port),
 		"--webhook-cert-dir", certDir,
 		"--zap-log-level", "debug",
-	}
-	p := &Process{cmd: exec.Command(bin, append(base, args...)...), done: make(chan struct{})}
+	}, args)
+	p := &Process{cmd: exec.Command(bin, flags...), done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = p, p
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", bin, err)
