@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,6 +37,9 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/manager"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
+
+// Namespace is where the manager keeps its Lease and webhook certificate.
+const Namespace = "deckhand-system"
 
 // Cluster is a running local cluster.
 type Cluster struct {
@@ -90,6 +94,10 @@ func Start(name string, nodes int) (*Cluster, error) {
 		return nil, errors.Join(err, c.Stop())
 	}
 	if c.Clientset, err = kubernetes.NewForConfig(c.Config); err != nil {
+		return nil, errors.Join(err, c.Stop())
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
+	if err := c.Client.Create(context.Background(), ns); err != nil {
 		return nil, errors.Join(err, c.Stop())
 	}
 	return c, nil
@@ -151,14 +159,17 @@ func (c *Cluster) RunManager(t testing.TB, args ...string) *Process {
 	if bin == "" {
 		bin = filepath.Join(c.root, "bin", "deckhand")
 	}
-	port, certDir := c.installWebhooks(t)
+	port := c.installWebhooks(t)
+	health := testenv.FreeAddr(t)
 	flags := slices.Concat([]string{
 		"--kubeconfig", c.Kubeconfig,
+		"--namespace", Namespace,
 		"--metrics-bind-address", "0",
-		"--health-probe-bind-address", "0",
+		"--health-probe-bind-address", health,
 		"--webhook-host", "127.0.0.1",
 		"--webhook-port", fmt.Sprint(port),
-		"--webhook-cert-dir", certDir,
+		"--webhook-cert-dir", t.TempDir(),
+		"--webhook-cert-hosts", "127.0.0.1",
 		"--zap-log-level", "debug",
 	}, args)
 	p := &Process{cmd: exec.Command(bin, flags...), done: make(chan struct{})}
@@ -173,13 +184,39 @@ func (c *Cluster) RunManager(t testing.TB, args ...string) *Process {
 			t.Logf("manager logs:\n%s", p.Logs())
 		}
 	})
+	if err := p.waitReady("http://"+health+"/readyz", 2*time.Minute); err != nil {
+		t.Fatalf("manager did not become ready: %v\n%s", err, p.Logs())
+	}
 	return p
 }
 
+// waitReady polls url until it answers 200, the process exits, or timeout.
+func (p *Process) waitReady(url string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	hc := &http.Client{Timeout: 2 * time.Second}
+	for {
+		resp, err := hc.Get(url)
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("%s answered %s", url, resp.Status)
+		}
+		if p.Exited() {
+			return errors.New("the manager exited")
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // installWebhooks points the cluster's webhook configurations at a free
-// loopback port, with a certificate for it, and returns the port and the
-// certificate directory.
-func (c *Cluster) installWebhooks(t testing.TB) (int, string) {
+// loopback port and returns it; the manager then issues its certificate and
+// injects the CA (self-signed mode).
+func (c *Cluster) installWebhooks(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -187,17 +224,16 @@ func (c *Cluster) installWebhooks(t testing.TB) (int, string) {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	_ = l.Close()
-	certDir := t.TempDir()
 	manifests, err := os.ReadFile(filepath.Join(c.root, "config", "webhook", "manifests.yaml"))
 	if errors.Is(err, os.ErrNotExist) {
-		return port, certDir
+		return port
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	if err := devwebhook.Install(context.Background(), c.Client, manifests, certDir, "127.0.0.1", port); err != nil {
+	if err := devwebhook.Install(context.Background(), c.Client, manifests, "127.0.0.1", port); err != nil {
 		t.Fatalf("installing webhooks: %v", err)
 	}
-	return port, certDir
+	return port
 }
 
 // Write collects the process's output.
