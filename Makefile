@@ -78,8 +78,8 @@ test-unit: k8s-tools manifests generate ## Unit tests and integration tests agai
 	go test ./... -count=1
 
 .PHONY: test-e2e
-test-e2e: k8s-tools manifests build ## End-to-end tests on a local kwok cluster the run starts and removes.
-	DECKHAND_BIN=$(LOCALBIN)/deckhand go test ./test/e2e/... -tags e2e -count=1 -timeout 30m -v
+test-e2e: k8s-tools manifests build build-installer $(HELM) ## End-to-end tests on a local kwok cluster the run starts and removes.
+	DECKHAND_BIN=$(LOCALBIN)/deckhand DECKHAND_HELM=$(HELM) go test ./test/e2e/... -tags e2e -count=1 -timeout 30m -v
 
 ##@ Local cluster
 

@@ -34,8 +34,8 @@ import (
 // The manager reads and writes only its own certificate Secret, and patches
 // only its own webhook configurations.
 // +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=get;create;update
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=get
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=patch,resourceNames=deckhand-validating-webhook-configuration;deckhand-mutating-webhook-configuration
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;patch,resourceNames=deckhand-validating-webhook-configuration
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;patch,resourceNames=deckhand-mutating-webhook-configuration
 
 // Secret keys.
 const (

@@ -26,11 +26,14 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/deckhand-dev/deckhand/internal/devwebhook"
@@ -38,8 +41,12 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
-// Namespace is where the manager keeps its Lease and webhook certificate.
-const Namespace = "deckhand-system"
+// Namespace is where the install puts the manager, its Lease and its
+// webhook certificate; ServiceAccount is the manager's identity.
+const (
+	Namespace      = "deckhand-system"
+	ServiceAccount = "deckhand-controller-manager"
+)
 
 // Cluster is a running local cluster.
 type Cluster struct {
@@ -49,12 +56,16 @@ type Cluster struct {
 	// Client reads straight from the apiserver (no cache).
 	Client    client.Client
 	Clientset kubernetes.Interface
+	// ManagerKubeconfig authenticates as the installed manager
+	// ServiceAccount.
+	ManagerKubeconfig string
 
 	root string
 }
 
 // Main starts a fresh cluster with the given number of nodes, installs
-// Deckhand's CRDs, runs the package's tests, removes the cluster, and exits.
+// Deckhand from dist/install.yaml, runs the package's tests, removes the
+// cluster, and exits.
 func Main(m *testing.M, c **Cluster, nodes int) {
 	cl, err := Start(fmt.Sprintf("deckhand-e2e-%d", os.Getpid()), nodes)
 	if err != nil {
@@ -73,7 +84,10 @@ func Main(m *testing.M, c **Cluster, nodes int) {
 }
 
 // Start brings up a cluster named name with nodes Ready nodes and installs
-// Deckhand's CRDs.
+// Deckhand as a user would, from dist/install.yaml (`make build-installer`):
+// CRDs, the ServiceAccount and its RBAC, webhooks, the manager Deployment.
+// Managers started with RunManager authenticate as that ServiceAccount, so
+// every e2e test also proves the shipped RBAC is enough.
 func Start(name string, nodes int) (*Cluster, error) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
@@ -82,9 +96,6 @@ func Start(name string, nodes int) (*Cluster, error) {
 	c := &Cluster{Name: name, root: root, Kubeconfig: filepath.Join(root, "bin", "e2e", name+".kubeconfig")}
 	if out, err := c.script("cluster.sh", "up", name, c.Kubeconfig, fmt.Sprint(nodes)); err != nil {
 		return nil, fmt.Errorf("starting cluster: %w\n%s", err, out)
-	}
-	if out, err := c.script("install.sh"); err != nil {
-		return nil, errors.Join(fmt.Errorf("installing CRDs: %w\n%s", err, out), c.Stop())
 	}
 	if c.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
 		return nil, errors.Join(err, c.Stop())
@@ -96,8 +107,7 @@ func Start(name string, nodes int) (*Cluster, error) {
 	if c.Clientset, err = kubernetes.NewForConfig(c.Config); err != nil {
 		return nil, errors.Join(err, c.Stop())
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
-	if err := c.Client.Create(context.Background(), ns); err != nil {
+	if err := c.install(); err != nil {
 		return nil, errors.Join(err, c.Stop())
 	}
 	return c, nil
@@ -110,6 +120,43 @@ func (c *Cluster) Stop() error {
 		return fmt.Errorf("%w\n%s", err, out)
 	}
 	return nil
+}
+
+// install applies dist/install.yaml, waits for the CRDs, and writes a
+// kubeconfig that authenticates as the manager's ServiceAccount.
+func (c *Cluster) install() error {
+	installer := filepath.Join(c.root, "dist", "install.yaml")
+	manifests, err := os.ReadFile(installer)
+	if err != nil {
+		return fmt.Errorf("%w: run 'make build-installer' (make test-e2e does)", err)
+	}
+	if _, err := c.Kubectl("apply", "--server-side", "-f", installer); err != nil {
+		return err
+	}
+	if bytes.Contains(manifests, []byte("kind: CustomResourceDefinition")) {
+		if _, err := c.Kubectl("wait", "--for=condition=Established", "crd", "-l", "app.kubernetes.io/part-of=deckhand", "--timeout=60s"); err != nil {
+			return err
+		}
+	}
+	ctx := context.Background()
+	tr, err := c.Clientset.CoreV1().ServiceAccounts(Namespace).CreateToken(ctx, ServiceAccount,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)}},
+		metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("requesting a token for %s/%s: %w", Namespace, ServiceAccount, err)
+	}
+	admin, err := clientcmd.LoadFromFile(c.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	cluster := admin.Clusters[admin.Contexts[admin.CurrentContext].Cluster]
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["kwok"] = cluster
+	cfg.AuthInfos["deckhand"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	cfg.Contexts["deckhand"] = &clientcmdapi.Context{Cluster: "kwok", AuthInfo: "deckhand"}
+	cfg.CurrentContext = "deckhand"
+	c.ManagerKubeconfig = strings.TrimSuffix(c.Kubeconfig, ".kubeconfig") + ".manager.kubeconfig"
+	return clientcmd.WriteToFile(*cfg, c.ManagerKubeconfig)
 }
 
 func (c *Cluster) script(name string, args ...string) ([]byte, error) {
@@ -151,8 +198,9 @@ type Process struct {
 }
 
 // RunManager starts the manager binary (DECKHAND_BIN, default bin/deckhand)
-// against the cluster with the given extra flags, and stops it when the test
-// ends. Its logs are printed if the test fails.
+// against the cluster with the given extra flags, authenticated as the
+// installed ServiceAccount, and stops it when the test ends. It returns once
+// /readyz answers 200. Its logs are printed if the test fails.
 func (c *Cluster) RunManager(t testing.TB, args ...string) *Process {
 	t.Helper()
 	bin := os.Getenv("DECKHAND_BIN")
@@ -162,7 +210,7 @@ func (c *Cluster) RunManager(t testing.TB, args ...string) *Process {
 	port := c.installWebhooks(t)
 	health := testenv.FreeAddr(t)
 	flags := slices.Concat([]string{
-		"--kubeconfig", c.Kubeconfig,
+		"--kubeconfig", c.ManagerKubeconfig,
 		"--namespace", Namespace,
 		"--metrics-bind-address", "0",
 		"--health-probe-bind-address", health,

@@ -8,7 +8,11 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/deckhand-dev/deckhand/test/cluster"
 )
 
 func TestClusterHasReadyNodes(t *testing.T) {
@@ -24,12 +28,13 @@ func TestClusterHasReadyNodes(t *testing.T) {
 
 func TestManagerBecomesLeaderAndReady(t *testing.T) {
 	g := NewWithT(t)
-	ns := c.Namespace(t, nil)
-	// RunManager returns once /readyz answers 200.
-	p := c.RunManager(t, "--leader-elect", "--leader-election-namespace", ns)
+	// RunManager returns once /readyz answers 200. The Lease goes to the
+	// manager's namespace, where the installed Role allows it.
+	p := c.RunManager(t, "--leader-elect")
 
 	g.Eventually(p.Logs).WithTimeout(time.Minute).Should(ContainSubstring(`"elected leader"`))
-	g.Expect(c.Kubectl("get", "lease", "-n", ns, "deckhand.deckhand.dev", "-o", "name")).
-		To(Equal("lease.coordination.k8s.io/deckhand.deckhand.dev\n"))
+	lease := &coordinationv1.Lease{}
+	g.Expect(c.Client.Get(context.Background(), client.ObjectKey{Namespace: cluster.Namespace, Name: "deckhand.deckhand.dev"}, lease)).To(Succeed())
+	g.Expect(lease.Spec.HolderIdentity).NotTo(BeNil())
 	g.Expect(p.Exited()).To(BeFalse())
 }

@@ -1,6 +1,7 @@
 {{/* Labels every object carries. */}}
 {{- define "deckhand.labels" -}}
 app.kubernetes.io/name: deckhand
+app.kubernetes.io/part-of: deckhand
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version | replace "+" "_" }}
