@@ -1,0 +1,23 @@
+// Package v1 contains the model.deckhand.dev/v1 API: ModelBox, one resource
+// that becomes a Deployment, a Service and, when asked, a
+// HorizontalPodAutoscaler and a PodDisruptionBudget.
+//
+// +kubebuilder:object:generate=true
+// +groupName=model.deckhand.dev
+package v1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+var (
+	// GroupVersion is the group and version of this API.
+	GroupVersion = schema.GroupVersion{Group: "model.deckhand.dev", Version: "v1"}
+
+	// SchemeBuilder registers this API's kinds with a scheme.
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+
+	// AddToScheme adds this API's kinds to a scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
