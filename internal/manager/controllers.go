@@ -3,6 +3,11 @@ package manager
 import (
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
+	modelcontroller "github.com/deckhand-dev/deckhand/internal/controller/model"
 )
 
 // Controller is one kind's reconciler together with its webhooks, switched on
@@ -19,11 +24,18 @@ type Controller struct {
 	// Webhooks says whether Setup registers admission webhooks; the manager
 	// is then only ready once the webhook server serves.
 	Webhooks bool
+	// CacheByObject, when set, says how the manager's cache holds some kinds
+	// (label selector, transform) for this controller. A kind belongs to one
+	// controller: it applies to every reader of that kind.
+	CacheByObject func() map[client.Object]cache.ByObject
 }
 
 // controllers lists every controller Deckhand can run, in start order.
 // A new kind adds one line here.
-var controllers = []Controller{}
+var controllers = []Controller{
+	{Name: modelcontroller.ControllerName, AddToScheme: modelv1.AddToScheme, CacheByObject: modelcontroller.CacheByObject,
+		Setup: func(mgr ctrl.Manager, _ *Options) error { return modelcontroller.Setup(mgr) }},
+}
 
 // KnownControllers returns the names --controllers accepts.
 func KnownControllers() []string {

@@ -64,6 +64,11 @@ type Options struct {
 	// GracefulShutdownTimeout bounds how long running reconciles may take to
 	// finish when the manager is stopped.
 	GracefulShutdownTimeout time.Duration
+
+	// SkipControllerNameValidation lets several managers in one process
+	// register controllers of the same name, as integration tests do. No flag
+	// sets it: a real process runs one manager.
+	SkipControllerNameValidation bool
 }
 
 // DefaultLeaderElectionID is the name of the Lease the replicas compete for.

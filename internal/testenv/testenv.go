@@ -118,6 +118,8 @@ func (e *Env) ManagerOptions() manager.Options {
 		RenewDeadline:           10 * time.Second,
 		RetryPeriod:             2 * time.Second,
 		GracefulShutdownTimeout: 10 * time.Second,
+		// Tests start a manager each, all in one process.
+		SkipControllerNameValidation: true,
 	}
 }
 
