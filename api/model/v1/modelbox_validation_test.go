@@ -56,7 +56,7 @@ size: custom
 resources: {requests: {cpu: 100m}}`},
 		"probes off": {spec: `{image: nginx, probes: {disabled: true}}`},
 
-		"no image": {spec: `{replicas: 1}`, want: []string{"spec.image: Required value"}},
+		"no image":    {spec: `{replicas: 1}`, want: []string{"spec.image: Required value"}},
 		"empty image": {spec: `{image: ""}`, want: []string{"spec.image", "at least 1 chars"}},
 		"duplicate ports": {
 			spec: `{image: nginx, ports: [{name: a, port: 80}, {name: b, port: 80}]}`,
