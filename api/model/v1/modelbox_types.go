@@ -324,7 +324,3 @@ type ModelBoxList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ModelBox `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&ModelBox{}, &ModelBoxList{})
-}

@@ -2,11 +2,14 @@ package v1_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/deckhand-dev/deckhand/internal/testenv"
@@ -177,5 +180,32 @@ resources: {requests: {cpu: 100m}}`},
 				}
 			}
 		})
+	}
+}
+
+// The samples users copy from must pass the schema.
+func TestSamplesAreValid(t *testing.T) {
+	ns := env.Namespace(t)
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples, err := filepath.Glob(filepath.Join(root, "config", "samples", "model_v1_*.yaml"))
+	if err != nil || len(samples) < 2 {
+		t.Fatalf("want the ModelBox samples, found %v (%v)", samples, err)
+	}
+	for _, path := range samples {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		box := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(data, &box.Object); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		box.SetNamespace(ns)
+		if err := env.Client.Create(context.Background(), box, client.DryRunAll); err != nil {
+			t.Errorf("%s: %v", filepath.Base(path), err)
+		}
 	}
 }

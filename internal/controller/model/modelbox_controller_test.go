@@ -1,10 +1,10 @@
 package model_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -333,7 +333,7 @@ func deckhandOwnsReplicas(ctx context.Context, key client.ObjectKey) func() (boo
 		}
 		for _, m := range d.ManagedFields {
 			if m.Manager == "deckhand" && m.Operation == metav1.ManagedFieldsOperationApply && m.FieldsV1 != nil &&
-				bytes.Contains(m.FieldsV1.Raw, []byte(`"f:replicas"`)) {
+				strings.Contains(m.FieldsV1.GetRawString(), `"f:replicas"`) {
 				return true, nil
 			}
 		}
