@@ -302,6 +302,8 @@ type ModelBoxStatus struct {
 // +kubebuilder:printcolumn:name="Service-Type",type=string,JSONPath=`.status.serviceType`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.sidecars) || self.spec.sidecars.all(c, c.name != (has(self.spec.name) ? self.spec.name : self.metadata.name))",message="a sidecar cannot take the application container's name (spec.name, or else the ModelBox's name)",fieldPath=".spec.sidecars"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.initContainers) || self.spec.initContainers.all(c, c.name != (has(self.spec.name) ? self.spec.name : self.metadata.name))",message="an init container cannot take the application container's name (spec.name, or else the ModelBox's name)",fieldPath=".spec.initContainers"
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name names the Service, so it must be a DNS-1035 label: up to 63 lower-case letters, digits and '-', starting with a letter"
 type ModelBox struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -137,6 +137,14 @@ resources: {requests: {cpu: 100m}}`},
 			spec: `{image: nginx, envs: [{name: A, value: x}, {name: A, value: y}]}`,
 			want: []string{"spec.envs[1]: Duplicate value"},
 		},
+		"sidecar named like the application": {
+			spec: `{image: nginx, sidecars: [{name: box, image: x}]}`,
+			want: []string{"spec.sidecars", "a sidecar cannot take the application container's name"},
+		},
+		"init container named like the application": {
+			spec: `{image: nginx, name: app, initContainers: [{name: app, image: busybox}]}`,
+			want: []string{"spec.initContainers", "an init container cannot take the application container's name"},
+		},
 		"name unfit for a Service": {
 			name: "9box",
 			spec: `{image: nginx}`,
