@@ -64,64 +64,54 @@ func (r *Reconciler) sync(ctx context.Context, box *modelv1.ModelBox, cur curren
 	if err != nil {
 		return fmt.Errorf("building children: %w", err)
 	}
-	var errs []error
-	if err := r.syncDeployment(ctx, box, cur, want.deployment); err != nil {
-		errs = append(errs, err)
-	}
-	var svcOwned *corev1ac.ServiceApplyConfiguration
-	if cur.service != nil {
-		if svcOwned, err = corev1ac.ExtractService(cur.service, FieldManager); err != nil {
-			return err
+	return errors.Join(
+		r.syncDeployment(ctx, box, cur.deployment, want.deployment),
+		syncExtracted(ctx, r, box, "Service", cur.service, want.service, corev1ac.ExtractService),
+		syncExtracted(ctx, r, box, "HorizontalPodAutoscaler", cur.hpa, want.hpa, autoscalingv2ac.ExtractHorizontalPodAutoscaler),
+		syncExtracted(ctx, r, box, "PodDisruptionBudget", cur.pdb, want.pdb, policyv1ac.ExtractPodDisruptionBudget),
+	)
+}
+
+// syncExtracted is syncChild for one kind: extract reads the fields Deckhand
+// owns on live.
+func syncExtracted[T any, PT interface {
+	*T
+	client.Object
+}, A any, PA interface {
+	*A
+	runtime.ApplyConfiguration
+}](ctx context.Context, r *Reconciler, box *modelv1.ModelBox, kind string, live PT, want PA, extract func(*T, string) (PA, error)) error {
+	var owned PA
+	if live != nil {
+		var err error
+		if owned, err = extract(live, FieldManager); err != nil {
+			return fmt.Errorf("reading the fields Deckhand owns on %s %s: %w", kind, client.ObjectKeyFromObject(live), err)
 		}
 	}
-	if err := r.syncChild(ctx, box, "Service", orNil(cur.service), acOrNil(want.service), acOrNil(svcOwned)); err != nil {
-		errs = append(errs, err)
-	}
-	var hpaOwned *autoscalingv2ac.HorizontalPodAutoscalerApplyConfiguration
-	if cur.hpa != nil {
-		if hpaOwned, err = autoscalingv2ac.ExtractHorizontalPodAutoscaler(cur.hpa, FieldManager); err != nil {
-			return err
-		}
-	}
-	if err := r.syncChild(ctx, box, "HorizontalPodAutoscaler", orNil(cur.hpa), acOrNil(want.hpa), acOrNil(hpaOwned)); err != nil {
-		errs = append(errs, err)
-	}
-	var pdbOwned *policyv1ac.PodDisruptionBudgetApplyConfiguration
-	if cur.pdb != nil {
-		if pdbOwned, err = policyv1ac.ExtractPodDisruptionBudget(cur.pdb, FieldManager); err != nil {
-			return err
-		}
-	}
-	if err := r.syncChild(ctx, box, "PodDisruptionBudget", orNil(cur.pdb), acOrNil(want.pdb), acOrNil(pdbOwned)); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
+	return r.syncChild(ctx, box, kind, orNil(live), acOrNil(want), acOrNil(owned))
 }
 
 // syncDeployment is syncChild for the Deployment, plus the replicas
 // handover when a HorizontalPodAutoscaler is in charge.
-func (r *Reconciler) syncDeployment(ctx context.Context, box *modelv1.ModelBox, cur current, want *appsv1ac.DeploymentApplyConfiguration) error {
-	live := cur.deployment
-	var owned *appsv1ac.DeploymentApplyConfiguration
-	if live != nil {
-		var err error
-		if owned, err = appsv1ac.ExtractDeployment(live, FieldManager); err != nil {
-			return err
-		}
-	}
+func (r *Reconciler) syncDeployment(ctx context.Context, box *modelv1.ModelBox, live *appsv1.Deployment, want *appsv1ac.DeploymentApplyConfiguration) error {
 	if box.Spec.Autoscaling != nil {
-		switch {
-		case live == nil:
+		if live == nil {
 			// Start at the autoscaler's floor rather than the default of one
 			// pod; the next pass hands the field over.
 			want.Spec.WithReplicas(minReplicasOf(box))
-		case owned.Spec != nil && owned.Spec.Replicas != nil:
-			if err := r.handOverReplicas(ctx, live.Namespace, live.Name, live.Spec.Replicas); err != nil {
-				return err
+		} else {
+			owned, err := appsv1ac.ExtractDeployment(live, FieldManager)
+			if err != nil {
+				return fmt.Errorf("reading the fields Deckhand owns on Deployment %s: %w", client.ObjectKeyFromObject(live), err)
+			}
+			if owned.Spec != nil && owned.Spec.Replicas != nil {
+				if err := r.handOverReplicas(ctx, live.Namespace, live.Name, live.Spec.Replicas); err != nil {
+					return err
+				}
 			}
 		}
 	}
-	return r.syncChild(ctx, box, "Deployment", orNil(live), acOrNil(want), acOrNil(owned))
+	return syncExtracted(ctx, r, box, "Deployment", live, want, appsv1ac.ExtractDeployment)
 }
 
 // handOverReplicas lets go of a Deployment's replicas without the value
