@@ -56,31 +56,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	// (CVE-2023-44487, CVE-2023-39325) are not worth the gain here.
 	noHTTP2 := func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }
 
-	cacheOpts := cache.Options{
-		// Deckhand never reads managedFields; dropping them roughly halves the
-		// memory of the cache.
-		DefaultTransform: cache.TransformStripManagedFields(),
-	}
-	if len(opts.WatchNamespaces) > 0 {
-		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range opts.WatchNamespaces {
-			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
-		}
-	}
-
-	for _, c := range controllers {
-		if c.CacheByObject == nil || !opts.enabled(c.Name) {
-			continue
-		}
-		if cacheOpts.ByObject == nil {
-			cacheOpts.ByObject = map[client.Object]cache.ByObject{}
-		}
-		maps.Copy(cacheOpts.ByObject, c.CacheByObject())
-	}
-
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: Scheme,
-		Cache:  cacheOpts,
+		Cache:  cacheOptions(opts),
 		Metrics: metricsserver.Options{
 			BindAddress:    opts.MetricsBindAddress,
 			SecureServing:  true,
@@ -174,6 +152,34 @@ func selfSignedCerts(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, op
 		return fmt.Errorf("issuing the webhook serving certificate: %w", err)
 	}
 	return mgr.Add(rotator)
+}
+
+// cacheOptions is how the manager's cache holds objects: without
+// managedFields, in the watched namespaces, and as the enabled controllers
+// ask for the kinds they own.
+func cacheOptions(opts Options) cache.Options {
+	cacheOpts := cache.Options{
+		// Most readers never look at managedFields; dropping them roughly
+		// halves the memory of the cache. A controller that needs them says
+		// so in its CacheByObject.
+		DefaultTransform: cache.TransformStripManagedFields(),
+	}
+	if len(opts.WatchNamespaces) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range opts.WatchNamespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	for _, c := range controllers {
+		if c.CacheByObject == nil || !opts.enabled(c.Name) {
+			continue
+		}
+		if cacheOpts.ByObject == nil {
+			cacheOpts.ByObject = map[client.Object]cache.ByObject{}
+		}
+		maps.Copy(cacheOpts.ByObject, c.CacheByObject())
+	}
+	return cacheOpts
 }
 
 // cacheSynced is ready once every informer the controllers need has synced,
