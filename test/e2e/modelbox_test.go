@@ -35,7 +35,7 @@ func TestModelBoxSeedSample(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := c.Namespace(t, nil)
-	c.RunManager(t, "--controllers", "modelbox")
+	p := c.RunManager(t, "--controllers", "modelbox")
 
 	root, err := testenv.RepoRoot()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -78,6 +78,18 @@ func TestModelBoxSeedSample(t *testing.T) {
 	updateModelBox(g, ctx, key, func(box *modelv1.ModelBox) { box.Spec.Image = "nginx:1.8" })
 	g.Eventually(runningPods(ctx, ns, "nginx:1.8")).WithTimeout(modelBoxWait).Should(HaveLen(4))
 	g.Eventually(runningPods(ctx, ns, "nginx:1.7.9")).WithTimeout(modelBoxWait).Should(BeEmpty())
+
+	// Nothing more to write once the rollout is done, though the Deployment
+	// controller keeps writing status (each write wakes Deckhand) until then.
+	applies := func() int { return strings.Count(p.Logs(), `"msg":"applying"`) }
+	g.Eventually(func() (*modelv1.ModelBox, error) {
+		box := &modelv1.ModelBox{}
+		return box, c.Client.Get(ctx, key, box)
+	}).WithTimeout(modelBoxWait).Should(HaveField("Status.UpdatedReplicas", BeEquivalentTo(4)))
+	settled := applies()
+	t.Logf("child applies for create, Service repair and image change: %d", settled)
+	updateModelBox(g, ctx, key, func(box *modelv1.ModelBox) { box.Annotations = map[string]string{"touched": "yes"} })
+	g.Consistently(applies).WithTimeout(5 * time.Second).Should(Equal(settled))
 
 	// Deleting the ModelBox removes its children through garbage collection.
 	g.Expect(c.Kubectl("delete", "modelbox", "-n", ns, "modelbox-sample", "--wait=true")).To(ContainSubstring("deleted"))
