@@ -3,6 +3,9 @@ package manager
 import (
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/controller/apps"
 )
 
 // Controller is one kind's reconciler together with its webhooks, switched on
@@ -23,7 +26,9 @@ type Controller struct {
 
 // controllers lists every controller Deckhand can run, in start order.
 // A new kind adds one line here.
-var controllers = []Controller{}
+var controllers = []Controller{
+	{Name: apps.ControllerName, AddToScheme: appsv1alpha1.AddToScheme, Setup: func(mgr ctrl.Manager, _ *Options) error { return apps.SetupPodSet(mgr) }},
+}
 
 // KnownControllers returns the names --controllers accepts.
 func KnownControllers() []string {
