@@ -185,7 +185,3 @@ type PodSetList struct {
 	// items are the PodSets.
 	Items []PodSet `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&PodSet{}, &PodSetList{})
-}

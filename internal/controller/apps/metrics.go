@@ -12,12 +12,14 @@ var (
 	podsCreated = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "deckhand_podset_pods_created_total",
 		Help: "Pods a PodSet created.",
-	}, []string{"namespace", "podset"})
+	}, metricLabels)
 	podsDeleted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "deckhand_podset_pods_deleted_total",
 		Help: "Pods a PodSet deleted (scale-down, rollout, finished pods).",
-	}, []string{"namespace", "podset"})
+	}, metricLabels)
 )
+
+var metricLabels = []string{"namespace", "podset"}
 
 func init() {
 	metrics.Registry.MustRegister(podsCreated, podsDeleted)
@@ -26,7 +28,7 @@ func init() {
 // forgetMetrics drops a deleted PodSet's series, so that churn of short-lived
 // PodSets does not grow the registry without bound.
 func forgetMetrics(name types.NamespacedName) {
-	labels := prometheus.Labels{"namespace": name.Namespace, "podset": name.Name}
+	labels := prometheus.Labels{metricLabels[0]: name.Namespace, metricLabels[1]: name.Name}
 	podsCreated.DeletePartialMatch(labels)
 	podsDeleted.DeletePartialMatch(labels)
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,11 +18,13 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
@@ -41,6 +45,10 @@ const (
 	eventSuccessfulDelete = "SuccessfulDelete"
 	eventFailedDelete     = "FailedDelete"
 )
+
+// errNamespaceTerminating is a creation refused because the namespace is
+// being deleted: nothing to retry or report.
+var errNamespaceTerminating = errors.New("namespace is terminating")
 
 // PodSetReconciler keeps each PodSet's pods at spec.size, made from its
 // current template.
@@ -72,7 +80,10 @@ func SetupPodSet(mgr ctrl.Manager) error {
 	r := NewPodSetReconciler(mgr.GetClient(), mgr.GetEventRecorder(ControllerName))
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&appsv1alpha1.PodSet{}).
+		// Not woken by its own status writes: only spec, label and
+		// annotation changes (and creations and deletions) matter.
+		For(&appsv1alpha1.PodSet{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{},
+			predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&corev1.Pod{}, r.podEventHandler()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(r)
@@ -117,11 +128,21 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 
 	status := calculateStatus(set, pods, hash, synced, failure, metav1.NewTime(r.Now()))
-	if err := r.writeStatus(ctx, set, status); err != nil {
-		return ctrl.Result{}, errors.Join(err, failure)
-	}
+	var manageErr error // a nil *syncError is not a nil error
 	if failure != nil {
-		return ctrl.Result{}, failure
+		manageErr = failure
+	}
+	if err := r.writeStatus(ctx, set, status); err != nil {
+		if apierrors.IsConflict(err) && manageErr == nil {
+			// The cache is behind: try again once it caught up (its own
+			// status writes do not wake this controller).
+			return ctrl.Result{RequeueAfter: time.Second}, nil
+		}
+		return ctrl.Result{}, errors.Join(err, manageErr)
+	}
+	if manageErr != nil {
+		// Retried with backoff: a quota or webhook may let pods in later.
+		return ctrl.Result{}, manageErr
 	}
 	if !synced {
 		// Pod events end the wait; this bounds it if one was lost.
@@ -207,9 +228,15 @@ func (r *PodSetReconciler) createPods(ctx context.Context, set *appsv1alpha1.Pod
 	created, errs := slowStartBatch(n, func() error {
 		pod := podFor(set, tmpl, hash)
 		if err := r.Client.Create(ctx, pod); err != nil {
-			if !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-				r.Recorder.Eventf(set, nil, corev1.EventTypeWarning, eventFailedCreate, "Create", "Error creating: %v", err)
+			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+				// The namespace, and this PodSet with it, is going away.
+				return errNamespaceTerminating
 			}
+			// The apiserver names the pod it refused; with that name the
+			// error, and the ReplicaFailure condition quoting it, would
+			// change on every attempt.
+			err = errors.New(withoutGeneratedName(err.Error(), pod.GenerateName))
+			r.Recorder.Eventf(set, nil, corev1.EventTypeWarning, eventFailedCreate, "Create", "Error creating: %v", err)
 			return err
 		}
 		r.Recorder.Eventf(set, pod, corev1.EventTypeNormal, eventSuccessfulCreate, "Create", "Created pod: %s", pod.Name)
@@ -221,6 +248,7 @@ func (r *PodSetReconciler) createPods(ctx context.Context, set *appsv1alpha1.Pod
 	for range n - created {
 		r.expectations.creationObserved(set.UID)
 	}
+	errs = slices.DeleteFunc(errs, func(err error) bool { return errors.Is(err, errNamespaceTerminating) })
 	if len(errs) > 0 {
 		log.FromContext(ctx).V(1).Info("creating pods stopped early", "podset", klog.KObj(set), "created", created, "wanted", n)
 		return fmt.Errorf("creating pods: %w", errors.Join(errs...))
@@ -267,7 +295,9 @@ func (r *PodSetReconciler) writeStatus(ctx context.Context, set *appsv1alpha1.Po
 	if equality.Semantic.DeepEqual(set.Status, status) {
 		return nil
 	}
-	patch := client.MergeFrom(set.DeepCopy())
+	// The lock makes a patch computed against a stale copy fail instead of
+	// leaving fields the stale copy happened to share with the new status.
+	patch := client.MergeFromWithOptions(set.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	set.Status = status
 	if err := r.Client.Status().Patch(ctx, set, patch); err != nil {
 		return fmt.Errorf("writing status: %w", err)
@@ -326,4 +356,10 @@ func podSetRef(o metav1.Object) *metav1.OwnerReference {
 		return nil
 	}
 	return ref
+}
+
+// withoutGeneratedName removes from msg the random suffix the apiserver gave
+// a pod named after generateName.
+func withoutGeneratedName(msg, generateName string) string {
+	return regexp.MustCompile(regexp.QuoteMeta(`"`+generateName)+`[a-z0-9]{5}"`).ReplaceAllString(msg, `"`+generateName+`"`)
 }

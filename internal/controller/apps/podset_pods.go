@@ -16,12 +16,13 @@ import (
 // defaultTemplate is the seed's pod: busybox sleeping for an hour. The
 // container restarts when the sleep ends, so the pod keeps running.
 func defaultTemplate() corev1.PodTemplateSpec {
+	const busybox = "busybox"
 	return corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app.kubernetes.io/name": "busybox"}},
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app.kubernetes.io/name": busybox}},
 		Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{
-				Name:    "busybox",
-				Image:   "busybox",
+				Name:    busybox,
+				Image:   busybox,
 				Command: []string{"sleep", "3600"},
 			}},
 		},

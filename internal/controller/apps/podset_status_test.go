@@ -152,7 +152,9 @@ func TestCalculateStatusKeepsTransitionTimes(t *testing.T) {
 	}
 }
 
-func equalSets(a, b *appsv1alpha1.PodSet) bool { return equalStatus(a.Status, b.Status) && a.Spec.Size == b.Spec.Size }
+func equalSets(a, b *appsv1alpha1.PodSet) bool {
+	return equalStatus(a.Status, b.Status) && a.Spec.Size == b.Spec.Size
+}
 
 func equalStatus(a, b appsv1alpha1.PodSetStatus) bool {
 	if len(a.Conditions) != len(b.Conditions) {
