@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
@@ -125,6 +126,27 @@ func scale(t *testing.T, set *appsv1alpha1.PodSet, replicas int32) {
 	}
 }
 
+// counter reads a PodSet's series of a counter from the manager's registry.
+func counter(g Gomega, name, ns, set string) float64 {
+	families, err := metrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["namespace"] == ns && labels["podset"] == set {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
 func eventReasons(g Gomega, ns string) []string {
 	list := &eventsv1.EventList{}
 	g.Expect(env.Client.List(context.Background(), list, client.InNamespace(ns))).To(Succeed())
@@ -175,6 +197,8 @@ func TestPodSetRunsTheSeedPodAndScalesThroughTheScaleSubresource(t *testing.T) {
 		"the marked pod, then the unready ones, should have gone")
 	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns) }).WithTimeout(timeout).
 		Should(ContainElement("SuccessfulDelete"))
+	g.Expect(counter(g, "deckhand_podset_pods_created_total", ns, "web")).To(Equal(5.0))
+	g.Expect(counter(g, "deckhand_podset_pods_deleted_total", ns, "web")).To(Equal(3.0))
 	g.Eventually(func(g Gomega) {
 		set := get(g, set)
 		g.Expect(meta.IsStatusConditionTrue(set.Status.Conditions, appsv1alpha1.ConditionAvailable)).To(BeTrue())
