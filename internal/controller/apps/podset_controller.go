@@ -327,6 +327,13 @@ func (r *PodSetReconciler) podEventHandler() handler.Funcs {
 			enqueue(q, e.Object, ref)
 		},
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if old := podSetRef(e.ObjectOld); old != nil {
+				// Released by its PodSet (its owner reference edited away):
+				// that PodSet is one pod short now.
+				if cur := podSetRef(e.ObjectNew); cur == nil || cur.UID != old.UID {
+					enqueue(q, e.ObjectOld, old)
+				}
+			}
 			ref := podSetRef(e.ObjectNew)
 			if ref == nil {
 				return

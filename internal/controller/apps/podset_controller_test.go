@@ -41,6 +41,21 @@ func startPodSetController(t *testing.T) {
 	env.StartManager(t, opts)
 }
 
+// runPodSet starts the controller and creates a PodSet of the given size,
+// shaped by the options, in a namespace of its own.
+func runPodSet(t *testing.T, name string, size int32, opts ...func(*appsv1alpha1.PodSet)) *appsv1alpha1.PodSet {
+	t.Helper()
+	startPodSetController(t)
+	set := newPodSet(env.Namespace(t), name, size)
+	for _, o := range opts {
+		o(set)
+	}
+	if err := env.Client.Create(context.Background(), set); err != nil {
+		t.Fatalf("creating PodSet: %v", err)
+	}
+	return set
+}
+
 func newPodSet(ns, name string, size int32) *appsv1alpha1.PodSet {
 	return &appsv1alpha1.PodSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -159,12 +174,9 @@ func eventReasons(g Gomega, ns string) []string {
 
 func TestPodSetRunsTheSeedPodAndScalesThroughTheScaleSubresource(t *testing.T) {
 	g := NewWithT(t)
-	ns := env.Namespace(t)
-	startPodSetController(t)
 	ctx := context.Background()
-
-	set := newPodSet(ns, "web", 3)
-	g.Expect(env.Client.Create(ctx, set)).To(Succeed())
+	set := runPodSet(t, "web", 3)
+	ns := set.Namespace
 	pods := settled(t, set, 3)
 	for _, p := range pods {
 		g.Expect(p.Spec.Containers).To(HaveLen(1))
@@ -211,12 +223,8 @@ func TestPodSetRunsTheSeedPodAndScalesThroughTheScaleSubresource(t *testing.T) {
 
 func TestPodSetReplacesDeletedAndFinishedPods(t *testing.T) {
 	g := NewWithT(t)
-	ns := env.Namespace(t)
-	startPodSetController(t)
 	ctx := context.Background()
-
-	set := newPodSet(ns, "heal", 2)
-	g.Expect(env.Client.Create(ctx, set)).To(Succeed())
+	set := runPodSet(t, "heal", 2)
 	pods := settled(t, set, 2)
 
 	g.Expect(env.Client.Delete(ctx, &pods[0])).To(Succeed())
@@ -237,12 +245,9 @@ func TestPodSetReplacesDeletedAndFinishedPods(t *testing.T) {
 
 func TestPodSetRecreatedUnderTheSameNameGetsPodsOfItsOwn(t *testing.T) {
 	g := NewWithT(t)
-	ns := env.Namespace(t)
-	startPodSetController(t)
 	ctx := context.Background()
-
-	old := newPodSet(ns, "same", 2)
-	g.Expect(env.Client.Create(ctx, old)).To(Succeed())
+	old := runPodSet(t, "same", 2)
+	ns := old.Namespace
 	oldPods := settled(t, old, 2)
 
 	// envtest has no garbage collector: the old pods stay, still owned by
@@ -350,13 +355,8 @@ func TestPodSetStopsCreatingAtTheQuotaAndSaysSo(t *testing.T) {
 
 func TestPodSetRollsOutTemplateChangesOnePodAtATime(t *testing.T) {
 	g := NewWithT(t)
-	ns := env.Namespace(t)
-	startPodSetController(t)
 	ctx := context.Background()
-
-	set := newPodSet(ns, "roll", 3)
-	set.Spec.Template = seedTemplate("busybox:1.36")
-	g.Expect(env.Client.Create(ctx, set)).To(Succeed())
+	set := runPodSet(t, "roll", 3, func(s *appsv1alpha1.PodSet) { s.Spec.Template = seedTemplate("busybox:1.36") })
 	markReady(t, settled(t, set, 3)...)
 
 	g.Eventually(func(g Gomega) error {
@@ -398,14 +398,11 @@ func TestPodSetRollsOutTemplateChangesOnePodAtATime(t *testing.T) {
 
 func TestPodSetOnDeleteReplacesOnlyDeletedPods(t *testing.T) {
 	g := NewWithT(t)
-	ns := env.Namespace(t)
-	startPodSetController(t)
 	ctx := context.Background()
-
-	set := newPodSet(ns, "ondelete", 2)
-	set.Spec.Template = seedTemplate("busybox:1.36")
-	set.Spec.UpdateStrategy = appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.OnDeleteStrategy}
-	g.Expect(env.Client.Create(ctx, set)).To(Succeed())
+	set := runPodSet(t, "ondelete", 2, func(s *appsv1alpha1.PodSet) {
+		s.Spec.Template = seedTemplate("busybox:1.36")
+		s.Spec.UpdateStrategy = appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.OnDeleteStrategy}
+	})
 	pods := settled(t, set, 2)
 	markReady(t, pods...)
 
