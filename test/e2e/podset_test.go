@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
@@ -27,32 +29,51 @@ import (
 // extremes: the most pods alive at once, the fewest ready, and every pod
 // that ever existed. Alive is neither finished nor being deleted.
 type podWatch struct {
+	ns, selector string
+
 	mu       sync.Mutex
 	pods     map[string]*corev1.Pod
 	seen     map[string]bool
 	maxAlive int
 	minReady int
+	broken   error // the watch failed: the extremes are not to be trusted
 }
 
 func watchPods(t *testing.T, ns, set string) *podWatch {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	w, err := c.Clientset.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: appsv1alpha1.PodSetLabel + "=" + set})
+	pods := c.Clientset.CoreV1().Pods(ns)
+	selector := appsv1alpha1.PodSetLabel + "=" + set
+	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		t.Fatalf("listing pods: %v", err)
+	}
+	// A plain watch can be closed by the apiserver at any time; the
+	// RetryWatcher resumes it from the last event, so no state is missed.
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = selector
+			return pods.Watch(ctx, o)
+		},
+	})
 	if err != nil {
 		t.Fatalf("watching pods: %v", err)
 	}
-	pw := &podWatch{pods: map[string]*corev1.Pod{}, seen: map[string]bool{}}
+	pw := &podWatch{ns: ns, selector: selector, pods: map[string]*corev1.Pod{}, seen: map[string]bool{}}
+	for i := range list.Items {
+		pw.pods[list.Items[i].Name] = &list.Items[i]
+		pw.seen[list.Items[i].Name] = true
+	}
 	go func() {
 		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok {
-				continue
-			}
 			pw.mu.Lock()
-			if ev.Type == watch.Deleted {
+			switch p, ok := ev.Object.(*corev1.Pod); {
+			case ev.Type == watch.Error || !ok:
+				pw.broken = fmt.Errorf("watch failed: %v", ev.Object)
+			case ev.Type == watch.Deleted:
 				delete(pw.pods, p.Name)
-			} else {
+			case ev.Type == watch.Added || ev.Type == watch.Modified:
 				pw.pods[p.Name] = p
 				pw.seen[p.Name] = true
 			}
@@ -62,6 +83,7 @@ func watchPods(t *testing.T, ns, set string) *podWatch {
 			pw.mu.Unlock()
 		}
 	}()
+	t.Cleanup(w.Stop)
 	return pw
 }
 
@@ -88,10 +110,30 @@ func (w *podWatch) reset() {
 }
 
 // extremes returns the most pods alive and fewest ready since reset, and how
-// many pods ever existed.
-func (w *podWatch) extremes() (maxAlive, minReady, seen int) {
+// many pods ever existed, once the watch has caught up with the apiserver.
+// It fails the test if the watch broke.
+func (w *podWatch) extremes(t *testing.T) (maxAlive, minReady, seen int) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		list, err := c.Clientset.CoreV1().Pods(w.ns).List(context.Background(), metav1.ListOptions{LabelSelector: w.selector})
+		g.Expect(err).NotTo(HaveOccurred())
+		now := map[string]string{}
+		for _, p := range list.Items {
+			now[p.Name] = p.ResourceVersion
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		watched := map[string]string{}
+		for name, p := range w.pods {
+			watched[name] = p.ResourceVersion
+		}
+		g.Expect(watched).To(Equal(now), "the watch has not caught up")
+	}).WithTimeout(time.Minute).Should(Succeed())
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.broken != nil {
+		t.Fatal(w.broken)
+	}
 	return w.maxAlive, w.minReady, len(w.seen)
 }
 
@@ -163,7 +205,7 @@ func TestPodSetOnTheCluster(t *testing.T) {
 	converged(t, ns, name, 10, "busybox")
 	g.Expect(c.Kubectl("scale", "-n", ns, "podset/"+name, "--replicas=2")).Error().NotTo(HaveOccurred())
 	converged(t, ns, name, 2, "busybox")
-	maxAlive, _, seen := pods.extremes()
+	maxAlive, _, seen := pods.extremes(t)
 	g.Expect(maxAlive).To(Equal(10), "pods alive at once")
 	g.Expect(seen).To(Equal(10), "pods ever created")
 
@@ -173,7 +215,7 @@ func TestPodSetOnTheCluster(t *testing.T) {
 	g.Eventually(func(g Gomega) []string { return getPodSet(g, ns, name).Status.Nodes }).
 		WithTimeout(time.Minute).Should(SatisfyAll(HaveLen(2), Not(ContainElement(victim))))
 	converged(t, ns, name, 2, "busybox")
-	_, _, seen = pods.extremes()
+	_, _, seen = pods.extremes(t)
 	g.Expect(seen).To(Equal(11), "pods ever created")
 
 	// Template changes roll out with at most maxUnavailable (1) of the 4
@@ -185,7 +227,7 @@ func TestPodSetOnTheCluster(t *testing.T) {
 		patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"labels":{"app":"sleep"}},"spec":{"containers":[{"name":"busybox","image":%q,"command":["sleep","3600"]}]}}}}`, image)
 		g.Expect(c.Kubectl("patch", "-n", ns, "podset/"+name, "--type=merge", "-p", patch)).Error().NotTo(HaveOccurred())
 		converged(t, ns, name, 4, image)
-		maxAlive, minReady, _ := pods.extremes()
+		maxAlive, minReady, _ := pods.extremes(t)
 		g.Expect(maxAlive).To(Equal(4), "pods alive at once during the rollout to %s", image)
 		g.Expect(minReady).To(Equal(3), "fewest ready pods during the rollout to %s", image)
 	}
