@@ -153,6 +153,7 @@ const (
 
 // PodSet keeps size pods of a template running, replaces pods that end or are
 // deleted, and rolls out template changes.
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name: must be no more than 63 characters: it is the value of the apps.deckhand.dev/podset label on the pods"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.replicas,selectorpath=.status.selector

@@ -178,9 +178,9 @@ func (r *PodSetReconciler) manage(ctx context.Context, set *appsv1alpha1.PodSet,
 		case isActive(p):
 			active = append(active, p)
 		case p.DeletionTimestamp == nil:
-			// Finished: its replacement is created below; removing it keeps
-			// ended pods from piling up (a Failed pod's last state stays in
-			// the FailedCreate/SuccessfulDelete Events and the logs).
+			// Finished: it no longer counts, so a replacement is created
+			// below, and it is removed so that ended pods do not pile up
+			// (the SuccessfulDelete Event names it).
 			doomed = append(doomed, p)
 		}
 	}

@@ -3,6 +3,7 @@ package apps_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -428,9 +429,12 @@ func TestPodSetSchemaRefusesInvalidSpecsNamingTheField(t *testing.T) {
 	zero := intstr.FromInt32(0)
 	tooMany := intstr.FromString("150%")
 	tests := map[string]struct {
+		name string
 		spec appsv1alpha1.PodSetSpec
 		want []string
 	}{
+		"name too long for a label": {name: strings.Repeat("a", 64), spec: appsv1alpha1.PodSetSpec{Size: 1},
+			want: []string{"metadata.name: must be no more than 63 characters"}},
 		"negative size":     {spec: appsv1alpha1.PodSetSpec{Size: -1}, want: []string{"spec.size", "greater than or equal to 0"}},
 		"absurd size":       {spec: appsv1alpha1.PodSetSpec{Size: 1_000_000}, want: []string{"spec.size", "less than or equal to 10000"}},
 		"no labels":         {spec: appsv1alpha1.PodSetSpec{Size: 1, Template: noLabels}, want: []string{"spec.template.metadata.labels", "at least one label"}},
@@ -446,6 +450,9 @@ func TestPodSetSchemaRefusesInvalidSpecsNamingTheField(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			set := &appsv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "bad-"}, Spec: tc.spec}
+			if tc.name != "" {
+				set.Name, set.GenerateName = tc.name, ""
+			}
 			err := env.Client.Create(context.Background(), set)
 			g := NewWithT(t)
 			g.Expect(err).To(HaveOccurred())
