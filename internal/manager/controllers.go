@@ -6,7 +6,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
+	"github.com/deckhand-dev/deckhand/internal/controller/apps"
 	modelcontroller "github.com/deckhand-dev/deckhand/internal/controller/model"
 )
 
@@ -33,6 +35,7 @@ type Controller struct {
 // controllers lists every controller Deckhand can run, in start order.
 // A new kind adds one line here.
 var controllers = []Controller{
+	{Name: apps.ControllerName, AddToScheme: appsv1alpha1.AddToScheme, Setup: func(mgr ctrl.Manager, _ *Options) error { return apps.SetupPodSet(mgr) }},
 	{Name: modelcontroller.ControllerName, AddToScheme: modelv1.AddToScheme, CacheByObject: modelcontroller.CacheByObject,
 		Setup: func(mgr ctrl.Manager, _ *Options) error { return modelcontroller.Setup(mgr) }},
 }

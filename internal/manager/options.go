@@ -66,8 +66,8 @@ type Options struct {
 	GracefulShutdownTimeout time.Duration
 
 	// SkipControllerNameValidation lets several managers in one process
-	// register controllers of the same name, as integration tests do. No flag
-	// sets it: a real process runs one manager.
+	// register the same controllers, as tests that start a manager each do.
+	// It has no flag: a real manager must keep controller names unique.
 	SkipControllerNameValidation bool
 }
 

@@ -118,7 +118,7 @@ func (e *Env) ManagerOptions() manager.Options {
 		RenewDeadline:           10 * time.Second,
 		RetryPeriod:             2 * time.Second,
 		GracefulShutdownTimeout: 10 * time.Second,
-		// Tests start a manager each, all in one process.
+		// Each test starts its own manager with the same controllers.
 		SkipControllerNameValidation: true,
 	}
 }

@@ -28,7 +28,9 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -134,7 +136,7 @@ func (c *Cluster) install() error {
 		return err
 	}
 	if bytes.Contains(manifests, []byte("kind: CustomResourceDefinition")) {
-		if _, err := c.Kubectl("wait", "--for=condition=Established", "crd", "-l", "app.kubernetes.io/part-of=deckhand", "--timeout=60s"); err != nil {
+		if err := c.waitForCRDs(time.Minute); err != nil {
 			return err
 		}
 	}
@@ -157,6 +159,43 @@ func (c *Cluster) install() error {
 	cfg.CurrentContext = "deckhand"
 	c.ManagerKubeconfig = strings.TrimSuffix(c.Kubeconfig, ".kubeconfig") + ".manager.kubeconfig"
 	return clientcmd.WriteToFile(*cfg, c.ManagerKubeconfig)
+}
+
+// waitForCRDs waits until every Deckhand CRD is Established. (kubectl wait
+// right after apply can fail on a CRD that has no conditions yet.)
+func (c *Cluster) waitForCRDs(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		crds := &unstructured.UnstructuredList{}
+		crds.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinitionList"))
+		err := c.Client.List(context.Background(), crds, client.MatchingLabels{"app.kubernetes.io/part-of": "deckhand"})
+		if err == nil {
+			pending := 0
+			for _, crd := range crds.Items {
+				if !established(crd) {
+					pending++
+				}
+			}
+			if len(crds.Items) > 0 && pending == 0 {
+				return nil
+			}
+			err = fmt.Errorf("%d of %d Deckhand CRDs not established", pending, len(crds.Items))
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func established(crd unstructured.Unstructured) bool {
+	conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+	for _, cond := range conditions {
+		if m, ok := cond.(map[string]any); ok && m["type"] == string(apiextensionsv1.Established) && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Cluster) script(name string, args ...string) ([]byte, error) {
