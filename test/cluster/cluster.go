@@ -153,10 +153,11 @@ func (c *Cluster) install() error {
 	}
 	cluster := admin.Clusters[admin.Contexts[admin.CurrentContext].Cluster]
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["kwok"] = cluster
-	cfg.AuthInfos["deckhand"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
-	cfg.Contexts["deckhand"] = &clientcmdapi.Context{Cluster: "kwok", AuthInfo: "deckhand"}
-	cfg.CurrentContext = "deckhand"
+	const name = "deckhand"
+	cfg.Clusters[name] = cluster
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	cfg.CurrentContext = name
 	c.ManagerKubeconfig = strings.TrimSuffix(c.Kubeconfig, ".kubeconfig") + ".manager.kubeconfig"
 	return clientcmd.WriteToFile(*cfg, c.ManagerKubeconfig)
 }
