@@ -3,6 +3,9 @@ package manager
 import (
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
+	"github.com/deckhand-dev/deckhand/internal/controller/batch"
 )
 
 // Controller is one kind's reconciler together with its webhooks, switched on
@@ -23,7 +26,11 @@ type Controller struct {
 
 // controllers lists every controller Deckhand can run, in start order.
 // A new kind adds one line here.
-var controllers = []Controller{}
+var controllers = []Controller{
+	// jobwatcher runs both JobWatchers and ClusterJobWatchers: precedence
+	// between them needs both, so they cannot be switched on apart.
+	{Name: "jobwatcher", AddToScheme: deckhandbatchv1.AddToScheme, Setup: func(mgr ctrl.Manager, _ *Options) error { return batch.Setup(mgr) }, Webhooks: true},
+}
 
 // KnownControllers returns the names --controllers accepts.
 func KnownControllers() []string {
