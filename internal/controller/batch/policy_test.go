@@ -73,7 +73,9 @@ func excludeNames(patterns ...string) func(*deckhandbatchv1.JobPolicy) {
 }
 
 func selector(k, v string) func(*deckhandbatchv1.JobPolicy) {
-	return func(p *deckhandbatchv1.JobPolicy) { p.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{k: v}} }
+	return func(p *deckhandbatchv1.JobPolicy) {
+		p.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{k: v}}
+	}
 }
 
 func TestPolicyMatches(t *testing.T) {
@@ -124,30 +126,30 @@ func TestDecide(t *testing.T) {
 		governor string
 		ttl      time.Duration
 	}{
-		"running Job":                   {testJob(ns, "pi"), []*policy{short}, verdictRunning, "", 0},
-		"own TTL left to Kubernetes":    {testJob(ns, "pi", succeeded, func(j *batchv1.Job) { j.Spec.TTLSecondsAfterFinished = ptr.To[int32](3) }), []*policy{short}, verdictOwnTTL, "", 0},
-		"no watcher":                    {testJob(ns, "pi", succeeded), nil, verdictUnwatched, "", 0},
-		"watcher of another namespace":  {testJob(ns, "pi", succeeded), []*policy{other}, verdictUnwatched, "", 0},
-		"succeeded TTL":                 {testJob(ns, "pi", succeeded), []*policy{short}, verdictExpires, "short", 10 * time.Second},
-		"failed TTL":                    {testJob(ns, "pi", failed), []*policy{short}, verdictExpires, "short", 100 * time.Second},
-		"no TTL for the outcome":        {testJob(ns, "pi", failed), []*policy{long}, verdictNoTTL, "", 0},
-		"longest TTL wins in a level":   {testJob(ns, "pi", succeeded), []*policy{short, long}, verdictExpires, "long", time.Minute},
+		"running Job":                    {testJob(ns, "pi"), []*policy{short}, verdictRunning, "", 0},
+		"own TTL left to Kubernetes":     {testJob(ns, "pi", succeeded, func(j *batchv1.Job) { j.Spec.TTLSecondsAfterFinished = ptr.To[int32](3) }), []*policy{short}, verdictOwnTTL, "", 0},
+		"no watcher":                     {testJob(ns, "pi", succeeded), nil, verdictUnwatched, "", 0},
+		"watcher of another namespace":   {testJob(ns, "pi", succeeded), []*policy{other}, verdictUnwatched, "", 0},
+		"succeeded TTL":                  {testJob(ns, "pi", succeeded), []*policy{short}, verdictExpires, "short", 10 * time.Second},
+		"failed TTL":                     {testJob(ns, "pi", failed), []*policy{short}, verdictExpires, "short", 100 * time.Second},
+		"no TTL for the outcome":         {testJob(ns, "pi", failed), []*policy{long}, verdictNoTTL, "", 0},
+		"longest TTL wins in a level":    {testJob(ns, "pi", succeeded), []*policy{short, long}, verdictExpires, "long", time.Minute},
 		"level falls through by outcome": {testJob(ns, "pi", failed), []*policy{long, clusterWide}, verdictExpires, "cluster", 24 * time.Hour},
 		"namespaced over cluster-wide, even when shorter": {
 			testJob(ns, "pi", succeeded), []*policy{clusterWide, short}, verdictExpires, "short", 10 * time.Second},
-		"longest cluster-wide TTL": {testJob(ns, "pi", succeeded), []*policy{clusterShort, clusterWide}, verdictExpires, "cluster", 10 * time.Minute},
+		"longest cluster-wide TTL":  {testJob(ns, "pi", succeeded), []*policy{clusterShort, clusterWide}, verdictExpires, "cluster", 10 * time.Minute},
 		"cluster-wide out of reach": {testJob("prod", "pi", succeeded), []*policy{clusterWide}, verdictUnwatched, "", 0},
 		"keep annotation":           {testJob(ns, "pi", succeeded, withAnnotation(deckhandbatchv1.KeepAnnotation, "true")), []*policy{short}, verdictKeep, "", 0},
 		"keep annotation not true":  {testJob(ns, "pi", succeeded, withAnnotation(deckhandbatchv1.KeepAnnotation, "no")), []*policy{short}, verdictExpires, "short", 10 * time.Second},
 		"keep over ttl annotation": {testJob(ns, "pi", succeeded, withAnnotation(deckhandbatchv1.KeepAnnotation, "true"),
 			withAnnotation(deckhandbatchv1.TTLAnnotation, "1s")), []*policy{short}, verdictKeep, "", 0},
-		"ttl annotation shortens": {testJob(ns, "pi", succeeded, withAnnotation(deckhandbatchv1.TTLAnnotation, "2s")), []*policy{long}, verdictExpires, "long", 2 * time.Second},
-		"ttl annotation lengthens": {testJob(ns, "pi", succeeded, withAnnotation(deckhandbatchv1.TTLAnnotation, "36h")), []*policy{short, clusterWide}, verdictExpires, "short", 36 * time.Hour},
+		"ttl annotation shortens":        {testJob(ns, "pi", succeeded, withAnnotation(deckhandbatchv1.TTLAnnotation, "2s")), []*policy{long}, verdictExpires, "long", 2 * time.Second},
+		"ttl annotation lengthens":       {testJob(ns, "pi", succeeded, withAnnotation(deckhandbatchv1.TTLAnnotation, "36h")), []*policy{short, clusterWide}, verdictExpires, "short", 36 * time.Hour},
 		"ttl annotation needs a watcher": {testJob(ns, "pi", succeeded, withAnnotation(deckhandbatchv1.TTLAnnotation, "1s")), nil, verdictUnwatched, "", 0},
 		"ttl annotation covers an outcome no watcher has": {
 			testJob(ns, "pi", failed, withAnnotation(deckhandbatchv1.TTLAnnotation, "1m")), []*policy{long}, verdictExpires, "long", time.Minute},
-		"bad ttl annotation keeps":      {testJob(ns, "pi", succeeded, withAnnotation(deckhandbatchv1.TTLAnnotation, "soon")), []*policy{short}, verdictBadAnnotation, "", 0},
-		"negative ttl annotation keeps": {testJob(ns, "pi", succeeded, withAnnotation(deckhandbatchv1.TTLAnnotation, "-1s")), []*policy{short}, verdictBadAnnotation, "", 0},
+		"bad ttl annotation keeps":          {testJob(ns, "pi", succeeded, withAnnotation(deckhandbatchv1.TTLAnnotation, "soon")), []*policy{short}, verdictBadAnnotation, "", 0},
+		"negative ttl annotation keeps":     {testJob(ns, "pi", succeeded, withAnnotation(deckhandbatchv1.TTLAnnotation, "-1s")), []*policy{short}, verdictBadAnnotation, "", 0},
 		"dry-run watcher competes like any": {testJob(ns, "pi", succeeded), []*policy{short, dry}, verdictExpires, "dry", 30 * time.Second},
 		"name-pattern miss falls to cluster": {testJob(ns, "other", succeeded),
 			[]*policy{jw(ns, "pi-only", ptr.To[int32](1), nil, names("pi")), clusterWide}, verdictExpires, "cluster", 10 * time.Minute},

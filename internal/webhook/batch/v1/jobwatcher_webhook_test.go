@@ -20,9 +20,11 @@ func TestValidateClusterJobWatcher(t *testing.T) {
 		// want holds one "field: detail substring" per expected error.
 		want []string
 	}{
-		"valid":                {func(*deckhandbatchv1.ClusterJobWatcherSpec) {}, nil},
-		"zero TTL is valid":    {func(s *deckhandbatchv1.ClusterJobWatcherSpec) { s.TTLSecondsAfterSucceeded = ptr.To[int32](0) }, nil},
-		"only the failed TTL":  {func(s *deckhandbatchv1.ClusterJobWatcherSpec) { s.TTLSecondsAfterSucceeded, s.TTLSecondsAfterFailed = nil, ptr.To[int32](1) }, nil},
+		"valid":             {func(*deckhandbatchv1.ClusterJobWatcherSpec) {}, nil},
+		"zero TTL is valid": {func(s *deckhandbatchv1.ClusterJobWatcherSpec) { s.TTLSecondsAfterSucceeded = ptr.To[int32](0) }, nil},
+		"only the failed TTL": {func(s *deckhandbatchv1.ClusterJobWatcherSpec) {
+			s.TTLSecondsAfterSucceeded, s.TTLSecondsAfterFailed = nil, ptr.To[int32](1)
+		}, nil},
 		"every pattern valid": {func(s *deckhandbatchv1.ClusterJobWatcherSpec) {
 			s.JobNamePatterns, s.ExcludeJobNamePatterns = []string{"pi-.*"}, []string{"keep"}
 			s.NamespacePatterns, s.ExcludeNamespacePatterns = []string{"team-[a-z]+"}, []string{"kube-.*"}
