@@ -48,6 +48,11 @@ type Options struct {
 	// GracefulShutdownTimeout bounds how long running reconciles may take to
 	// finish when the manager is stopped.
 	GracefulShutdownTimeout time.Duration
+
+	// SkipControllerNameValidation lets several managers in one process
+	// register the same controllers, as tests that start a manager each do.
+	// It has no flag: a real manager must keep controller names unique.
+	SkipControllerNameValidation bool
 }
 
 // DefaultLeaderElectionID is the name of the Lease the replicas compete for.

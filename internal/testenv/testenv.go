@@ -117,6 +117,8 @@ func (e *Env) ManagerOptions() manager.Options {
 		RenewDeadline:           10 * time.Second,
 		RetryPeriod:             2 * time.Second,
 		GracefulShutdownTimeout: 10 * time.Second,
+		// Each test starts its own manager with the same controllers.
+		SkipControllerNameValidation: true,
 	}
 }
 

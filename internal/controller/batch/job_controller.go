@@ -71,15 +71,17 @@ func (r *jobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		countJob(d, resultWouldDelete)
 		return ctrl.Result{}, nil
 	}
-	return r.delete(ctx, job, policies)
+	return r.delete(ctx, job)
 }
 
 // delete deletes a due Job the way Kubernetes' TTL controller does: the cache
 // may be behind, so the Job is read from the API server and judged again,
 // and the delete carries its UID and resourceVersion as preconditions, so a
 // Job that was replaced or changed in between (annotated keep, given its own
-// TTL) is left alone.
-func (r *jobReconciler) delete(ctx context.Context, cached *batchv1.Job, policies []*policy) (ctrl.Result, error) {
+// TTL) is left alone. The watchers are read past the cache too: one created
+// a moment ago may keep the Job longer. All this costs requests only for
+// Jobs that are due.
+func (r *jobReconciler) delete(ctx context.Context, cached *batchv1.Job) (ctrl.Result, error) {
 	log := logf.FromContext(ctx)
 	fresh := &batchv1.Job{}
 	jobAPIRequests.WithLabelValues("get").Inc()
@@ -88,6 +90,10 @@ func (r *jobReconciler) delete(ctx context.Context, cached *batchv1.Job, policie
 	}
 	if fresh.UID != cached.UID || !fresh.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
+	}
+	policies, err := listPolicies(ctx, r.apiReader, fresh.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	now := r.now()
 	d := decide(fresh, policies)
@@ -98,22 +104,23 @@ func (r *jobReconciler) delete(ctx context.Context, cached *batchv1.Job, policie
 		return ctrl.Result{RequeueAfter: d.Expiry.Sub(now)}, nil
 	}
 	if d.Governor.spec.Suspend || d.Governor.spec.DryRun {
-		// Changed between the cached and the fresh read; judge again.
-		return ctrl.Result{Requeue: true}, nil
+		// The watcher changed after the cache saw it; its update event
+		// brings the Job back.
+		return ctrl.Result{}, nil
 	}
 
 	gov := d.Governor
 	policy := gov.propagation()
 	jobAPIRequests.WithLabelValues("delete").Inc()
-	err := r.client.Delete(ctx, fresh,
+	err = r.client.Delete(ctx, fresh,
 		client.Preconditions{UID: &fresh.UID, ResourceVersion: &fresh.ResourceVersion},
 		client.PropagationPolicy(policy))
 	switch {
 	case apierrors.IsNotFound(err):
 		return ctrl.Result{}, nil
 	case apierrors.IsConflict(err):
-		// It changed since the read: read and judge again.
-		return ctrl.Result{Requeue: true}, nil
+		// It changed since the read; the update event brings it back.
+		return ctrl.Result{}, nil
 	case err != nil:
 		countJob(d, resultError)
 		r.recorder.Eventf(gov.watcher, fresh, corev1.EventTypeWarning, "DeleteFailed", "Delete",

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -61,7 +62,11 @@ func (r *statusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	// The optimistic lock keeps deletedJobs from being added to a stale copy.
 	patch := client.MergeFromWithOptions(obj.DeepCopyObject().(client.Object), client.MergeFromWithOptimisticLock{})
 	*status = next
-	if err := r.client.Status().Patch(ctx, obj, patch); err != nil {
+	if err := r.client.Status().Patch(ctx, obj, patch); apierrors.IsConflict(err) {
+		// The cached copy was behind (status writes do not wake this
+		// controller): count again shortly.
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	} else if err != nil {
 		return ctrl.Result{}, fmt.Errorf("updating status of %s: %w", self.key(), err)
 	}
 	r.deleted.ack(obj.GetUID(), deleted)
