@@ -155,7 +155,6 @@ func startManager(t *testing.T) (stop func()) {
 	return stop
 }
 
-
 // update applies mutate to the latest obj and writes it, retrying on
 // conflicts (the controller writes watchers' status meanwhile).
 func update(obj client.Object, mutate func()) error {
