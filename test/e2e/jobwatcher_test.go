@@ -102,6 +102,11 @@ spec:
   namespacePatterns: ["`+regexp.QuoteMeta(reached)+`"]
 `)
 	g.Eventually(create).WithTimeout(time.Minute).Should(Succeed())
+	// The samples pass the schema and the webhook.
+	for _, sample := range []string{"batch_v1_jobwatcher.yaml", "batch_v1_clusterjobwatcher.yaml"} {
+		g.Expect(c.Kubectl("apply", "--dry-run=server", "-f", filepath.Join("..", "..", "config", "samples", sample))).
+			To(ContainSubstring("(server dry run)"), sample)
+	}
 
 	inReach := runJob(t, reached, "pi", false)
 	outOfReach := runJob(t, missed, "pi", false)
