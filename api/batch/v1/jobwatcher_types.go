@@ -233,7 +233,3 @@ type ClusterJobWatcherList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ClusterJobWatcher `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&JobWatcher{}, &JobWatcherList{}, &ClusterJobWatcher{}, &ClusterJobWatcherList{})
-}
