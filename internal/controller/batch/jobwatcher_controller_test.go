@@ -82,6 +82,13 @@ func TestDeletesFinishedJobsAfterTheirTTL(t *testing.T) {
 	g.Eventually(events(ns, w)).WithTimeout(timeout).Should(ContainElement(
 		"Deleted: deleted Succeeded Job " + ns + "/done (TTL 3s)"))
 
+	deleted := labelled(gather(t, "deckhand_jobwatcher_jobs_deleted_total"), map[string]string{
+		"watcher_kind": "JobWatcher", "watcher_namespace": ns, "watcher": "w", "outcome": "Succeeded", "result": "deleted"})
+	g.Expect(deleted.GetCounter().GetValue()).To(BeEquivalentTo(1))
+	lag := gather(t, "deckhand_jobwatcher_deletion_lag_seconds")
+	g.Expect(lag).To(HaveLen(1))
+	g.Expect(lag[0].GetHistogram().GetSampleCount()).To(BeNumerically(">=", 1))
+
 	// The failed Job (no failed TTL), the running one, the excluded one and
 	// the one with its own TTL (Kubernetes' to delete) stay.
 	for _, job := range []*batchv1.Job{failed, running, excluded, own} {

@@ -3,6 +3,7 @@ package batch_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -124,21 +126,38 @@ func apiserverJobRequests(t *testing.T) map[string]float64 {
 // verb from this process's registry.
 func controllerJobRequests(t *testing.T) map[string]float64 {
 	t.Helper()
+	out := map[string]float64{"get": 0, "delete": 0}
+	for _, m := range gather(t, "deckhand_jobwatcher_job_api_requests_total") {
+		out[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+	}
+	return out
+}
+
+// gather returns the samples of the named metric in this process's registry.
+func gather(t *testing.T, name string) []*dto.Metric {
+	t.Helper()
 	families, err := metrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]float64{}
 	for _, f := range families {
-		if f.GetName() != "deckhand_jobwatcher_job_api_requests_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			out[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+		if f.GetName() == name {
+			return f.GetMetric()
 		}
 	}
-	for _, verb := range []string{"get", "delete"} {
-		out[verb] += 0
+	return nil
+}
+
+// labelled returns the sample of ms whose labels are exactly labels.
+func labelled(ms []*dto.Metric, labels map[string]string) *dto.Metric {
+	for _, m := range ms {
+		got := map[string]string{}
+		for _, l := range m.GetLabel() {
+			got[l.GetName()] = l.GetValue()
+		}
+		if maps.Equal(got, labels) {
+			return m
+		}
 	}
-	return out
+	return nil
 }

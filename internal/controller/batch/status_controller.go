@@ -92,17 +92,28 @@ func (r *statusReconciler) get(ctx context.Context, key client.ObjectKey) (clien
 
 // watchersOf maps a Job event to the watchers of this kind that reach the
 // Job's namespace. It reads only the cache.
-func (r *statusReconciler) watchersOf(ctx context.Context, obj client.Object) []reconcile.Request {
-	policies, err := listPolicies(ctx, r.client, obj.GetNamespace())
-	if err != nil {
-		logf.FromContext(ctx).Error(err, "listing watchers for Job", "job", klog.KObj(obj))
+func (r *statusReconciler) watchersOf(ctx context.Context, job client.Object) []reconcile.Request {
+	var reqs []reconcile.Request
+	if !r.cluster {
+		var list deckhandbatchv1.JobWatcherList
+		if err := r.client.List(ctx, &list, client.InNamespace(job.GetNamespace())); err != nil {
+			logf.FromContext(ctx).Error(err, "listing JobWatchers for Job", "job", klog.KObj(job))
+			return nil
+		}
+		for i := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+		return reqs
+	}
+	var list deckhandbatchv1.ClusterJobWatcherList
+	if err := r.client.List(ctx, &list); err != nil {
+		logf.FromContext(ctx).Error(err, "listing ClusterJobWatchers for Job", "job", klog.KObj(job))
 		return nil
 	}
-	var reqs []reconcile.Request
-	for _, p := range policies {
+	for i := range list.Items {
 		// An invalid watcher is woken too: its status says why it is idle.
-		if p.cluster == r.cluster && (p.err != nil || p.reaches(obj.GetNamespace())) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(p.watcher)})
+		if p := newClusterJobWatcherPolicy(&list.Items[i]); p.err != nil || p.reaches(job.GetNamespace()) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 		}
 	}
 	return reqs
