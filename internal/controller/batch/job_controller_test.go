@@ -42,11 +42,17 @@ func TestDeleteJudgesWhatTheServerHoldsNow(t *testing.T) {
 		wantDeleted bool
 		wantRequeue bool
 	}{
-		"unchanged":              {func(*batchv1.Job) []client.Object { return nil }, true, false},
-		"annotated keep":         {func(j *batchv1.Job) []client.Object { withAnnotation(deckhandbatchv1.KeepAnnotation, "true")(j); return nil }, false, false},
-		"given its own TTL":      {func(j *batchv1.Job) []client.Object { j.Spec.TTLSecondsAfterFinished = ptr.To[int32](60); return nil }, false, false},
-		"replaced by a new Job":  {func(j *batchv1.Job) []client.Object { j.UID = "new"; return nil }, false, false},
-		"given a longer TTL":     {func(j *batchv1.Job) []client.Object { withAnnotation(deckhandbatchv1.TTLAnnotation, "24h")(j); return nil }, false, true},
+		"unchanged": {func(*batchv1.Job) []client.Object { return nil }, true, false},
+		"annotated keep": {func(j *batchv1.Job) []client.Object {
+			withAnnotation(deckhandbatchv1.KeepAnnotation, "true")(j)
+			return nil
+		}, false, false},
+		"given its own TTL":     {func(j *batchv1.Job) []client.Object { j.Spec.TTLSecondsAfterFinished = ptr.To[int32](60); return nil }, false, false},
+		"replaced by a new Job": {func(j *batchv1.Job) []client.Object { j.UID = "new"; return nil }, false, false},
+		"given a longer TTL": {func(j *batchv1.Job) []client.Object {
+			withAnnotation(deckhandbatchv1.TTLAnnotation, "24h")(j)
+			return nil
+		}, false, true},
 		"a longer watcher added": {func(*batchv1.Job) []client.Object { return []client.Object{watcher("long", 86400)} }, false, true},
 	}
 	for name, tc := range tests {
