@@ -81,6 +81,8 @@ spec:
 		return w.Status.DeletedJobs, err
 	}).WithTimeout(30 * time.Second).Should(BeEquivalentTo(1))
 	g.Expect(c.Kubectl("get", "events", "-n", ns, "--field-selector", "reason=Deleted", "-o", "name")).ToNot(BeEmpty())
+	g.Expect(c.Kubectl("get", "deckhand", "-n", ns)).To(And(
+		ContainSubstring("jobwatcher.batch.deckhand.dev/ten-seconds"), MatchRegexp(`ten-seconds\s+10\s+1\s+0\s+1\s+Active\s`)))
 }
 
 // TestClusterJobWatcher checks that namespace patterns reach exactly the

@@ -162,8 +162,10 @@ func TestNamespacedWatchersOverClusterWatchers(t *testing.T) {
 	guarded, open, outside := env.Namespace(t), env.Namespace(t), env.Namespace(t)
 	startManager(t)
 	// The cluster policy reaches two of the three namespaces.
-	create(t, clusterJobWatcher(t, i32(0), i32(0), guarded, open))
-	create(t, jobWatcher(guarded, "slow", i32(3600), nil))
+	cluster := clusterJobWatcher(t, i32(0), i32(0), guarded, open)
+	create(t, cluster)
+	slow := jobWatcher(guarded, "slow", i32(3600), nil)
+	create(t, slow)
 
 	finishedAt := time.Now().Add(-time.Minute)
 	inGuarded := createJob(t, newJob(guarded, "succeeded"), batchv1.JobComplete, finishedAt)
@@ -177,6 +179,16 @@ func TestNamespacedWatchersOverClusterWatchers(t *testing.T) {
 	// Its succeeded TTL, an hour, wins over the cluster policy's 0s.
 	g.Consistently(exists(inGuarded)).WithTimeout(2 * time.Second).Should(BeTrue())
 	g.Expect(exists(inOutside)()).To(BeTrue())
+
+	// The cluster watcher matches the one Job left, but does not govern it.
+	g.Eventually(status(cluster)).WithTimeout(timeout).Should(And(
+		HaveField("MatchedJobs", BeEquivalentTo(1)),
+		HaveField("PendingDeletions", BeEquivalentTo(0)),
+		HaveField("DeletedJobs", BeEquivalentTo(2))))
+	g.Eventually(status(slow)).WithTimeout(timeout).Should(And(
+		HaveField("MatchedJobs", BeEquivalentTo(1)),
+		HaveField("PendingDeletions", BeEquivalentTo(1)),
+		HaveField("NextDeletionTime.Time", BeTemporally("~", finishedAt.Add(time.Hour), time.Second))))
 }
 
 func TestDryRunDeletesNothingAndReports(t *testing.T) {
