@@ -54,6 +54,9 @@ spec:
 
 	succeeds := runJob(t, ns, "succeeds", false)
 	fails := runJob(t, ns, "fails", true)
+	// A Job's own TTL is Kubernetes' to act on (its TTL-after-finished
+	// controller runs in the local cluster).
+	ownTTL := runJob(t, ns, "fails-own-ttl", true, func(j *batchv1.Job) { j.Spec.TTLSecondsAfterFinished = ptr.To[int32](3) })
 	outside := runJob(t, elsewhere, "succeeds", false)
 
 	finishedAt := waitFinished(t, succeeds, batchv1.JobComplete)
@@ -66,6 +69,7 @@ spec:
 	g.Eventually(pods(succeeds)).WithTimeout(time.Minute).Should(BeEmpty())
 
 	waitFinished(t, fails, batchv1.JobFailed)
+	waitGone(t, ownTTL, time.Minute)
 	waitFinished(t, outside, batchv1.JobComplete)
 	// The failed Job (no failed TTL) and the Job of another namespace stay,
 	// well past the TTL.
@@ -79,7 +83,7 @@ spec:
 	g.Eventually(func() (int64, error) {
 		err := c.Client.Get(ctx, client.ObjectKeyFromObject(w), w)
 		return w.Status.DeletedJobs, err
-	}).WithTimeout(30 * time.Second).Should(BeEquivalentTo(1))
+	}).WithTimeout(30 * time.Second).Should(BeEquivalentTo(1), "the watcher deleted only the succeeded Job")
 	g.Expect(c.Kubectl("get", "events", "-n", ns, "--field-selector", "reason=Deleted", "-o", "name")).ToNot(BeEmpty())
 	g.Expect(c.Kubectl("get", "deckhand", "-n", ns)).To(And(
 		ContainSubstring("jobwatcher.batch.deckhand.dev/ten-seconds"), MatchRegexp(`ten-seconds\s+10\s+1\s+0\s+1\s+Active\s`)))
@@ -135,7 +139,7 @@ func apply(t *testing.T, manifest string) func() error {
 
 // runJob creates a one-pod Job. A failing one cannot be scheduled (no node
 // has its label) and fails when its activeDeadlineSeconds run out.
-func runJob(t *testing.T, ns, name string, fail bool) *batchv1.Job {
+func runJob(t *testing.T, ns, name string, fail bool, mutate ...func(*batchv1.Job)) *batchv1.Job {
 	t.Helper()
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -150,6 +154,9 @@ func runJob(t *testing.T, ns, name string, fail bool) *batchv1.Job {
 	if fail {
 		job.Spec.ActiveDeadlineSeconds = ptr.To[int64](2)
 		job.Spec.Template.Spec.NodeSelector = map[string]string{"deckhand.dev/no-such-node": "true"}
+	}
+	for _, m := range mutate {
+		m(job)
 	}
 	if err := c.Client.Create(context.Background(), job); err != nil {
 		t.Fatalf("creating Job %s/%s: %v", ns, name, err)
