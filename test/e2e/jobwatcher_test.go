@@ -83,7 +83,7 @@ spec:
 	g.Eventually(func() (int64, error) {
 		err := c.Client.Get(ctx, client.ObjectKeyFromObject(w), w)
 		return w.Status.DeletedJobs, err
-	}).WithTimeout(30 * time.Second).Should(BeEquivalentTo(1), "the watcher deleted only the succeeded Job")
+	}).WithTimeout(30*time.Second).Should(BeEquivalentTo(1), "the watcher deleted only the succeeded Job")
 	g.Expect(c.Kubectl("get", "events", "-n", ns, "--field-selector", "reason=Deleted", "-o", "name")).ToNot(BeEmpty())
 	g.Expect(c.Kubectl("get", "deckhand", "-n", ns)).To(And(
 		ContainSubstring("jobwatcher.batch.deckhand.dev/ten-seconds"), MatchRegexp(`ten-seconds\s+10\s+1\s+0\s+1\s+Active\s`)))
