@@ -7,8 +7,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
 	"github.com/deckhand-dev/deckhand/internal/controller/apps"
+	"github.com/deckhand-dev/deckhand/internal/controller/batch"
 	modelcontroller "github.com/deckhand-dev/deckhand/internal/controller/model"
 )
 
@@ -38,6 +40,9 @@ var controllers = []Controller{
 	{Name: apps.ControllerName, AddToScheme: appsv1alpha1.AddToScheme, Setup: func(mgr ctrl.Manager, _ *Options) error { return apps.SetupPodSet(mgr) }},
 	{Name: modelcontroller.ControllerName, AddToScheme: modelv1.AddToScheme, CacheByObject: modelcontroller.CacheByObject,
 		Setup: func(mgr ctrl.Manager, _ *Options) error { return modelcontroller.Setup(mgr) }},
+	// jobwatcher runs both JobWatchers and ClusterJobWatchers: precedence
+	// between them needs both, so they cannot be switched on apart.
+	{Name: "jobwatcher", AddToScheme: deckhandbatchv1.AddToScheme, Setup: func(mgr ctrl.Manager, _ *Options) error { return batch.Setup(mgr) }, Webhooks: true},
 }
 
 // KnownControllers returns the names --controllers accepts.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/tls"
 	"io"
+	"net"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -117,6 +119,12 @@ func TestOneLeaderAtATimeAndTakeover(t *testing.T) {
 
 	first, stopFirst := env.StartManager(t, opts)
 	g.Eventually(first.Elected()).WithTimeout(30 * time.Second).Should(BeClosed())
+	// Webhooks are served by every replica, leader or not: the second one
+	// needs a port of its own.
+	_, port, err := net.SplitHostPort(testenv.FreeAddr(t))
+	g.Expect(err).NotTo(HaveOccurred())
+	opts.WebhookPort, err = strconv.Atoi(port)
+	g.Expect(err).NotTo(HaveOccurred())
 	second, _ := env.StartManager(t, opts)
 
 	lease := &coordinationv1.Lease{}
