@@ -42,7 +42,8 @@ var controllers = []Controller{
 		Setup: func(mgr ctrl.Manager, _ *Options) error { return modelcontroller.Setup(mgr) }},
 	// jobwatcher runs both JobWatchers and ClusterJobWatchers: precedence
 	// between them needs both, so they cannot be switched on apart.
-	{Name: "jobwatcher", AddToScheme: deckhandbatchv1.AddToScheme, Setup: func(mgr ctrl.Manager, _ *Options) error { return batch.Setup(mgr) }, Webhooks: true},
+	{Name: "jobwatcher", AddToScheme: deckhandbatchv1.AddToScheme, CacheByObject: batch.CacheByObject, Webhooks: true,
+		Setup: func(mgr ctrl.Manager, _ *Options) error { return batch.Setup(mgr) }},
 }
 
 // KnownControllers returns the names --controllers accepts.
