@@ -3,6 +3,10 @@ package manager
 import (
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+	debugcontroller "github.com/deckhand-dev/deckhand/internal/controller/debug"
+	debugwebhook "github.com/deckhand-dev/deckhand/internal/webhook/debug/v1alpha1"
 )
 
 // Controller is one kind's reconciler together with its webhooks, switched on
@@ -23,7 +27,16 @@ type Controller struct {
 
 // controllers lists every controller Deckhand can run, in start order.
 // A new kind adds one line here.
-var controllers = []Controller{}
+var controllers = []Controller{
+	{Name: debugcontroller.ControllerName, AddToScheme: debugv1alpha1.AddToScheme, Webhooks: true,
+		Setup: func(mgr ctrl.Manager, o *Options) error {
+			images, err := debugwebhook.ParseImagePatterns(o.PodBuggerAllowedImages)
+			if err != nil {
+				return err
+			}
+			return debugcontroller.Setup(mgr, debugwebhook.Policy{AllowedImages: images, AllowGeneralProfile: o.PodBuggerAllowGeneralProfile})
+		}},
+}
 
 // KnownControllers returns the names --controllers accepts.
 func KnownControllers() []string {

@@ -117,6 +117,8 @@ func (e *Env) ManagerOptions() manager.Options {
 		RenewDeadline:           10 * time.Second,
 		RetryPeriod:             2 * time.Second,
 		GracefulShutdownTimeout: 10 * time.Second,
+		// Tests build a manager per test in one process.
+		SkipControllerNameValidation: true,
 	}
 }
 

@@ -1,0 +1,22 @@
+// Package v1alpha1 holds the debug.deckhand.dev/v1alpha1 API: PodBugger,
+// which attaches an ephemeral debug container to every running pod that
+// matches a selector.
+// +kubebuilder:object:generate=true
+// +groupName=debug.deckhand.dev
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+var (
+	// GroupVersion is the group and version of every kind in this package.
+	GroupVersion = schema.GroupVersion{Group: "debug.deckhand.dev", Version: "v1alpha1"}
+
+	// SchemeBuilder registers this package's kinds with a scheme.
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+
+	// AddToScheme adds this package's kinds to a scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
