@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/tls"
 	"io"
+	"net"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -117,7 +119,13 @@ func TestOneLeaderAtATimeAndTakeover(t *testing.T) {
 
 	first, stopFirst := env.StartManager(t, opts)
 	g.Eventually(first.Elected()).WithTimeout(30 * time.Second).Should(BeClosed())
-	second, _ := env.StartManager(t, opts)
+	// Every replica serves webhooks, leader or not: the second needs a port of its own.
+	secondOpts := opts
+	_, port, err := net.SplitHostPort(testenv.FreeAddr(t))
+	g.Expect(err).NotTo(HaveOccurred())
+	secondOpts.WebhookPort, err = strconv.Atoi(port)
+	g.Expect(err).NotTo(HaveOccurred())
+	second, _ := env.StartManager(t, secondOpts)
 
 	lease := &coordinationv1.Lease{}
 	key := client.ObjectKey{Namespace: ns, Name: opts.LeaderElectionID}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -99,8 +100,10 @@ func (r *PodBuggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		o.carriers[pod.UID] = carrier{name: pod.Name}
 	}
 	var result ctrl.Result
+	var injectErrs []error
 	if len(o.violations) == 0 {
-		result, o.injectErr = r.inject(ctx, pb, p, o.carriers)
+		result, injectErrs = r.inject(ctx, pb, p, o.carriers)
+		o.injectErr = errors.Join(injectErrs...)
 	}
 
 	status := computeStatus(pb, o)
@@ -111,13 +114,17 @@ func (r *PodBuggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			return ctrl.Result{}, errors.Join(o.injectErr, fmt.Errorf("writing status of PodBugger %s: %w", req, err))
 		}
 	}
+	if o.injectErr != nil && !slices.ContainsFunc(injectErrs, func(err error) bool { return !refused(err) }) {
+		return result, reconcile.TerminalError(o.injectErr)
+	}
 	return result, o.injectErr
 }
 
 // inject adds pb's container to the pods the plan names, records them in
 // carriers, and tells about skipped pods with Events. A pod that changed
-// since the cache saw it is retried shortly; other failures are returned.
-func (r *PodBuggerReconciler) inject(ctx context.Context, pb *debugv1alpha1.PodBugger, p plan, carriers map[types.UID]carrier) (ctrl.Result, error) {
+// since the cache saw it is retried shortly; other failures are returned,
+// one per pod.
+func (r *PodBuggerReconciler) inject(ctx context.Context, pb *debugv1alpha1.PodBugger, p plan, carriers map[types.UID]carrier) (ctrl.Result, []error) {
 	logger := log.FromContext(ctx)
 	for _, s := range p.skipped {
 		r.Recorder.Eventf(pb, s.pod, corev1.EventTypeWarning, s.reason, "SkipPod", "Pod %s skipped: %s", s.pod.Name, s.note)
@@ -147,7 +154,14 @@ func (r *PodBuggerReconciler) inject(ctx context.Context, pb *debugv1alpha1.PodB
 			errs = append(errs, fmt.Errorf("adding debug container to pod %s: %w", pod.Name, err))
 		}
 	}
-	return result, errors.Join(errs...)
+	return result, errs
+}
+
+// refused reports whether the apiserver refused a request for good: Pod
+// Security or validation. Retrying the same request soon won't help; a change
+// to the pod, the namespace or the PodBugger brings the controller back.
+func refused(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsInvalid(err)
 }
 
 // addContainer adds c to pod's ephemeral containers through the

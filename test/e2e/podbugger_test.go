@@ -1,0 +1,206 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+)
+
+// TestPodBugger runs the operator with busybox allowed and checks, on kwok
+// nodes, that the pods of a Deployment each get exactly one debug container,
+// that pods of a scale-up get theirs, and that the safety rules hold.
+func TestPodBugger(t *testing.T) {
+	ctx := context.Background()
+	enabled := map[string]string{debugv1alpha1.NamespaceEnabledLabel: "true"}
+	p := c.RunManager(t, "--controllers", "podbugger", "--podbugger-allowed-images", "docker.io/library/busybox:*")
+	web := map[string]string{"app": "web"}
+
+	t.Run("each pod of a Deployment gets one container, also after a scale-up", func(t *testing.T) {
+		g := newG(t)
+		ns := c.Namespace(t, enabled)
+		deployment(t, ns, 3)
+		g.Eventually(runningPods).WithArguments(ns).Should(HaveLen(3))
+
+		pb := podBugger(ns, "web-debug", web, debugv1alpha1.ProfileRestricted)
+		g.Expect(c.Client.Create(ctx, pb)).To(Succeed())
+		g.Eventually(pbStatus).WithArguments(pb).Should(HaveField("Installed", int32(3)))
+		g.Expect(ephemeralByPod(ns)).To(And(HaveLen(3), HaveEach(Equal([]string{"web-debug"}))))
+
+		g.Expect(c.Kubectl("scale", "deployment/web", "-n", ns, "--replicas=5")).Error().NotTo(HaveOccurred())
+		g.Eventually(pbStatus).WithArguments(pb).Should(And(
+			HaveField("Installed", int32(5)), HaveField("Pods", HaveLen(5))))
+		g.Consistently(ephemeralByPod).WithArguments(ns).Should(And(HaveLen(5), HaveEach(Equal([]string{"web-debug"}))))
+		g.Expect(c.Kubectl("get", "podbugger", "-n", ns, "web-debug")).To(MatchRegexp(`web-debug\s+docker.io/library/busybox:1.37\s+restricted\s+5\s+10\s+True\s+Active`))
+		g.Expect(p.Exited()).To(BeFalse())
+	})
+
+	t.Run("pods of a namespace without the opt-in get none", func(t *testing.T) {
+		g := newG(t)
+		// A PodBugger selecting app=web in an opted-in namespace...
+		other := c.Namespace(t, enabled)
+		g.Expect(c.Client.Create(ctx, podBugger(other, "web-debug", web, debugv1alpha1.ProfileRestricted))).To(Succeed())
+		// ...leaves the app=web pods of this namespace alone, and none can be created here.
+		ns := c.Namespace(t, nil)
+		deployment(t, ns, 2)
+		g.Eventually(runningPods).WithArguments(ns).Should(HaveLen(2))
+		err := c.Client.Create(ctx, podBugger(ns, "web-debug", web, debugv1alpha1.ProfileRestricted))
+		g.Expect(err).To(MatchError(ContainSubstring("metadata.namespace")))
+		g.Consistently(ephemeralByPod).WithArguments(ns).Should(And(HaveLen(2), HaveEach(BeEmpty())))
+	})
+
+	t.Run("a restricted namespace accepts the restricted profile only", func(t *testing.T) {
+		g := newG(t)
+		ns := c.Namespace(t, map[string]string{
+			debugv1alpha1.NamespaceEnabledLabel:  "true",
+			"pod-security.kubernetes.io/enforce": "restricted",
+		})
+		deployment(t, ns, 2)
+		g.Eventually(runningPods).WithArguments(ns).Should(HaveLen(2))
+
+		restricted := podBugger(ns, "restricted-debug", web, debugv1alpha1.ProfileRestricted)
+		g.Expect(c.Client.Create(ctx, restricted)).To(Succeed())
+		g.Eventually(pbStatus).WithArguments(restricted).Should(And(HaveField("Installed", int32(2)),
+			WithTransform(readyReason, Equal(debugv1alpha1.ReasonActive))))
+
+		// Pod Security checks ephemeral containers too: baseline's root
+		// container is refused, and the PodBugger says so.
+		baseline := podBugger(ns, "baseline-debug", web, debugv1alpha1.ProfileBaseline)
+		g.Expect(c.Client.Create(ctx, baseline)).To(Succeed())
+		g.Eventually(pbStatus).WithArguments(baseline).Should(And(HaveField("Installed", int32(0)),
+			WithTransform(readyReason, Equal(debugv1alpha1.ReasonInjectionFailed))))
+		g.Expect(ephemeralByPod(ns)).To(HaveEach(Equal([]string{"restricted-debug"})))
+	})
+
+	t.Run("a disallowed image is refused at admission naming the field", func(t *testing.T) {
+		g := newG(t)
+		ns := c.Namespace(t, enabled)
+		manifest := filepath.Join(t.TempDir(), "pb.yaml")
+		g.Expect(os.WriteFile(manifest, []byte(fmt.Sprintf(`apiVersion: debug.deckhand.dev/v1alpha1
+kind: PodBugger
+metadata:
+  name: evil
+  namespace: %s
+spec:
+  selector:
+    matchLabels:
+      app: web
+  image: docker.io/evil/busybox:1.37
+`, ns)), 0o600)).To(Succeed())
+		_, err := c.Kubectl("apply", "-f", manifest)
+		// The webhook's answer, as kubectl shows it: only the webhook knows the allow-list.
+		g.Expect(err).To(MatchError(And(ContainSubstring(`The PodBugger "evil" is invalid: spec.image: Forbidden`),
+			ContainSubstring(`"docker.io/evil/busybox:1.37" is not on the operator's allow-list`))))
+		g.Expect(c.Kubectl("get", "podbugger", "-n", ns, "evil")).Error().To(MatchError(ContainSubstring("NotFound")))
+	})
+}
+
+func newG(t *testing.T) *WithT {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(time.Minute)
+	g.SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
+	g.SetDefaultConsistentlyDuration(3 * time.Second)
+	return g
+}
+
+func podBugger(ns, name string, selector map[string]string, profile debugv1alpha1.Profile) *debugv1alpha1.PodBugger {
+	return &debugv1alpha1.PodBugger{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: debugv1alpha1.PodBuggerSpec{
+			Selector: metav1.LabelSelector{MatchLabels: selector},
+			Image:    "docker.io/library/busybox:1.37",
+			Profile:  profile,
+		},
+	}
+}
+
+// deployment creates the Deployment "web" (pods labelled app=web) whose pods
+// pass the Pod Security restricted level.
+func deployment(t *testing.T, ns string, replicas int32) {
+	t.Helper()
+	labels := map[string]string{"app": "web"}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot:   ptr.To(true),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					Containers: []corev1.Container{{
+						Name:  "web",
+						Image: "registry.k8s.io/pause:3.10",
+						SecurityContext: &corev1.SecurityContext{
+							AllowPrivilegeEscalation: ptr.To(false),
+							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+						},
+					}},
+				},
+			},
+		},
+	}
+	if err := c.Client.Create(context.Background(), d); err != nil {
+		t.Fatalf("creating deployment: %v", err)
+	}
+}
+
+func listPods(ns string) ([]corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	err := c.Client.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{"app": "web"})
+	return pods.Items, err
+}
+
+func runningPods(ns string) ([]string, error) {
+	pods, err := listPods(ns)
+	var names []string
+	for _, p := range pods {
+		if p.Status.Phase == corev1.PodRunning {
+			names = append(names, p.Name)
+		}
+	}
+	return names, err
+}
+
+// ephemeralByPod maps each app=web pod of ns to its ephemeral containers' names.
+func ephemeralByPod(ns string) (map[string][]string, error) {
+	pods, err := listPods(ns)
+	out := map[string][]string{}
+	for _, p := range pods {
+		out[p.Name] = []string{}
+		for _, e := range p.Spec.EphemeralContainers {
+			out[p.Name] = append(out[p.Name], e.Name)
+		}
+	}
+	return out, err
+}
+
+func pbStatus(pb *debugv1alpha1.PodBugger) (debugv1alpha1.PodBuggerStatus, error) {
+	got := &debugv1alpha1.PodBugger{}
+	err := c.Client.Get(context.Background(), client.ObjectKeyFromObject(pb), got)
+	return got.Status, err
+}
+
+func readyReason(s debugv1alpha1.PodBuggerStatus) string {
+	if cond := meta.FindStatusCondition(s.Conditions, debugv1alpha1.ConditionReady); cond != nil {
+		return cond.Reason
+	}
+	return ""
+}
