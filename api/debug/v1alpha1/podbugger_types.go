@@ -204,7 +204,3 @@ type PodBuggerList struct {
 	// items are the PodBuggers.
 	Items []PodBugger `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&PodBugger{}, &PodBuggerList{})
-}

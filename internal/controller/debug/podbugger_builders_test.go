@@ -139,7 +139,7 @@ func testPod(name string, phase corev1.PodPhase, lbls map[string]string, created
 }
 
 func names(pods []*corev1.Pod) []string {
-	out := []string{}
+	out := make([]string, 0, len(pods))
 	for _, p := range pods {
 		out = append(out, p.Name)
 	}
@@ -230,7 +230,7 @@ func TestPlanFor(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			pb := &debugv1alpha1.PodBugger{ObjectMeta: metav1.ObjectMeta{Name: "dbg"}, Spec: tt.spec}
 			p := planFor(pb, labels.SelectorFromSet(web), tt.pods)
-			var skipped []*corev1.Pod
+			skipped := make([]*corev1.Pod, 0, len(p.skipped))
 			for _, s := range p.skipped {
 				skipped = append(skipped, s.pod)
 			}

@@ -124,7 +124,7 @@ func TestValidatePodBugger(t *testing.T) {
 			policy := tt.policy
 			policy.AllowedImages = images
 			errs := ValidatePodBugger(pb, tt.nsLabels, policy)
-			var fields []string
+			fields := make([]string, 0, len(errs))
 			for _, e := range errs {
 				fields = append(fields, e.Field)
 			}
