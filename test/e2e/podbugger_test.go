@@ -86,6 +86,14 @@ func TestPodBugger(t *testing.T) {
 		g.Expect(ephemeralByPod(ns)).To(HaveEach(Equal([]string{"restricted-debug"})))
 	})
 
+	t.Run("the sample is accepted in an opted-in namespace", func(t *testing.T) {
+		g := newG(t)
+		ns := c.Namespace(t, enabled)
+		sample := filepath.Join("..", "..", "config", "samples", "debug_v1alpha1_podbugger.yaml")
+		g.Expect(c.Kubectl("apply", "--dry-run=server", "-n", ns, "-f", sample)).
+			To(ContainSubstring("podbugger.debug.deckhand.dev/web-debug created (server dry run)"))
+	})
+
 	t.Run("a disallowed image is refused at admission naming the field", func(t *testing.T) {
 		g := newG(t)
 		ns := c.Namespace(t, enabled)

@@ -26,6 +26,12 @@ func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
 const image = "docker.io/library/busybox:1.37"
 
+var (
+	ctx = context.Background()
+	// web selects the pods the tests debug.
+	web = map[string]string{"app": "web"}
+)
+
 // options runs only the PodBugger controller, allowing busybox images.
 func options() manager.Options {
 	o := env.ManagerOptions()
@@ -50,7 +56,6 @@ func enabledNamespace(t *testing.T) string {
 // Running, as a kubelet would (envtest has none).
 func pod(t *testing.T, ns, name string, labels map[string]string, running bool) *corev1.Pod {
 	t.Helper()
-	ctx := context.Background()
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
@@ -67,7 +72,7 @@ func pod(t *testing.T, ns, name string, labels map[string]string, running bool) 
 func setRunning(t *testing.T, p *corev1.Pod) {
 	t.Helper()
 	p.Status.Phase = corev1.PodRunning
-	if err := env.Client.Status().Update(context.Background(), p); err != nil {
+	if err := env.Client.Status().Update(ctx, p); err != nil {
 		t.Fatalf("setting pod %s running: %v", p.Name, err)
 	}
 }
@@ -87,7 +92,7 @@ func podBugger(ns, name string, selector map[string]string) *debugv1alpha1.PodBu
 func ephemeral(ns, name string) func() ([]string, error) {
 	return func() ([]string, error) {
 		p := &corev1.Pod{}
-		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
 			return nil, err
 		}
 		var names []string
@@ -102,7 +107,7 @@ func ephemeral(ns, name string) func() ([]string, error) {
 func status(pb *debugv1alpha1.PodBugger) func() (debugv1alpha1.PodBuggerStatus, error) {
 	return func() (debugv1alpha1.PodBuggerStatus, error) {
 		got := &debugv1alpha1.PodBugger{}
-		err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(pb), got)
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(pb), got)
 		return got.Status, err
 	}
 }
@@ -117,10 +122,8 @@ func condition(typ string, st metav1.ConditionStatus, reason string) types.Gomeg
 
 func TestMatchingRunningPodsGetOneContainerEach(t *testing.T) {
 	g := newG(t)
-	ctx := context.Background()
 	ns := enabledNamespace(t)
 	env.StartManager(t, options())
-	web := map[string]string{"app": "web"}
 
 	pod(t, ns, "web-1", web, true)
 	pending := pod(t, ns, "web-2", web, false)
@@ -158,10 +161,8 @@ func TestMatchingRunningPodsGetOneContainerEach(t *testing.T) {
 
 func TestOncePerPodUIDAcrossManagerRestart(t *testing.T) {
 	g := newG(t)
-	ctx := context.Background()
 	ns := enabledNamespace(t)
 	_, stop := env.StartManager(t, options())
-	web := map[string]string{"app": "web"}
 
 	pod(t, ns, "web-1", web, true)
 	pb := podBugger(ns, "web-debug", web)
@@ -197,10 +198,8 @@ func TestOncePerPodUIDAcrossManagerRestart(t *testing.T) {
 
 func TestMaxPodsCapsCarriers(t *testing.T) {
 	g := newG(t)
-	ctx := context.Background()
 	ns := enabledNamespace(t)
 	env.StartManager(t, options())
-	web := map[string]string{"app": "web"}
 	for _, name := range []string{"web-1", "web-2", "web-3"} {
 		pod(t, ns, name, web, true)
 	}
@@ -227,10 +226,8 @@ func TestMaxPodsCapsCarriers(t *testing.T) {
 
 func TestSuspendStopsNewInjections(t *testing.T) {
 	g := newG(t)
-	ctx := context.Background()
 	ns := enabledNamespace(t)
 	env.StartManager(t, options())
-	web := map[string]string{"app": "web"}
 
 	pod(t, ns, "web-1", web, true)
 	pb := podBugger(ns, "web-debug", web)
@@ -257,9 +254,7 @@ func TestSuspendStopsNewInjections(t *testing.T) {
 
 func TestNamespaceMustOptIn(t *testing.T) {
 	g := newG(t)
-	ctx := context.Background()
 	env.StartManager(t, options())
-	web := map[string]string{"app": "web"}
 
 	// Refused at admission, naming the field.
 	plain := env.Namespace(t)
@@ -288,7 +283,6 @@ func TestNamespaceMustOptIn(t *testing.T) {
 
 func setNamespaceLabel(t *testing.T, name, value string) {
 	t.Helper()
-	ctx := context.Background()
 	ns := &corev1.Namespace{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
 		t.Fatal(err)
@@ -301,10 +295,8 @@ func setNamespaceLabel(t *testing.T, name, value string) {
 
 func TestImageAllowList(t *testing.T) {
 	g := newG(t)
-	ctx := context.Background()
 	ns := enabledNamespace(t)
 	_, stop := env.StartManager(t, options())
-	web := map[string]string{"app": "web"}
 
 	// Refused at admission, naming the field.
 	evil := podBugger(ns, "evil", web)
@@ -329,10 +321,8 @@ func TestImageAllowList(t *testing.T) {
 
 func TestGeneralProfileNeedsTheOperatorFlag(t *testing.T) {
 	g := newG(t)
-	ctx := context.Background()
 	ns := enabledNamespace(t)
 	_, stop := env.StartManager(t, options())
-	web := map[string]string{"app": "web"}
 	general := podBugger(ns, "web-debug", web)
 	general.Spec.Profile = debugv1alpha1.ProfileGeneral
 
@@ -354,10 +344,8 @@ func TestGeneralProfileNeedsTheOperatorFlag(t *testing.T) {
 
 func TestTargetContainerMustExist(t *testing.T) {
 	g := newG(t)
-	ctx := context.Background()
 	ns := enabledNamespace(t)
 	env.StartManager(t, options())
-	web := map[string]string{"app": "web"}
 
 	pod(t, ns, "web-1", web, true) // its container is "app"
 	pb := podBugger(ns, "web-debug", web)
@@ -385,10 +373,8 @@ func TestTargetContainerMustExist(t *testing.T) {
 
 func TestLongNamesGiveValidContainerNames(t *testing.T) {
 	g := newG(t)
-	ctx := context.Background()
 	ns := enabledNamespace(t)
 	env.StartManager(t, options())
-	web := map[string]string{"app": "web"}
 
 	pod(t, ns, "web-1", web, true)
 	name := "incident-4711.web-tier." + strings.Repeat("x", 80)
