@@ -37,13 +37,17 @@ func TestPodBugger(t *testing.T) {
 		g.Eventually(runningPods).WithArguments(ns).Should(HaveLen(3))
 
 		pb := podBugger(ns, "web-debug", web, debugv1alpha1.ProfileRestricted)
+		start := time.Now()
 		g.Expect(c.Client.Create(ctx, pb)).To(Succeed())
 		g.Eventually(pbStatus).WithArguments(pb).Should(HaveField("Installed", int32(3)))
+		t.Logf("installed: 3 after %s", time.Since(start).Round(time.Millisecond))
 		g.Expect(ephemeralByPod(ns)).To(And(HaveLen(3), HaveEach(Equal([]string{"web-debug"}))))
 
+		start = time.Now()
 		g.Expect(c.Kubectl("scale", "deployment/web", "-n", ns, "--replicas=5")).Error().NotTo(HaveOccurred())
 		g.Eventually(pbStatus).WithArguments(pb).Should(And(
 			HaveField("Installed", int32(5)), HaveField("Pods", HaveLen(5))))
+		t.Logf("installed: 5 after %s from the scale-up", time.Since(start).Round(time.Millisecond))
 		g.Consistently(ephemeralByPod).WithArguments(ns).Should(And(HaveLen(5), HaveEach(Equal([]string{"web-debug"}))))
 		g.Expect(c.Kubectl("get", "podbugger", "-n", ns, "web-debug")).To(MatchRegexp(`web-debug\s+docker.io/library/busybox:1.37\s+restricted\s+5\s+10\s+True\s+Active`))
 		g.Expect(p.Exited()).To(BeFalse())
