@@ -114,10 +114,14 @@ func (r *PodBuggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 			return ctrl.Result{}, errors.Join(o.injectErr, fmt.Errorf("writing status of PodBugger %s: %w", req, err))
 		}
 	}
-	if o.injectErr != nil && !slices.ContainsFunc(injectErrs, func(err error) bool { return !refused(err) }) {
-		return result, reconcile.TerminalError(o.injectErr)
+	switch {
+	case o.injectErr == nil:
+		return result, nil
+	case slices.ContainsFunc(injectErrs, func(err error) bool { return !refused(err) }):
+		return ctrl.Result{}, o.injectErr // the rate limiter retries with backoff
+	default:
+		return ctrl.Result{}, reconcile.TerminalError(o.injectErr)
 	}
-	return result, o.injectErr
 }
 
 // inject adds pb's container to the pods the plan names, records them in
