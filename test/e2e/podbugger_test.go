@@ -29,6 +29,10 @@ func TestPodBugger(t *testing.T) {
 	enabled := map[string]string{debugv1alpha1.NamespaceEnabledLabel: "true"}
 	p := c.RunManager(t, "--controllers", "podbugger", "--podbugger-allowed-images", "docker.io/library/busybox:*")
 	web := map[string]string{"app": "web"}
+	// The manager serves the webhook once a dry run passes it.
+	probe := podBugger(c.Namespace(t, enabled), "probe", web, debugv1alpha1.ProfileRestricted)
+	NewWithT(t).Eventually(func() error { return c.Client.Create(ctx, probe.DeepCopy(), client.DryRunAll) }).
+		WithTimeout(time.Minute).Should(Succeed())
 
 	t.Run("each pod of a Deployment gets one container, also after a scale-up", func(t *testing.T) {
 		g := newG(t)

@@ -40,6 +40,16 @@ func options() manager.Options {
 	return o
 }
 
+// startManager runs a manager with opts until the test ends (or stop is
+// called), once its webhook server answers: PodBuggers can then be created.
+func startManager(t *testing.T, opts manager.Options) (stop func()) {
+	t.Helper()
+	mgr, stop := env.StartManager(t, opts)
+	serving := mgr.GetWebhookServer().StartedChecker()
+	NewWithT(t).Eventually(func() error { return serving(nil) }).WithTimeout(30 * time.Second).Should(Succeed())
+	return stop
+}
+
 func newG(t *testing.T) *WithT {
 	g := NewWithT(t)
 	g.SetDefaultEventuallyTimeout(30 * time.Second)
@@ -87,6 +97,14 @@ func podBugger(ns, name string, selector map[string]string) *debugv1alpha1.PodBu
 	}
 }
 
+// patchSpec changes a PodBugger's spec with a merge patch: no conflict with
+// the controller's status writes.
+func patchSpec(pb *debugv1alpha1.PodBugger, change func(*debugv1alpha1.PodBugger)) error {
+	patch := client.MergeFrom(pb.DeepCopy())
+	change(pb)
+	return env.Client.Patch(ctx, pb, patch)
+}
+
 // ephemeral returns the names of a pod's ephemeral containers as the
 // apiserver holds them.
 func ephemeral(ns, name string) func() ([]string, error) {
@@ -123,7 +141,7 @@ func condition(typ string, st metav1.ConditionStatus, reason string) types.Gomeg
 func TestMatchingRunningPodsGetOneContainerEach(t *testing.T) {
 	g := newG(t)
 	ns := enabledNamespace(t)
-	env.StartManager(t, options())
+	startManager(t, options())
 
 	pod(t, ns, "web-1", web, true)
 	pending := pod(t, ns, "web-2", web, false)
@@ -162,7 +180,7 @@ func TestMatchingRunningPodsGetOneContainerEach(t *testing.T) {
 func TestOncePerPodUIDAcrossManagerRestart(t *testing.T) {
 	g := newG(t)
 	ns := enabledNamespace(t)
-	_, stop := env.StartManager(t, options())
+	stop := startManager(t, options())
 
 	pod(t, ns, "web-1", web, true)
 	pb := podBugger(ns, "web-debug", web)
@@ -176,7 +194,7 @@ func TestOncePerPodUIDAcrossManagerRestart(t *testing.T) {
 	pb.Status = debugv1alpha1.PodBuggerStatus{}
 	g.Expect(env.Client.Status().Update(ctx, pb)).To(Succeed())
 
-	env.StartManager(t, options())
+	startManager(t, options())
 	g.Eventually(status(pb)).Should(And(installed(1), HaveField("Pods", HaveLen(1)),
 		condition(debugv1alpha1.ConditionReady, metav1.ConditionTrue, debugv1alpha1.ReasonActive)))
 	g.Consistently(ephemeral(ns, "web-1")).Should(Equal([]string{"web-debug"}))
@@ -199,7 +217,7 @@ func TestOncePerPodUIDAcrossManagerRestart(t *testing.T) {
 func TestMaxPodsCapsCarriers(t *testing.T) {
 	g := newG(t)
 	ns := enabledNamespace(t)
-	env.StartManager(t, options())
+	startManager(t, options())
 	for _, name := range []string{"web-1", "web-2", "web-3"} {
 		pod(t, ns, name, web, true)
 	}
@@ -227,7 +245,7 @@ func TestMaxPodsCapsCarriers(t *testing.T) {
 func TestSuspendStopsNewInjections(t *testing.T) {
 	g := newG(t)
 	ns := enabledNamespace(t)
-	env.StartManager(t, options())
+	startManager(t, options())
 
 	pod(t, ns, "web-1", web, true)
 	pb := podBugger(ns, "web-debug", web)
@@ -237,15 +255,11 @@ func TestSuspendStopsNewInjections(t *testing.T) {
 		condition(debugv1alpha1.ConditionReady, metav1.ConditionTrue, debugv1alpha1.ReasonSuspended)))
 	g.Consistently(ephemeral(ns, "web-1")).Should(BeEmpty())
 
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pb), pb)).To(Succeed())
-	pb.Spec.Suspend = false
-	g.Expect(env.Client.Update(ctx, pb)).To(Succeed())
+	g.Expect(patchSpec(pb, func(pb *debugv1alpha1.PodBugger) { pb.Spec.Suspend = false })).To(Succeed())
 	g.Eventually(ephemeral(ns, "web-1")).Should(Equal([]string{"web-debug"}))
 
 	// Suspended again: the container stays (it cannot be removed), a new pod gets none.
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pb), pb)).To(Succeed())
-	pb.Spec.Suspend = true
-	g.Expect(env.Client.Update(ctx, pb)).To(Succeed())
+	g.Expect(patchSpec(pb, func(pb *debugv1alpha1.PodBugger) { pb.Spec.Suspend = true })).To(Succeed())
 	g.Eventually(status(pb)).Should(condition(debugv1alpha1.ConditionReady, metav1.ConditionTrue, debugv1alpha1.ReasonSuspended))
 	pod(t, ns, "web-2", web, true)
 	g.Consistently(ephemeral(ns, "web-2")).Should(BeEmpty())
@@ -254,7 +268,7 @@ func TestSuspendStopsNewInjections(t *testing.T) {
 
 func TestNamespaceMustOptIn(t *testing.T) {
 	g := newG(t)
-	env.StartManager(t, options())
+	startManager(t, options())
 
 	// Refused at admission, naming the field.
 	plain := env.Namespace(t)
@@ -296,7 +310,7 @@ func setNamespaceLabel(t *testing.T, name, value string) {
 func TestImageAllowList(t *testing.T) {
 	g := newG(t)
 	ns := enabledNamespace(t)
-	_, stop := env.StartManager(t, options())
+	stop := startManager(t, options())
 
 	// Refused at admission, naming the field.
 	evil := podBugger(ns, "evil", web)
@@ -312,7 +326,7 @@ func TestImageAllowList(t *testing.T) {
 
 	narrowed := options()
 	narrowed.PodBuggerAllowedImages = []string{"registry.example.com/debug/*"}
-	env.StartManager(t, narrowed)
+	startManager(t, narrowed)
 	pod(t, ns, "web-2", web, true)
 	g.Eventually(status(pb)).Should(And(installed(1),
 		condition(debugv1alpha1.ConditionBlocked, metav1.ConditionTrue, debugv1alpha1.ReasonImageNotAllowed)))
@@ -322,7 +336,7 @@ func TestImageAllowList(t *testing.T) {
 func TestGeneralProfileNeedsTheOperatorFlag(t *testing.T) {
 	g := newG(t)
 	ns := enabledNamespace(t)
-	_, stop := env.StartManager(t, options())
+	stop := startManager(t, options())
 	general := podBugger(ns, "web-debug", web)
 	general.Spec.Profile = debugv1alpha1.ProfileGeneral
 
@@ -331,7 +345,7 @@ func TestGeneralProfileNeedsTheOperatorFlag(t *testing.T) {
 
 	allowing := options()
 	allowing.PodBuggerAllowGeneralProfile = true
-	env.StartManager(t, allowing)
+	startManager(t, allowing)
 	pod(t, ns, "web-1", web, true)
 	g.Expect(env.Client.Create(ctx, general)).To(Succeed())
 	g.Eventually(ephemeral(ns, "web-1")).Should(HaveLen(1))
@@ -345,7 +359,7 @@ func TestGeneralProfileNeedsTheOperatorFlag(t *testing.T) {
 func TestTargetContainerMustExist(t *testing.T) {
 	g := newG(t)
 	ns := enabledNamespace(t)
-	env.StartManager(t, options())
+	startManager(t, options())
 
 	pod(t, ns, "web-1", web, true) // its container is "app"
 	pb := podBugger(ns, "web-debug", web)
@@ -362,9 +376,7 @@ func TestTargetContainerMustExist(t *testing.T) {
 		HaveField("Related", HaveValue(HaveField("Name", "web-1"))))))
 	g.Consistently(ephemeral(ns, "web-1")).Should(BeEmpty())
 
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pb), pb)).To(Succeed())
-	pb.Spec.TargetContainerName = "app"
-	g.Expect(env.Client.Update(ctx, pb)).To(Succeed())
+	g.Expect(patchSpec(pb, func(pb *debugv1alpha1.PodBugger) { pb.Spec.TargetContainerName = "app" })).To(Succeed())
 	g.Eventually(ephemeral(ns, "web-1")).Should(HaveLen(1))
 	got := &corev1.Pod{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-1"}, got)).To(Succeed())
@@ -374,7 +386,7 @@ func TestTargetContainerMustExist(t *testing.T) {
 func TestLongNamesGiveValidContainerNames(t *testing.T) {
 	g := newG(t)
 	ns := enabledNamespace(t)
-	env.StartManager(t, options())
+	startManager(t, options())
 
 	pod(t, ns, "web-1", web, true)
 	name := "incident-4711.web-tier." + strings.Repeat("x", 80)
