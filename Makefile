@@ -3,6 +3,7 @@
 # Pinned tool versions. The Kubernetes toolchain is pinned by hack/k8s/go.mod.
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION    ?= v2.15.0
+HELM_VERSION             ?= v3.22.0
 
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
@@ -13,6 +14,11 @@ K8S_BIN    := $(LOCALBIN)/k8s
 KUBECTL    := $(K8S_BIN)/kubectl
 CONTROLLER_GEN := $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 GOLANGCI_LINT  := $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+HELM           := $(LOCALBIN)/helm-$(HELM_VERSION)
+
+# The manager image the installs reference.
+IMG ?= ghcr.io/deckhand-dev/deckhand:latest
+CONTAINER_TOOL ?= docker
 
 # The local cluster `make cluster` and `make run` use; its kubeconfig is
 # written to LOCAL_KUBECONFIG.
@@ -36,8 +42,9 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook configurations from markers.
-	$(CONTROLLER_GEN) rbac:roleName=manager-role crd webhook paths="./..." output:crd:artifacts:config=config/crd/bases
+manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook configurations from markers (config/ and the Helm chart).
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd:generateEmbeddedObjectMeta=true webhook paths="./..." output:crd:artifacts:config=config/crd/bases
+	go run ./hack/helmsync
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods from markers.
@@ -60,8 +67,8 @@ verify: manifests generate ## Fail if gofmt, go mod tidy or generated files are 
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go mod tidy -diff
 	cd hack/k8s && go mod tidy -diff
-	@git diff --exit-code -- api config internal cmd || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- api config)" || { echo "untracked generated files:"; git status --porcelain -- api config; exit 1; }
+	@git diff --exit-code -- api config internal cmd charts || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- api config charts)" || { echo "untracked generated files:"; git status --porcelain -- api config charts; exit 1; }
 
 .PHONY: test
 test: test-unit test-e2e ## Run every test: unit and envtest integration tests, then e2e on a fresh local cluster.
@@ -71,8 +78,8 @@ test-unit: k8s-tools manifests generate ## Unit tests and integration tests agai
 	go test ./... -count=1
 
 .PHONY: test-e2e
-test-e2e: k8s-tools manifests build ## End-to-end tests on a local kwok cluster the run starts and removes.
-	DECKHAND_BIN=$(LOCALBIN)/deckhand go test ./test/e2e/... -tags e2e -count=1 -timeout 30m -v
+test-e2e: k8s-tools manifests build build-installer $(HELM) ## End-to-end tests on a local kwok cluster the run starts and removes.
+	DECKHAND_BIN=$(LOCALBIN)/deckhand DECKHAND_HELM=$(HELM) go test ./test/e2e/... -tags e2e -count=1 -timeout 30m -v
 
 ##@ Local cluster
 
@@ -102,10 +109,36 @@ run: build k8s-tools manifests ## Run Deckhand against KUBECONFIG, or against th
 build: ## Build the manager binary into bin/deckhand.
 	go build -trimpath -o $(LOCALBIN)/deckhand ./cmd/deckhand
 
+.PHONY: docker-build
+docker-build: ## Build the manager image IMG (needs a Docker engine; this dev machine has none).
+	$(CONTAINER_TOOL) build -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push the manager image IMG.
+	$(CONTAINER_TOOL) push $(IMG)
+
+##@ Deployment
+
+.PHONY: build-installer
+build-installer: manifests k8s-tools ## Write dist/install.yaml: CRDs, RBAC, webhooks and the manager for image IMG.
+	hack/build-installer.sh $(IMG) dist/install.yaml
+
+.PHONY: deploy
+deploy: build-installer ## Install Deckhand (dist/install.yaml) in the cluster KUBECONFIG names.
+	$(KUBECTL) apply --server-side --force-conflicts -f dist/install.yaml
+
+.PHONY: undeploy
+undeploy: k8s-tools ## Remove Deckhand, its CRDs and every Deckhand object from the cluster.
+	$(KUBECTL) delete --ignore-not-found -f dist/install.yaml
+
+.PHONY: helm-lint
+helm-lint: $(HELM) ## Lint the Helm chart.
+	$(HELM) lint charts/deckhand
+
 ##@ Tools
 
 .PHONY: tools
-tools: k8s-tools $(CONTROLLER_GEN) $(GOLANGCI_LINT) ## Build every pinned tool into bin/ (minutes the first time, seconds after).
+tools: k8s-tools $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(HELM) ## Build every pinned tool into bin/ (minutes the first time, seconds after).
 
 .PHONY: k8s-tools
 k8s-tools: $(K8S_BIN)/.built ## Build the pinned Kubernetes control plane, kubectl, etcd and kwok into bin/k8s.
@@ -121,3 +154,7 @@ $(CONTROLLER_GEN):
 $(GOLANGCI_LINT):
 	GOBIN=$(LOCALBIN)/.gobin go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(LOCALBIN)/.gobin/golangci-lint $@
+
+$(HELM):
+	GOBIN=$(LOCALBIN)/.gobin go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	mv $(LOCALBIN)/.gobin/helm $@

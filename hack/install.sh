@@ -9,4 +9,10 @@ if [ -z "$crds" ]; then
   exit 0
 fi
 printf '%s\n' "$crds" | "$kubectl" apply --server-side --force-conflicts -f -
-printf '%s\n' "$crds" | "$kubectl" wait --for=condition=Established --timeout=60s -f - >/dev/null
+# kubectl wait fails outright on a CRD that has no conditions yet: retry.
+for _ in $(seq 1 30); do
+  printf '%s\n' "$crds" | "$kubectl" wait --for=condition=Established --timeout=60s -f - >/dev/null 2>&1 && exit 0
+  sleep 1
+done
+echo "CRDs did not become Established" >&2
+exit 1

@@ -32,20 +32,20 @@ Stop it with 'make cluster-down'.
 MSG
 fi
 
-# Webhooks: a certificate for 127.0.0.1 and configurations that call the
-# manager there.
-certs=$bin/dev-certs
-(cd "$root" && go run ./hack/devwebhook -cert-dir "$certs" -host 127.0.0.1 -port 9443)
+# Webhook configurations that call the manager on 127.0.0.1; the manager
+# issues its certificate for that address and injects the CA itself.
+(cd "$root" && go run ./hack/devwebhook -host 127.0.0.1 -port 9443)
 
 # Local listeners bind to loopback only.
 # shellcheck disable=SC2086 # DECKHAND_FLAGS is a list of flags
 exec "$bin/deckhand" \
   --leader-elect \
-  --leader-election-namespace "$namespace" \
+  --namespace "$namespace" \
   --metrics-bind-address 127.0.0.1:8443 \
   --health-probe-bind-address 127.0.0.1:8081 \
   --webhook-host 127.0.0.1 \
   --webhook-port 9443 \
-  --webhook-cert-dir "$certs" \
+  --webhook-cert-dir "$bin/webhook-certs" \
+  --webhook-cert-hosts 127.0.0.1 \
   --zap-log-level "${LOG_LEVEL:-info}" \
   ${DECKHAND_FLAGS:-}

@@ -36,13 +36,14 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("finding the cluster (set KUBECONFIG or run in a pod): %w", err)
 	}
-	mgr, err := manager.New(cfg, opts)
+	ctx := ctrl.SetupSignalHandler()
+	mgr, err := manager.New(ctx, cfg, opts)
 	if err != nil {
 		return err
 	}
 
 	log.Info("starting manager", "leaderElection", opts.LeaderElect)
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}
 	log.Info("manager stopped")

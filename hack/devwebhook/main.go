@@ -1,6 +1,6 @@
 // Command devwebhook installs Deckhand's webhook configurations pointed at a
-// manager running outside the cluster, with a certificate it issues for that
-// address. `make run` uses it; see internal/devwebhook.
+// manager running outside the cluster. `make run` uses it; see
+// internal/devwebhook.
 package main
 
 import (
@@ -25,7 +25,6 @@ func main() {
 
 func run() error {
 	manifests := flag.String("manifests", "config/webhook/manifests.yaml", "controller-gen's webhook configurations")
-	certDir := flag.String("cert-dir", "bin/dev-certs", "where the CA and serving certificate are written")
 	host := flag.String("host", "127.0.0.1", "address the manager's webhook server listens on")
 	port := flag.Int("port", 9443, "port the manager's webhook server listens on")
 	flag.Parse()
@@ -44,5 +43,5 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	return devwebhook.Install(context.Background(), c, data, *certDir, *host, *port)
+	return devwebhook.Install(context.Background(), c, data, *host, *port)
 }

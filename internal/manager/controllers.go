@@ -3,9 +3,15 @@ package manager
 import (
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
 	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
+	"github.com/deckhand-dev/deckhand/internal/controller/apps"
 	debugcontroller "github.com/deckhand-dev/deckhand/internal/controller/debug"
+	modelcontroller "github.com/deckhand-dev/deckhand/internal/controller/model"
 	debugwebhook "github.com/deckhand-dev/deckhand/internal/webhook/debug/v1alpha1"
 )
 
@@ -23,11 +29,18 @@ type Controller struct {
 	// Webhooks says whether Setup registers admission webhooks; the manager
 	// is then only ready once the webhook server serves.
 	Webhooks bool
+	// CacheByObject, when set, says how the manager's cache holds some kinds
+	// (label selector, transform) for this controller. A kind belongs to one
+	// controller: it applies to every reader of that kind.
+	CacheByObject func() map[client.Object]cache.ByObject
 }
 
 // controllers lists every controller Deckhand can run, in start order.
 // A new kind adds one line here.
 var controllers = []Controller{
+	{Name: apps.ControllerName, AddToScheme: appsv1alpha1.AddToScheme, Setup: func(mgr ctrl.Manager, _ *Options) error { return apps.SetupPodSet(mgr) }},
+	{Name: modelcontroller.ControllerName, AddToScheme: modelv1.AddToScheme, CacheByObject: modelcontroller.CacheByObject,
+		Setup: func(mgr ctrl.Manager, _ *Options) error { return modelcontroller.Setup(mgr) }},
 	{Name: debugcontroller.ControllerName, AddToScheme: debugv1alpha1.AddToScheme, Webhooks: true,
 		Setup: func(mgr ctrl.Manager, o *Options) error {
 			images, err := debugwebhook.ParseImagePatterns(o.PodBuggerAllowedImages)

@@ -4,7 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"maps"
 	"net/http"
+	"os"
+	"path/filepath"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -13,12 +16,15 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/deckhand-dev/deckhand/internal/webhookcert"
 )
 
 // Scheme knows every type Deckhand reads or writes: the built-in kinds and
@@ -33,31 +39,26 @@ func init() {
 }
 
 // New builds a manager from opts against the cluster cfg points at, with
-// every enabled controller registered. It does not start it.
-func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
+// every enabled controller registered. It does not start it; with
+// self-signed webhook certificates it issues them first, so that the webhook
+// server has them when it starts.
+func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
+	}
+	if opts.LeaderElectionNamespace == "" {
+		opts.LeaderElectionNamespace = opts.Namespace
+	}
+	if opts.WebhookCertDir == "" {
+		opts.WebhookCertDir = filepath.Join(os.TempDir(), "deckhand-webhook-certs")
 	}
 	// HTTP/2 is off on both servers: its stream-reset and rapid-reset flaws
 	// (CVE-2023-44487, CVE-2023-39325) are not worth the gain here.
 	noHTTP2 := func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }
 
-	cacheOpts := cache.Options{
-		// Deckhand never reads managedFields; dropping them roughly halves the
-		// memory of the cache.
-		DefaultTransform: cache.TransformStripManagedFields(),
-	}
-	if len(opts.WatchNamespaces) > 0 {
-		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range opts.WatchNamespaces {
-			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
-		}
-	}
-
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:     Scheme,
-		Cache:      cacheOpts,
-		Controller: config.Controller{SkipNameValidation: &opts.SkipControllerNameValidation},
+		Scheme: Scheme,
+		Cache:  cacheOptions(opts),
 		Metrics: metricsserver.Options{
 			BindAddress:    opts.MetricsBindAddress,
 			SecureServing:  true,
@@ -80,12 +81,12 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		RenewDeadline:                 &opts.RenewDeadline,
 		RetryPeriod:                   &opts.RetryPeriod,
 		GracefulShutdownTimeout:       &opts.GracefulShutdownTimeout,
+		Controller:                    config.Controller{SkipNameValidation: &opts.SkipControllerNameValidation},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
 
-	webhooks := false
 	for _, c := range controllers {
 		if !opts.enabled(c.Name) {
 			continue
@@ -94,7 +95,11 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 			return nil, fmt.Errorf("setting up controller %s: %w", c.Name, err)
 		}
 		ctrl.Log.WithName("setup").Info("controller enabled", "controller", c.Name)
-		webhooks = webhooks || c.Webhooks
+	}
+	if opts.webhooksEnabled() && opts.WebhookCertMode == CertModeSelfSigned {
+		if err := selfSignedCerts(ctx, mgr, cfg, opts); err != nil {
+			return nil, err
+		}
 	}
 
 	// A runnable that needs leadership only starts once this replica leads,
@@ -113,12 +118,68 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err := mgr.AddReadyzCheck("informers", cacheSynced(mgr)); err != nil {
 		return nil, fmt.Errorf("adding ready check: %w", err)
 	}
-	if webhooks {
+	if opts.webhooksEnabled() {
 		if err := mgr.AddReadyzCheck("webhooks", mgr.GetWebhookServer().StartedChecker()); err != nil {
 			return nil, fmt.Errorf("adding webhook ready check: %w", err)
 		}
 	}
 	return mgr, nil
+}
+
+// selfSignedCerts issues (or reuses) the webhook serving certificate and
+// injects its CA now, and keeps both fresh while the manager runs.
+func selfSignedCerts(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts Options) error {
+	c, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
+	if err != nil {
+		return err
+	}
+	hosts := opts.WebhookCertHosts
+	if len(hosts) == 0 {
+		hosts = []string{fmt.Sprintf("%s.%s.svc", WebhookServiceName, opts.Namespace)}
+	}
+	rotator := &webhookcert.Rotator{
+		Client:                   c,
+		SecretNamespace:          opts.Namespace,
+		SecretName:               opts.WebhookCertSecret,
+		Hosts:                    hosts,
+		CertDir:                  opts.WebhookCertDir,
+		ValidatingConfigurations: []string{ValidatingWebhookConfiguration},
+		MutatingConfigurations:   []string{MutatingWebhookConfiguration},
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := rotator.Ensure(ctx); err != nil {
+		return fmt.Errorf("issuing the webhook serving certificate: %w", err)
+	}
+	return mgr.Add(rotator)
+}
+
+// cacheOptions is how the manager's cache holds objects: without
+// managedFields, in the watched namespaces, and as the enabled controllers
+// ask for the kinds they own.
+func cacheOptions(opts Options) cache.Options {
+	cacheOpts := cache.Options{
+		// Most readers never look at managedFields; dropping them roughly
+		// halves the memory of the cache. A controller that needs them says
+		// so in its CacheByObject.
+		DefaultTransform: cache.TransformStripManagedFields(),
+	}
+	if len(opts.WatchNamespaces) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range opts.WatchNamespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	for _, c := range controllers {
+		if c.CacheByObject == nil || !opts.enabled(c.Name) {
+			continue
+		}
+		if cacheOpts.ByObject == nil {
+			cacheOpts.ByObject = map[client.Object]cache.ByObject{}
+		}
+		maps.Copy(cacheOpts.ByObject, c.CacheByObject())
+	}
+	return cacheOpts
 }
 
 // cacheSynced is ready once every informer the controllers need has synced,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -41,20 +42,34 @@ type Options struct {
 	// Controllers names the controllers to run; "*" means all of them.
 	Controllers []string
 
+	// Namespace is the manager's own namespace: it holds the leader-election
+	// Lease (unless LeaderElectionNamespace says otherwise) and the webhook
+	// certificate Secret.
+	Namespace string
+
 	// WebhookHost, WebhookPort and WebhookCertDir configure the admission
 	// webhook server; an empty host listens on every interface.
 	WebhookHost    string
 	WebhookPort    int
 	WebhookCertDir string
+	// WebhookCertMode is CertModeSelfSigned (the manager issues, rotates and
+	// injects its own certificate) or CertModeExternal (cert-manager or
+	// another tool puts tls.crt and tls.key in WebhookCertDir).
+	WebhookCertMode string
+	// WebhookCertSecret names the Secret in Namespace that holds the
+	// self-signed CA and certificate.
+	WebhookCertSecret string
+	// WebhookCertHosts are the names the self-signed certificate is valid
+	// for; empty means the webhook Service's DNS name.
+	WebhookCertHosts []string
 
 	// GracefulShutdownTimeout bounds how long running reconciles may take to
 	// finish when the manager is stopped.
 	GracefulShutdownTimeout time.Duration
 
-	// SkipControllerNameValidation lets one process build several managers
-	// with the same controllers, one after the other (tests that restart the
-	// manager). controller-runtime otherwise refuses a controller name it has
-	// seen before, to keep metric labels unique. There is no flag for it.
+	// SkipControllerNameValidation lets several managers in one process
+	// register the same controllers, as tests that start a manager each do.
+	// It has no flag: a real manager must keep controller names unique.
 	SkipControllerNameValidation bool
 
 	// PodBuggerAllowedImages is the allow-list of images PodBuggers may run:
@@ -68,6 +83,20 @@ type Options struct {
 
 // DefaultLeaderElectionID is the name of the Lease the replicas compete for.
 const DefaultLeaderElectionID = "deckhand.deckhand.dev"
+
+// Webhook certificate modes.
+const (
+	CertModeSelfSigned = "self-signed"
+	CertModeExternal   = "external"
+)
+
+// The names the installs give the webhook Service and configurations; the
+// self-signed mode's RBAC is limited to these configurations.
+const (
+	WebhookServiceName             = "deckhand-webhook-service"
+	ValidatingWebhookConfiguration = "deckhand-validating-webhook-configuration"
+	MutatingWebhookConfiguration   = "deckhand-mutating-webhook-configuration"
+)
 
 // BindFlags registers the options on fs with their defaults.
 func (o *Options) BindFlags(fs *flag.FlagSet) {
@@ -95,6 +124,15 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.Func("controllers",
 		fmt.Sprintf("Comma-separated controllers to run, or \"*\" for all. Known: %s.", strings.Join(KnownControllers(), ", ")),
 		func(v string) error { o.Controllers = splitList(v); return nil })
+	fs.StringVar(&o.Namespace, "namespace", os.Getenv("POD_NAMESPACE"),
+		"The manager's own namespace (holds the Lease and the webhook certificate Secret); defaults to $POD_NAMESPACE.")
+	fs.StringVar(&o.WebhookCertMode, "webhook-cert-mode", CertModeSelfSigned,
+		"Where the webhook serving certificate comes from: \"self-signed\" (issued, rotated and injected into the webhook configurations by the manager) or \"external\" (tls.crt/tls.key mounted in --webhook-cert-dir, e.g. by cert-manager).")
+	fs.StringVar(&o.WebhookCertSecret, "webhook-cert-secret", "deckhand-webhook-server-cert",
+		"Secret in --namespace holding the self-signed webhook CA and certificate.")
+	fs.Func("webhook-cert-hosts",
+		"Comma-separated DNS names or IPs for the self-signed webhook certificate; default deckhand-webhook-service.<namespace>.svc.",
+		func(v string) error { o.WebhookCertHosts = splitList(v); return nil })
 	fs.StringVar(&o.WebhookHost, "webhook-host", "", "Address the admission webhook server listens on; empty is every interface.")
 	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "Port the admission webhook server listens on.")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "",
@@ -137,6 +175,15 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--leader-elect-retry-period (%s) must be shorter than --leader-elect-renew-deadline (%s)", o.RetryPeriod, o.RenewDeadline))
 		}
 	}
+	switch o.WebhookCertMode {
+	case CertModeSelfSigned:
+		if o.Namespace == "" && o.webhooksEnabled() {
+			errs = append(errs, errors.New("--namespace: required with --webhook-cert-mode=self-signed (it holds the certificate Secret); set it or $POD_NAMESPACE"))
+		}
+	case CertModeExternal:
+	default:
+		errs = append(errs, fmt.Errorf("--webhook-cert-mode: %q is neither %q nor %q", o.WebhookCertMode, CertModeSelfSigned, CertModeExternal))
+	}
 	if _, err := debugwebhook.ParseImagePatterns(o.PodBuggerAllowedImages); err != nil {
 		errs = append(errs, fmt.Errorf("--podbugger-allowed-images: %w", err))
 	}
@@ -149,6 +196,16 @@ func (o *Options) Validate() error {
 // enabled reports whether the named controller should run.
 func (o *Options) enabled(name string) bool {
 	return len(o.Controllers) == 0 || slices.Contains(o.Controllers, "*") || slices.Contains(o.Controllers, name)
+}
+
+// webhooksEnabled reports whether any enabled controller serves webhooks.
+func (o *Options) webhooksEnabled() bool {
+	for _, c := range controllers {
+		if c.Webhooks && o.enabled(c.Name) {
+			return true
+		}
+	}
+	return false
 }
 
 func splitList(v string) []string {

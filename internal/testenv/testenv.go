@@ -112,12 +112,13 @@ func (e *Env) ManagerOptions() manager.Options {
 		HealthProbeBindAddress:  "0",
 		WebhookPort:             w.LocalServingPort,
 		WebhookCertDir:          w.LocalServingCertDir,
+		WebhookCertMode:         manager.CertModeExternal, // envtest issued them
 		LeaderElectionID:        manager.DefaultLeaderElectionID,
 		LeaseDuration:           15 * time.Second,
 		RenewDeadline:           10 * time.Second,
 		RetryPeriod:             2 * time.Second,
 		GracefulShutdownTimeout: 10 * time.Second,
-		// Tests build a manager per test in one process.
+		// Each test starts its own manager with the same controllers.
 		SkipControllerNameValidation: true,
 	}
 }
@@ -126,7 +127,7 @@ func (e *Env) ManagerOptions() manager.Options {
 // is called), and fails the test if it stops with an error.
 func (e *Env) StartManager(t testing.TB, opts manager.Options) (mgr ctrl.Manager, stop func()) {
 	t.Helper()
-	mgr, err := manager.New(e.Config, opts)
+	mgr, err := manager.New(context.Background(), e.Config, opts)
 	if err != nil {
 		t.Fatalf("creating manager: %v", err)
 	}

@@ -16,24 +16,38 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/deckhand-dev/deckhand/internal/devwebhook"
 	"github.com/deckhand-dev/deckhand/internal/manager"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
+)
+
+// Namespace is where the install puts the manager, its Lease and its
+// webhook certificate; ServiceAccount is the manager's identity.
+const (
+	Namespace      = "deckhand-system"
+	ServiceAccount = "deckhand-controller-manager"
 )
 
 // Cluster is a running local cluster.
@@ -44,12 +58,16 @@ type Cluster struct {
 	// Client reads straight from the apiserver (no cache).
 	Client    client.Client
 	Clientset kubernetes.Interface
+	// ManagerKubeconfig authenticates as the installed manager
+	// ServiceAccount.
+	ManagerKubeconfig string
 
 	root string
 }
 
 // Main starts a fresh cluster with the given number of nodes, installs
-// Deckhand's CRDs, runs the package's tests, removes the cluster, and exits.
+// Deckhand from dist/install.yaml, runs the package's tests, removes the
+// cluster, and exits.
 func Main(m *testing.M, c **Cluster, nodes int) {
 	cl, err := Start(fmt.Sprintf("deckhand-e2e-%d", os.Getpid()), nodes)
 	if err != nil {
@@ -68,7 +86,10 @@ func Main(m *testing.M, c **Cluster, nodes int) {
 }
 
 // Start brings up a cluster named name with nodes Ready nodes and installs
-// Deckhand's CRDs.
+// Deckhand as a user would, from dist/install.yaml (`make build-installer`):
+// CRDs, the ServiceAccount and its RBAC, webhooks, the manager Deployment.
+// Managers started with RunManager authenticate as that ServiceAccount, so
+// every e2e test also proves the shipped RBAC is enough.
 func Start(name string, nodes int) (*Cluster, error) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
@@ -78,9 +99,6 @@ func Start(name string, nodes int) (*Cluster, error) {
 	if out, err := c.script("cluster.sh", "up", name, c.Kubeconfig, fmt.Sprint(nodes)); err != nil {
 		return nil, fmt.Errorf("starting cluster: %w\n%s", err, out)
 	}
-	if out, err := c.script("install.sh"); err != nil {
-		return nil, errors.Join(fmt.Errorf("installing CRDs: %w\n%s", err, out), c.Stop())
-	}
 	if c.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
 		return nil, errors.Join(err, c.Stop())
 	}
@@ -89,6 +107,9 @@ func Start(name string, nodes int) (*Cluster, error) {
 		return nil, errors.Join(err, c.Stop())
 	}
 	if c.Clientset, err = kubernetes.NewForConfig(c.Config); err != nil {
+		return nil, errors.Join(err, c.Stop())
+	}
+	if err := c.install(); err != nil {
 		return nil, errors.Join(err, c.Stop())
 	}
 	return c, nil
@@ -101,6 +122,81 @@ func (c *Cluster) Stop() error {
 		return fmt.Errorf("%w\n%s", err, out)
 	}
 	return nil
+}
+
+// install applies dist/install.yaml, waits for the CRDs, and writes a
+// kubeconfig that authenticates as the manager's ServiceAccount.
+func (c *Cluster) install() error {
+	installer := filepath.Join(c.root, "dist", "install.yaml")
+	manifests, err := os.ReadFile(installer)
+	if err != nil {
+		return fmt.Errorf("%w: run 'make build-installer' (make test-e2e does)", err)
+	}
+	if _, err := c.Kubectl("apply", "--server-side", "-f", installer); err != nil {
+		return err
+	}
+	if bytes.Contains(manifests, []byte("kind: CustomResourceDefinition")) {
+		if err := c.waitForCRDs(time.Minute); err != nil {
+			return err
+		}
+	}
+	ctx := context.Background()
+	tr, err := c.Clientset.CoreV1().ServiceAccounts(Namespace).CreateToken(ctx, ServiceAccount,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)}},
+		metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("requesting a token for %s/%s: %w", Namespace, ServiceAccount, err)
+	}
+	admin, err := clientcmd.LoadFromFile(c.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	cluster := admin.Clusters[admin.Contexts[admin.CurrentContext].Cluster]
+	cfg := clientcmdapi.NewConfig()
+	const name = "deckhand"
+	cfg.Clusters[name] = cluster
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	cfg.CurrentContext = name
+	c.ManagerKubeconfig = strings.TrimSuffix(c.Kubeconfig, ".kubeconfig") + ".manager.kubeconfig"
+	return clientcmd.WriteToFile(*cfg, c.ManagerKubeconfig)
+}
+
+// waitForCRDs waits until every Deckhand CRD is Established. (kubectl wait
+// right after apply can fail on a CRD that has no conditions yet.)
+func (c *Cluster) waitForCRDs(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		crds := &unstructured.UnstructuredList{}
+		crds.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinitionList"))
+		err := c.Client.List(context.Background(), crds, client.MatchingLabels{"app.kubernetes.io/part-of": "deckhand"})
+		if err == nil {
+			pending := 0
+			for _, crd := range crds.Items {
+				if !established(crd) {
+					pending++
+				}
+			}
+			if len(crds.Items) > 0 && pending == 0 {
+				return nil
+			}
+			err = fmt.Errorf("%d of %d Deckhand CRDs not established", pending, len(crds.Items))
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func established(crd unstructured.Unstructured) bool {
+	conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+	for _, cond := range conditions {
+		if m, ok := cond.(map[string]any); ok && m["type"] == string(apiextensionsv1.Established) && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Cluster) script(name string, args ...string) ([]byte, error) {
@@ -142,25 +238,29 @@ type Process struct {
 }
 
 // RunManager starts the manager binary (DECKHAND_BIN, default bin/deckhand)
-// against the cluster with the given extra flags, and stops it when the test
-// ends. Its logs are printed if the test fails.
+// against the cluster with the given extra flags, authenticated as the
+// installed ServiceAccount, and stops it when the test ends. It returns once
+// /readyz answers 200. Its logs are printed if the test fails.
 func (c *Cluster) RunManager(t testing.TB, args ...string) *Process {
 	t.Helper()
 	bin := os.Getenv("DECKHAND_BIN")
 	if bin == "" {
 		bin = filepath.Join(c.root, "bin", "deckhand")
 	}
-	port, certDir := c.installWebhooks(t)
-	base := []string{
-		"--kubeconfig", c.Kubeconfig,
+	port := c.installWebhooks(t)
+	health := testenv.FreeAddr(t)
+	flags := slices.Concat([]string{
+		"--kubeconfig", c.ManagerKubeconfig,
+		"--namespace", Namespace,
 		"--metrics-bind-address", "0",
-		"--health-probe-bind-address", "0",
+		"--health-probe-bind-address", health,
 		"--webhook-host", "127.0.0.1",
 		"--webhook-port", fmt.Sprint(port),
-		"--webhook-cert-dir", certDir,
+		"--webhook-cert-dir", t.TempDir(),
+		"--webhook-cert-hosts", "127.0.0.1",
 		"--zap-log-level", "debug",
-	}
-	p := &Process{cmd: exec.Command(bin, append(base, args...)...), done: make(chan struct{})}
+	}, args)
+	p := &Process{cmd: exec.Command(bin, flags...), done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = p, p
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", bin, err)
@@ -172,13 +272,39 @@ func (c *Cluster) RunManager(t testing.TB, args ...string) *Process {
 			t.Logf("manager logs:\n%s", p.Logs())
 		}
 	})
+	if err := p.waitReady("http://"+health+"/readyz", 2*time.Minute); err != nil {
+		t.Fatalf("manager did not become ready: %v\n%s", err, p.Logs())
+	}
 	return p
 }
 
+// waitReady polls url until it answers 200, the process exits, or timeout.
+func (p *Process) waitReady(url string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	hc := &http.Client{Timeout: 2 * time.Second}
+	for {
+		resp, err := hc.Get(url)
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("%s answered %s", url, resp.Status)
+		}
+		if p.Exited() {
+			return errors.New("the manager exited")
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
 // installWebhooks points the cluster's webhook configurations at a free
-// loopback port, with a certificate for it, and returns the port and the
-// certificate directory.
-func (c *Cluster) installWebhooks(t testing.TB) (int, string) {
+// loopback port and returns it; the manager then issues its certificate and
+// injects the CA (self-signed mode).
+func (c *Cluster) installWebhooks(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -186,17 +312,16 @@ func (c *Cluster) installWebhooks(t testing.TB) (int, string) {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	_ = l.Close()
-	certDir := t.TempDir()
 	manifests, err := os.ReadFile(filepath.Join(c.root, "config", "webhook", "manifests.yaml"))
 	if errors.Is(err, os.ErrNotExist) {
-		return port, certDir
+		return port
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	if err := devwebhook.Install(context.Background(), c.Client, manifests, certDir, "127.0.0.1", port); err != nil {
+	if err := devwebhook.Install(context.Background(), c.Client, manifests, "127.0.0.1", port); err != nil {
 		t.Fatalf("installing webhooks: %v", err)
 	}
-	return port, certDir
+	return port
 }
 
 // Write collects the process's output.

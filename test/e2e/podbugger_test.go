@@ -30,72 +30,72 @@ func TestPodBugger(t *testing.T) {
 	p := c.RunManager(t, "--controllers", "podbugger", "--podbugger-allowed-images", "docker.io/library/busybox:*")
 	web := map[string]string{"app": "web"}
 	// The manager serves the webhook once a dry run passes it.
-	probe := podBugger(c.Namespace(t, enabled), "probe", web, debugv1alpha1.ProfileRestricted)
+	probe := pbObject(c.Namespace(t, enabled), "probe", web, debugv1alpha1.ProfileRestricted)
 	NewWithT(t).Eventually(func() error { return c.Client.Create(ctx, probe.DeepCopy(), client.DryRunAll) }).
 		WithTimeout(time.Minute).Should(Succeed())
 
 	t.Run("each pod of a Deployment gets one container, also after a scale-up", func(t *testing.T) {
-		g := newG(t)
+		g := pbG(t)
 		ns := c.Namespace(t, enabled)
-		deployment(t, ns, 3)
-		g.Eventually(runningPods).WithArguments(ns).Should(HaveLen(3))
+		pbDeployment(t, ns, 3)
+		g.Eventually(pbRunningPods).WithArguments(ns).Should(HaveLen(3))
 
-		pb := podBugger(ns, "web-debug", web, debugv1alpha1.ProfileRestricted)
+		pb := pbObject(ns, "web-debug", web, debugv1alpha1.ProfileRestricted)
 		start := time.Now()
 		g.Expect(c.Client.Create(ctx, pb)).To(Succeed())
 		g.Eventually(pbStatus).WithArguments(pb).Should(HaveField("Installed", int32(3)))
 		t.Logf("installed: 3 after %s", time.Since(start).Round(time.Millisecond))
-		g.Expect(ephemeralByPod(ns)).To(And(HaveLen(3), HaveEach(Equal([]string{"web-debug"}))))
+		g.Expect(pbEphemeralByPod(ns)).To(And(HaveLen(3), HaveEach(Equal([]string{"web-debug"}))))
 
 		start = time.Now()
 		g.Expect(c.Kubectl("scale", "deployment/web", "-n", ns, "--replicas=5")).Error().NotTo(HaveOccurred())
 		g.Eventually(pbStatus).WithArguments(pb).Should(And(
 			HaveField("Installed", int32(5)), HaveField("Pods", HaveLen(5))))
 		t.Logf("installed: 5 after %s from the scale-up", time.Since(start).Round(time.Millisecond))
-		g.Consistently(ephemeralByPod).WithArguments(ns).Should(And(HaveLen(5), HaveEach(Equal([]string{"web-debug"}))))
+		g.Consistently(pbEphemeralByPod).WithArguments(ns).Should(And(HaveLen(5), HaveEach(Equal([]string{"web-debug"}))))
 		g.Expect(c.Kubectl("get", "podbugger", "-n", ns, "web-debug")).To(MatchRegexp(`web-debug\s+docker.io/library/busybox:1.37\s+restricted\s+5\s+10\s+True\s+Active`))
 		g.Expect(p.Exited()).To(BeFalse())
 	})
 
 	t.Run("pods of a namespace without the opt-in get none", func(t *testing.T) {
-		g := newG(t)
+		g := pbG(t)
 		// A PodBugger selecting app=web in an opted-in namespace...
 		other := c.Namespace(t, enabled)
-		g.Expect(c.Client.Create(ctx, podBugger(other, "web-debug", web, debugv1alpha1.ProfileRestricted))).To(Succeed())
+		g.Expect(c.Client.Create(ctx, pbObject(other, "web-debug", web, debugv1alpha1.ProfileRestricted))).To(Succeed())
 		// ...leaves the app=web pods of this namespace alone, and none can be created here.
 		ns := c.Namespace(t, nil)
-		deployment(t, ns, 2)
-		g.Eventually(runningPods).WithArguments(ns).Should(HaveLen(2))
-		err := c.Client.Create(ctx, podBugger(ns, "web-debug", web, debugv1alpha1.ProfileRestricted))
+		pbDeployment(t, ns, 2)
+		g.Eventually(pbRunningPods).WithArguments(ns).Should(HaveLen(2))
+		err := c.Client.Create(ctx, pbObject(ns, "web-debug", web, debugv1alpha1.ProfileRestricted))
 		g.Expect(err).To(MatchError(ContainSubstring("metadata.namespace")))
-		g.Consistently(ephemeralByPod).WithArguments(ns).Should(And(HaveLen(2), HaveEach(BeEmpty())))
+		g.Consistently(pbEphemeralByPod).WithArguments(ns).Should(And(HaveLen(2), HaveEach(BeEmpty())))
 	})
 
 	t.Run("a restricted namespace accepts the restricted profile only", func(t *testing.T) {
-		g := newG(t)
+		g := pbG(t)
 		ns := c.Namespace(t, map[string]string{
 			debugv1alpha1.NamespaceEnabledLabel:  "true",
 			"pod-security.kubernetes.io/enforce": "restricted",
 		})
-		deployment(t, ns, 2)
-		g.Eventually(runningPods).WithArguments(ns).Should(HaveLen(2))
+		pbDeployment(t, ns, 2)
+		g.Eventually(pbRunningPods).WithArguments(ns).Should(HaveLen(2))
 
-		restricted := podBugger(ns, "restricted-debug", web, debugv1alpha1.ProfileRestricted)
+		restricted := pbObject(ns, "restricted-debug", web, debugv1alpha1.ProfileRestricted)
 		g.Expect(c.Client.Create(ctx, restricted)).To(Succeed())
 		g.Eventually(pbStatus).WithArguments(restricted).Should(And(HaveField("Installed", int32(2)),
-			WithTransform(readyReason, Equal(debugv1alpha1.ReasonActive))))
+			WithTransform(pbReadyReason, Equal(debugv1alpha1.ReasonActive))))
 
 		// Pod Security checks ephemeral containers too: baseline's root
 		// container is refused, and the PodBugger says so.
-		baseline := podBugger(ns, "baseline-debug", web, debugv1alpha1.ProfileBaseline)
+		baseline := pbObject(ns, "baseline-debug", web, debugv1alpha1.ProfileBaseline)
 		g.Expect(c.Client.Create(ctx, baseline)).To(Succeed())
 		g.Eventually(pbStatus).WithArguments(baseline).Should(And(HaveField("Installed", int32(0)),
-			WithTransform(readyReason, Equal(debugv1alpha1.ReasonInjectionFailed))))
-		g.Expect(ephemeralByPod(ns)).To(HaveEach(Equal([]string{"restricted-debug"})))
+			WithTransform(pbReadyReason, Equal(debugv1alpha1.ReasonInjectionFailed))))
+		g.Expect(pbEphemeralByPod(ns)).To(HaveEach(Equal([]string{"restricted-debug"})))
 	})
 
 	t.Run("the sample is accepted in an opted-in namespace", func(t *testing.T) {
-		g := newG(t)
+		g := pbG(t)
 		ns := c.Namespace(t, enabled)
 		sample := filepath.Join("..", "..", "config", "samples", "debug_v1alpha1_podbugger.yaml")
 		g.Expect(c.Kubectl("apply", "--dry-run=server", "-n", ns, "-f", sample)).
@@ -103,7 +103,7 @@ func TestPodBugger(t *testing.T) {
 	})
 
 	t.Run("a disallowed image is refused at admission naming the field", func(t *testing.T) {
-		g := newG(t)
+		g := pbG(t)
 		ns := c.Namespace(t, enabled)
 		manifest := filepath.Join(t.TempDir(), "pb.yaml")
 		g.Expect(os.WriteFile(manifest, []byte(fmt.Sprintf(`apiVersion: debug.deckhand.dev/v1alpha1
@@ -125,7 +125,7 @@ spec:
 	})
 }
 
-func newG(t *testing.T) *WithT {
+func pbG(t *testing.T) *WithT {
 	g := NewWithT(t)
 	g.SetDefaultEventuallyTimeout(time.Minute)
 	g.SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
@@ -133,7 +133,7 @@ func newG(t *testing.T) *WithT {
 	return g
 }
 
-func podBugger(ns, name string, selector map[string]string, profile debugv1alpha1.Profile) *debugv1alpha1.PodBugger {
+func pbObject(ns, name string, selector map[string]string, profile debugv1alpha1.Profile) *debugv1alpha1.PodBugger {
 	return &debugv1alpha1.PodBugger{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: debugv1alpha1.PodBuggerSpec{
@@ -144,9 +144,9 @@ func podBugger(ns, name string, selector map[string]string, profile debugv1alpha
 	}
 }
 
-// deployment creates the Deployment "web" (pods labelled app=web) whose pods
+// pbDeployment creates the Deployment "web" (pods labelled app=web) whose pods
 // pass the Pod Security restricted level.
-func deployment(t *testing.T, ns string, replicas int32) {
+func pbDeployment(t *testing.T, ns string, replicas int32) {
 	t.Helper()
 	labels := map[string]string{"app": "web"}
 	d := &appsv1.Deployment{
@@ -178,14 +178,14 @@ func deployment(t *testing.T, ns string, replicas int32) {
 	}
 }
 
-func listPods(ns string) ([]corev1.Pod, error) {
+func pbListPods(ns string) ([]corev1.Pod, error) {
 	pods := &corev1.PodList{}
 	err := c.Client.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{"app": "web"})
 	return pods.Items, err
 }
 
-func runningPods(ns string) ([]string, error) {
-	pods, err := listPods(ns)
+func pbRunningPods(ns string) ([]string, error) {
+	pods, err := pbListPods(ns)
 	var names []string
 	for _, p := range pods {
 		if p.Status.Phase == corev1.PodRunning {
@@ -195,9 +195,9 @@ func runningPods(ns string) ([]string, error) {
 	return names, err
 }
 
-// ephemeralByPod maps each app=web pod of ns to its ephemeral containers' names.
-func ephemeralByPod(ns string) (map[string][]string, error) {
-	pods, err := listPods(ns)
+// pbEphemeralByPod maps each app=web pod of ns to its ephemeral containers' names.
+func pbEphemeralByPod(ns string) (map[string][]string, error) {
+	pods, err := pbListPods(ns)
 	out := map[string][]string{}
 	for _, p := range pods {
 		out[p.Name] = []string{}
@@ -214,7 +214,7 @@ func pbStatus(pb *debugv1alpha1.PodBugger) (debugv1alpha1.PodBuggerStatus, error
 	return got.Status, err
 }
 
-func readyReason(s debugv1alpha1.PodBuggerStatus) string {
+func pbReadyReason(s debugv1alpha1.PodBuggerStatus) string {
 	if cond := meta.FindStatusCondition(s.Conditions, debugv1alpha1.ConditionReady); cond != nil {
 		return cond.Reason
 	}

@@ -1,0 +1,188 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// MaxSize is the largest spec.size a PodSet accepts: far beyond what one
+// set should hold, small enough that a typo (an extra zero or three) is
+// refused instead of flooding a cluster.
+const MaxSize = 10000
+
+// Labels and annotations Deckhand puts on, or reads from, a PodSet's pods.
+const (
+	// PodSetLabel names the PodSet that owns a pod; status.selector selects
+	// on it.
+	PodSetLabel = "apps.deckhand.dev/podset"
+	// PodTemplateHashLabel is the hash of the template a pod was made from;
+	// a pod whose hash differs from the PodSet's current one is outdated.
+	PodTemplateHashLabel = "apps.deckhand.dev/pod-template-hash"
+	// DeleteFirstAnnotation, set to "true" on a pod by a user, makes that pod
+	// the first to go when its PodSet scales down (or rolls out), ahead of
+	// every other rule.
+	DeleteFirstAnnotation = "apps.deckhand.dev/delete-first"
+)
+
+// PodSetUpdateStrategyType says how a PodSet replaces pods made from an older
+// template.
+// +kubebuilder:validation:Enum=RollingUpdate;OnDelete
+type PodSetUpdateStrategyType string
+
+const (
+	// RollingUpdateStrategy replaces outdated pods by itself, never leaving
+	// more than maxUnavailable of the desired pods not ready.
+	RollingUpdateStrategy PodSetUpdateStrategyType = "RollingUpdate"
+	// OnDeleteStrategy replaces an outdated pod only once someone deletes it.
+	OnDeleteStrategy PodSetUpdateStrategyType = "OnDelete"
+)
+
+// PodSetSpec is the desired state of a PodSet.
+type PodSetSpec struct {
+	// size is the number of pods the PodSet keeps running. `kubectl scale
+	// --replicas` and a HorizontalPodAutoscaler set it through the scale
+	// subresource.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000
+	// +required
+	Size int32 `json:"size"`
+
+	// template describes the pods. Without it the pods run busybox with
+	// `sleep 3600`. A template needs at least one label and one container.
+	// +kubebuilder:validation:XValidation:rule="has(self.metadata) && has(self.metadata.labels) && size(self.metadata.labels) > 0",message="must have at least one label",fieldPath=".metadata.labels"
+	// +kubebuilder:validation:XValidation:rule="has(self.spec) && size(self.spec.containers) > 0",message="must have at least one container",fieldPath=".spec.containers"
+	// +optional
+	Template *corev1.PodTemplateSpec `json:"template,omitempty"`
+
+	// updateStrategy says how pods made from an older template are replaced
+	// after the template changes. The default is RollingUpdate with
+	// maxUnavailable 1.
+	// +kubebuilder:default={type: RollingUpdate}
+	// +optional
+	UpdateStrategy PodSetUpdateStrategy `json:"updateStrategy,omitzero"`
+}
+
+// PodSetUpdateStrategy says how outdated pods are replaced.
+// +kubebuilder:validation:XValidation:rule="self.type == 'RollingUpdate' || !has(self.maxUnavailable)",message="maxUnavailable is only allowed with type RollingUpdate",fieldPath=".maxUnavailable"
+type PodSetUpdateStrategy struct {
+	// type is RollingUpdate (the default: outdated pods are replaced by the
+	// controller) or OnDelete (only once a user deletes them).
+	// +kubebuilder:default=RollingUpdate
+	// +optional
+	Type PodSetUpdateStrategyType `json:"type,omitempty"`
+
+	// maxUnavailable is how many of the desired pods may be not ready while
+	// a rolling update replaces pods: a number (at least 1) or a percentage
+	// of size (rounded down, but never below one pod). Only ready pods count
+	// as available. The default is 1.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^([1-9][0-9]?|100)%$')",message="must be an integer of at least 1 or a percentage from 1% to 100%"
+	// +optional
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+}
+
+// PodSetStatus is the observed state of a PodSet.
+type PodSetStatus struct {
+	// nodes are the names of the PodSet's pods that are neither finished nor
+	// being deleted, sorted.
+	// +listType=atomic
+	// +optional
+	Nodes []string `json:"nodes,omitempty"`
+
+	// replicas is the number of pods that are neither finished nor being
+	// deleted.
+	// +optional
+	Replicas int32 `json:"replicas"`
+
+	// readyReplicas is how many of those pods are ready.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas"`
+
+	// availableReplicas is how many of those pods are available: ready (a
+	// PodSet has no minReadySeconds, so available is ready).
+	// +optional
+	AvailableReplicas int32 `json:"availableReplicas"`
+
+	// updatedReplicas is how many of those pods run the current template.
+	// +optional
+	UpdatedReplicas int32 `json:"updatedReplicas"`
+
+	// selector is the label selector of the PodSet's pods, in string form,
+	// for the scale subresource and HorizontalPodAutoscalers.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
+	// observedGeneration is the generation of the spec this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions are Available, Progressing and ReplicaFailure.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Condition types of a PodSet.
+const (
+	// ConditionAvailable is True when at least size - maxUnavailable pods
+	// are available.
+	ConditionAvailable = "Available"
+	// ConditionProgressing is True while the PodSet creates, deletes or
+	// replaces pods or waits for them to become ready, and False once every
+	// desired pod runs the current template and is ready.
+	ConditionProgressing = "Progressing"
+	// ConditionReplicaFailure is True when the last attempt to create or
+	// delete pods failed (a quota, an admission webhook, a permission).
+	ConditionReplicaFailure = "ReplicaFailure"
+)
+
+// Condition reasons of a PodSet.
+const (
+	ReasonMinimumReplicasAvailable   = "MinimumReplicasAvailable"
+	ReasonMinimumReplicasUnavailable = "MinimumReplicasUnavailable"
+	ReasonScalingUp                  = "ScalingUp"
+	ReasonScalingDown                = "ScalingDown"
+	ReasonUpdating                   = "Updating"
+	ReasonWaitingForReady            = "WaitingForReady"
+	ReasonUpToDate                   = "UpToDate"
+	ReasonFailedCreate               = "FailedCreate"
+	ReasonFailedDelete               = "FailedDelete"
+)
+
+// PodSet keeps size pods of a template running, replaces pods that end or are
+// deleted, and rolls out template changes.
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name: must be no more than 63 characters: it is the value of the apps.deckhand.dev/podset label on the pods"
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.replicas,selectorpath=.status.selector
+// +kubebuilder:resource:shortName=ps,categories=deckhand
+// +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.spec.size`
+// +kubebuilder:printcolumn:name="Current",type=integer,JSONPath=`.status.replicas`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Up-to-date",type=integer,JSONPath=`.status.updatedReplicas`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type PodSet struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitzero"`
+
+	// spec is the desired state.
+	// +required
+	Spec PodSetSpec `json:"spec"`
+
+	// status is what the controller last observed.
+	// +optional
+	Status PodSetStatus `json:"status,omitzero"`
+}
+
+// PodSetList is a list of PodSets.
+// +kubebuilder:object:root=true
+type PodSetList struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ListMeta `json:"metadata,omitzero"`
+	// items are the PodSets.
+	Items []PodSet `json:"items"`
+}

@@ -1,0 +1,494 @@
+package apps_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/controller/apps"
+	"github.com/deckhand-dev/deckhand/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
+
+const timeout = 30 * time.Second
+
+// startPodSetController runs a manager with only the PodSet controller.
+func startPodSetController(t *testing.T) {
+	t.Helper()
+	opts := env.ManagerOptions()
+	opts.Controllers = []string{apps.ControllerName}
+	env.StartManager(t, opts)
+}
+
+// runPodSet starts the controller and creates a PodSet of the given size,
+// shaped by the options, in a namespace of its own.
+func runPodSet(t *testing.T, name string, size int32, opts ...func(*appsv1alpha1.PodSet)) *appsv1alpha1.PodSet {
+	t.Helper()
+	startPodSetController(t)
+	set := newPodSet(env.Namespace(t), name, size)
+	for _, o := range opts {
+		o(set)
+	}
+	if err := env.Client.Create(context.Background(), set); err != nil {
+		t.Fatalf("creating PodSet: %v", err)
+	}
+	return set
+}
+
+func newPodSet(ns, name string, size int32) *appsv1alpha1.PodSet {
+	return &appsv1alpha1.PodSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       appsv1alpha1.PodSetSpec{Size: size},
+	}
+}
+
+// podsOf lists, straight from the apiserver, the pods a PodSet controls that
+// count towards its size.
+func podsOf(g Gomega, set *appsv1alpha1.PodSet) []corev1.Pod {
+	list := &corev1.PodList{}
+	g.Expect(env.Client.List(context.Background(), list, client.InNamespace(set.Namespace))).To(Succeed())
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if ref := metav1.GetControllerOf(&p); ref != nil && ref.UID == set.UID && p.DeletionTimestamp == nil &&
+			p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func podNames(pods []corev1.Pod) []string {
+	out := make([]string, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// get reads the PodSet as the apiserver has it now.
+func get(g Gomega, set *appsv1alpha1.PodSet) *appsv1alpha1.PodSet {
+	out := &appsv1alpha1.PodSet{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(set), out)).To(Succeed())
+	return out
+}
+
+// settled waits until the PodSet has exactly n pods and its status names
+// them, and returns the pods.
+func settled(t *testing.T, set *appsv1alpha1.PodSet, n int) []corev1.Pod {
+	t.Helper()
+	var pods []corev1.Pod
+	NewWithT(t).Eventually(func(g Gomega) {
+		pods = podsOf(g, set)
+		g.Expect(pods).To(HaveLen(n))
+		st := get(g, set).Status
+		g.Expect(st.Nodes).To(Equal(nilIfEmpty(podNames(pods))))
+		g.Expect(st.Replicas).To(BeEquivalentTo(n))
+	}).WithTimeout(timeout).Should(Succeed())
+	return pods
+}
+
+func nilIfEmpty(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+// markReady does what a kubelet would: the pod runs and is ready.
+func markReady(t *testing.T, pods ...corev1.Pod) {
+	t.Helper()
+	for _, p := range pods {
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+		if err := env.Client.Status().Update(context.Background(), &p); err != nil {
+			t.Fatalf("marking %s ready: %v", p.Name, err)
+		}
+	}
+}
+
+func scale(t *testing.T, set *appsv1alpha1.PodSet, replicas int32) {
+	t.Helper()
+	ctx := context.Background()
+	s := &autoscalingv1.Scale{}
+	if err := env.Client.SubResource("scale").Get(ctx, set, s); err != nil {
+		t.Fatalf("getting scale: %v", err)
+	}
+	s.Spec.Replicas = replicas
+	if err := env.Client.SubResource("scale").Update(ctx, set, client.WithSubResourceBody(s)); err != nil {
+		t.Fatalf("scaling to %d: %v", replicas, err)
+	}
+}
+
+// counter reads a PodSet's series of a counter from the manager's registry.
+func counter(g Gomega, name, ns, set string) float64 {
+	families, err := metrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["namespace"] == ns && labels["podset"] == set {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+func eventReasons(g Gomega, ns string) []string {
+	list := &eventsv1.EventList{}
+	g.Expect(env.Client.List(context.Background(), list, client.InNamespace(ns))).To(Succeed())
+	out := make([]string, 0, len(list.Items))
+	for _, e := range list.Items {
+		out = append(out, e.Reason)
+	}
+	return out
+}
+
+func TestPodSetRunsTheSeedPodAndScalesThroughTheScaleSubresource(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	set := runPodSet(t, "web", 3)
+	ns := set.Namespace
+	pods := settled(t, set, 3)
+	for _, p := range pods {
+		g.Expect(p.Spec.Containers).To(HaveLen(1))
+		g.Expect(p.Spec.Containers[0].Image).To(Equal("busybox"))
+		g.Expect(p.Spec.Containers[0].Command).To(Equal([]string{"sleep", "3600"}))
+		g.Expect(p.Labels).To(HaveKeyWithValue(appsv1alpha1.PodSetLabel, "web"))
+		ref := metav1.GetControllerOf(&p)
+		g.Expect(ref.Kind).To(Equal("PodSet"))
+		g.Expect(*ref.BlockOwnerDeletion).To(BeTrue())
+	}
+	st := get(g, set).Status
+	g.Expect(st.Selector).To(Equal("apps.deckhand.dev/podset=web"))
+	g.Expect(st.ObservedGeneration).To(Equal(get(g, set).Generation))
+
+	scale(t, set, 5)
+	pods = settled(t, set, 5)
+	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns) }).WithTimeout(timeout).
+		Should(ContainElement("SuccessfulCreate"))
+
+	// Three ready pods, one of them named by a user to go first: scaling
+	// to 2 keeps the other two ready ones.
+	markReady(t, pods[0], pods[1], pods[2])
+	marked := pods[0].DeepCopy()
+	marked.Annotations = map[string]string{appsv1alpha1.DeleteFirstAnnotation: "true"}
+	g.Expect(env.Client.Patch(ctx, marked, client.MergeFrom(&pods[0]))).To(Succeed())
+	g.Eventually(func(g Gomega) int32 { return get(g, set).Status.ReadyReplicas }).WithTimeout(timeout).Should(BeEquivalentTo(3))
+
+	scale(t, set, 2)
+	g.Expect(podNames(settled(t, set, 2))).To(Equal(podNames([]corev1.Pod{pods[1], pods[2]})),
+		"the marked pod, then the unready ones, should have gone")
+	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns) }).WithTimeout(timeout).
+		Should(ContainElement("SuccessfulDelete"))
+	g.Expect(counter(g, "deckhand_podset_pods_created_total", ns, "web")).To(Equal(5.0))
+	g.Expect(counter(g, "deckhand_podset_pods_deleted_total", ns, "web")).To(Equal(3.0))
+	g.Eventually(func(g Gomega) {
+		set := get(g, set)
+		g.Expect(meta.IsStatusConditionTrue(set.Status.Conditions, appsv1alpha1.ConditionAvailable)).To(BeTrue())
+		g.Expect(meta.IsStatusConditionFalse(set.Status.Conditions, appsv1alpha1.ConditionProgressing)).To(BeTrue())
+	}).WithTimeout(timeout).Should(Succeed())
+
+	scale(t, set, 0)
+	settled(t, set, 0)
+}
+
+func TestPodSetReplacesDeletedAndFinishedPods(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	set := runPodSet(t, "heal", 2)
+	pods := settled(t, set, 2)
+
+	g.Expect(env.Client.Delete(ctx, &pods[0])).To(Succeed())
+	g.Eventually(func(g Gomega) []string { return get(g, set).Status.Nodes }).WithTimeout(timeout).
+		Should(SatisfyAll(HaveLen(2), Not(ContainElement(pods[0].Name))))
+	settled(t, set, 2)
+
+	ended := podsOf(g, set)[0]
+	ended.Status.Phase = corev1.PodFailed
+	g.Expect(env.Client.Status().Update(ctx, &ended)).To(Succeed())
+	g.Eventually(func(g Gomega) []string { return get(g, set).Status.Nodes }).WithTimeout(timeout).
+		Should(SatisfyAll(HaveLen(2), Not(ContainElement(ended.Name))))
+	settled(t, set, 2)
+	// The finished pod is removed, not left to pile up.
+	g.Eventually(func() error { return env.Client.Get(ctx, client.ObjectKeyFromObject(&ended), &corev1.Pod{}) }).
+		WithTimeout(timeout).Should(Satisfy(apierrors.IsNotFound))
+}
+
+func TestPodSetRecreatedUnderTheSameNameGetsPodsOfItsOwn(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	old := runPodSet(t, "same", 2)
+	ns := old.Namespace
+	oldPods := settled(t, old, 2)
+
+	// envtest has no garbage collector: the old pods stay, still owned by
+	// the old UID, exactly as they do in a cluster while the collector is
+	// behind.
+	g.Expect(env.Client.Delete(ctx, old)).To(Succeed())
+	g.Eventually(func() error { return env.Client.Get(ctx, client.ObjectKeyFromObject(old), &appsv1alpha1.PodSet{}) }).
+		WithTimeout(timeout).ShouldNot(Succeed())
+	recreated := newPodSet(ns, "same", 2)
+	g.Expect(env.Client.Create(ctx, recreated)).To(Succeed())
+	g.Expect(recreated.UID).NotTo(Equal(old.UID))
+
+	newPods := settled(t, recreated, 2)
+	g.Expect(podNames(newPods)).NotTo(ContainElements(podNames(oldPods)))
+	all := &corev1.PodList{}
+	g.Expect(env.Client.List(ctx, all, client.InNamespace(ns))).To(Succeed())
+	g.Expect(all.Items).To(HaveLen(4), "the old pods are neither adopted nor deleted, and no extra pods exist")
+}
+
+// staleClient serves a frozen list of pods, as a cache that has not caught
+// up with the controller's own creations would.
+type staleClient struct {
+	client.Client
+	pods corev1.PodList
+}
+
+func (c *staleClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if l, ok := list.(*corev1.PodList); ok {
+		c.pods.DeepCopyInto(l)
+		return nil
+	}
+	return c.Client.List(ctx, list, opts...)
+}
+
+func TestPodSetCreatesNoExtraPodsWhenTheCacheLags(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+
+	set := newPodSet(ns, "stale", 3)
+	g.Expect(env.Client.Create(ctx, set)).To(Succeed())
+
+	// No manager: nothing watches pods, so the reconciler's cache never
+	// shows the pods it creates.
+	r := apps.NewPodSetReconciler(&staleClient{Client: env.Client}, discardEvents{})
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "stale"}}
+	for range 5 {
+		_, err := r.Reconcile(ctx, req)
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(podsOf(g, set)).To(HaveLen(3), "pods created again on a stale view")
+	g.Expect(get(g, set).Status.Nodes).To(BeEmpty(), "status reports what the cache shows")
+
+	// A PodSet recreated under the same name is a new PodSet: the old one's
+	// outstanding creations must not hold it back.
+	g.Expect(env.Client.Delete(ctx, set)).To(Succeed())
+	recreated := newPodSet(ns, "stale", 2)
+	g.Expect(env.Client.Create(ctx, recreated)).To(Succeed())
+	_, err := r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(podsOf(g, recreated)).To(HaveLen(2))
+}
+
+func TestPodSetStopsCreatingAtTheQuotaAndSaysSo(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+
+	// envtest runs no quota controller: set the quota's status by hand;
+	// the apiserver's quota admission counts from there.
+	quota := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pods"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resourceQuantity("2")}},
+	}
+	g.Expect(env.Client.Create(ctx, quota)).To(Succeed())
+	quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{corev1.ResourcePods: resourceQuantity("0")}}
+	g.Expect(env.Client.Status().Update(ctx, quota)).To(Succeed())
+
+	startPodSetController(t)
+	set := newPodSet(ns, "quota", 5)
+	g.Expect(env.Client.Create(ctx, set)).To(Succeed())
+	settled(t, set, 2)
+	g.Eventually(func(g Gomega) {
+		c := meta.FindStatusCondition(get(g, set).Status.Conditions, appsv1alpha1.ConditionReplicaFailure)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(c.Reason).To(Equal(appsv1alpha1.ReasonFailedCreate))
+		g.Expect(c.Message).To(ContainSubstring("exceeded quota"))
+		g.Expect(eventReasons(g, ns)).To(ContainElement("FailedCreate"))
+	}).WithTimeout(timeout).Should(Succeed())
+	g.Expect(podsOf(g, set)).To(HaveLen(2))
+
+	// Room again: the PodSet fills up and the failure clears.
+	quota = &corev1.ResourceQuota{}
+	g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "pods"}, quota)).To(Succeed())
+	quota.Spec.Hard[corev1.ResourcePods] = resourceQuantity("10")
+	g.Expect(env.Client.Update(ctx, quota)).To(Succeed())
+	quota.Status.Hard = quota.Spec.Hard
+	g.Expect(env.Client.Status().Update(ctx, quota)).To(Succeed())
+	settled(t, set, 5)
+	g.Eventually(func(g Gomega) *metav1.Condition {
+		return meta.FindStatusCondition(get(g, set).Status.Conditions, appsv1alpha1.ConditionReplicaFailure)
+	}).WithTimeout(timeout).Should(BeNil())
+}
+
+func TestPodSetRollsOutTemplateChangesOnePodAtATime(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	set := runPodSet(t, "roll", 3, func(s *appsv1alpha1.PodSet) { s.Spec.Template = seedTemplate("busybox:1.36") })
+	markReady(t, settled(t, set, 3)...)
+
+	g.Eventually(func(g Gomega) error {
+		cur := get(g, set)
+		cur.Spec.Template.Spec.Containers[0].Image = "busybox:1.37"
+		return env.Client.Update(ctx, cur)
+	}).WithTimeout(timeout).Should(Succeed())
+
+	// With maxUnavailable 1 (the default) one ready pod at a time is
+	// replaced, and the next only once its replacement is ready.
+	for updated := 1; updated <= 3; updated++ {
+		var fresh []corev1.Pod
+		g.Eventually(func(g Gomega) {
+			pods := podsOf(g, set)
+			g.Expect(pods).To(HaveLen(3))
+			fresh = fresh[:0]
+			ready := 0
+			for _, p := range pods {
+				if p.Spec.Containers[0].Image == "busybox:1.37" {
+					fresh = append(fresh, p)
+				}
+				if p.Status.Phase == corev1.PodRunning {
+					ready++
+				}
+			}
+			g.Expect(fresh).To(HaveLen(updated))
+			g.Expect(ready).To(Equal(2), "more than maxUnavailable pods are unready")
+		}).WithTimeout(timeout).Should(Succeed())
+		g.Consistently(func(g Gomega) int { return len(podsOf(g, set)) - countImage(podsOf(g, set), "busybox:1.37") }).
+			WithTimeout(time.Second).Should(Equal(3-updated), "an old pod went while the new one was unready")
+		for _, p := range fresh {
+			if p.Status.Phase != corev1.PodRunning {
+				markReady(t, p)
+			}
+		}
+	}
+	g.Eventually(func(g Gomega) int32 { return get(g, set).Status.UpdatedReplicas }).WithTimeout(timeout).Should(BeEquivalentTo(3))
+}
+
+func TestPodSetOnDeleteReplacesOnlyDeletedPods(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	set := runPodSet(t, "ondelete", 2, func(s *appsv1alpha1.PodSet) {
+		s.Spec.Template = seedTemplate("busybox:1.36")
+		s.Spec.UpdateStrategy = appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.OnDeleteStrategy}
+	})
+	pods := settled(t, set, 2)
+	markReady(t, pods...)
+
+	g.Eventually(func(g Gomega) error {
+		cur := get(g, set)
+		cur.Spec.Template.Spec.Containers[0].Image = "busybox:1.37"
+		return env.Client.Update(ctx, cur)
+	}).WithTimeout(timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) int64 { return get(g, set).Status.ObservedGeneration }).WithTimeout(timeout).Should(Equal(get(g, set).Generation))
+	g.Consistently(func(g Gomega) []string { return podNames(podsOf(g, set)) }).WithTimeout(time.Second).Should(Equal(podNames(pods)))
+
+	g.Expect(env.Client.Delete(ctx, &pods[0])).To(Succeed())
+	g.Eventually(func(g Gomega) int { return countImage(podsOf(g, set), "busybox:1.37") }).WithTimeout(timeout).Should(Equal(1))
+	g.Expect(podsOf(g, set)).To(HaveLen(2))
+}
+
+func TestPodSetSchemaRefusesInvalidSpecsNamingTheField(t *testing.T) {
+	ns := env.Namespace(t)
+	noLabels := seedTemplate("busybox")
+	noLabels.Labels = nil
+	noContainers := seedTemplate("busybox")
+	noContainers.Spec.Containers = []corev1.Container{}
+	zero := intstr.FromInt32(0)
+	tooMany := intstr.FromString("150%")
+	tests := map[string]struct {
+		name string
+		spec appsv1alpha1.PodSetSpec
+		want []string
+	}{
+		"name too long for a label": {name: strings.Repeat("a", 64), spec: appsv1alpha1.PodSetSpec{Size: 1},
+			want: []string{"metadata.name: must be no more than 63 characters"}},
+		"negative size":     {spec: appsv1alpha1.PodSetSpec{Size: -1}, want: []string{"spec.size", "greater than or equal to 0"}},
+		"absurd size":       {spec: appsv1alpha1.PodSetSpec{Size: 1_000_000}, want: []string{"spec.size", "less than or equal to 10000"}},
+		"no labels":         {spec: appsv1alpha1.PodSetSpec{Size: 1, Template: noLabels}, want: []string{"spec.template.metadata.labels", "at least one label"}},
+		"no containers":     {spec: appsv1alpha1.PodSetSpec{Size: 1, Template: noContainers}, want: []string{"spec.template.spec.containers", "at least one container"}},
+		"bad strategy type": {spec: appsv1alpha1.PodSetSpec{Size: 1, UpdateStrategy: appsv1alpha1.PodSetUpdateStrategy{Type: "Recreate"}}, want: []string{"spec.updateStrategy.type", "Unsupported value"}},
+		"maxUnavailable 0": {spec: appsv1alpha1.PodSetSpec{Size: 1, UpdateStrategy: appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.RollingUpdateStrategy, MaxUnavailable: &zero}},
+			want: []string{"spec.updateStrategy.maxUnavailable", "at least 1"}},
+		"maxUnavailable 150%": {spec: appsv1alpha1.PodSetSpec{Size: 1, UpdateStrategy: appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.RollingUpdateStrategy, MaxUnavailable: &tooMany}},
+			want: []string{"spec.updateStrategy.maxUnavailable", "percentage"}},
+		"maxUnavailable with OnDelete": {spec: appsv1alpha1.PodSetSpec{Size: 1, UpdateStrategy: appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.OnDeleteStrategy, MaxUnavailable: new(intstr.FromInt32(1))}},
+			want: []string{"spec.updateStrategy.maxUnavailable", "only allowed with type RollingUpdate"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			set := &appsv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "bad-"}, Spec: tc.spec}
+			if tc.name != "" {
+				set.Name, set.GenerateName = tc.name, ""
+			}
+			err := env.Client.Create(context.Background(), set)
+			g := NewWithT(t)
+			g.Expect(err).To(HaveOccurred())
+			for _, w := range tc.want {
+				g.Expect(err.Error()).To(ContainSubstring(w))
+			}
+		})
+	}
+}
+
+func seedTemplate(image string) *corev1.PodTemplateSpec {
+	return &corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "sleep"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "busybox", Image: image, Command: []string{"sleep", "3600"},
+		}}},
+	}
+}
+
+func resourceQuantity(s string) resource.Quantity { return resource.MustParse(s) }
+
+func countImage(pods []corev1.Pod, image string) int {
+	n := 0
+	for _, p := range pods {
+		if p.Spec.Containers[0].Image == image {
+			n++
+		}
+	}
+	return n
+}
+
+// discardEvents is an event recorder that records nothing.
+type discardEvents struct{}
+
+func (discardEvents) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...any) {}
+func (discardEvents) AnnotatedEventf(runtime.Object, runtime.Object, map[string]string, string, string, string, string, ...any) {
+}
+
+var _ events.EventRecorder = discardEvents{}

@@ -1,0 +1,275 @@
+package apps
+
+import (
+	"errors"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// podOpt shapes a test pod.
+type podOpt func(*corev1.Pod)
+
+func testPod(name string, opts ...podOpt) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(t0),
+			Labels: map[string]string{appsv1alpha1.PodTemplateHashLabel: "new"}},
+		Spec:   corev1.PodSpec{NodeName: "node-1"},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+func unscheduled(p *corev1.Pod) { p.Spec.NodeName = "" }
+func pending(p *corev1.Pod)     { p.Status.Phase = corev1.PodPending }
+func unknown(p *corev1.Pod)     { p.Status.Phase = corev1.PodUnknown }
+func outdated(p *corev1.Pod)    { p.Labels[appsv1alpha1.PodTemplateHashLabel] = "old" }
+func deleteFirst(p *corev1.Pod) { annotate(appsv1alpha1.DeleteFirstAnnotation, "true")(p) }
+func terminating(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: t0} }
+func succeeded(p *corev1.Pod)   { p.Status.Phase = corev1.PodSucceeded }
+func failed(p *corev1.Pod)      { p.Status.Phase = corev1.PodFailed }
+
+func readySince(d time.Duration) podOpt {
+	return func(p *corev1.Pod) {
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{
+			Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0.Add(d))})
+	}
+}
+
+func ready(p *corev1.Pod) { readySince(0)(p) }
+
+func annotate(k, v string) podOpt {
+	return func(p *corev1.Pod) {
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[k] = v
+	}
+}
+
+func createdAt(d time.Duration) podOpt {
+	return func(p *corev1.Pod) { p.CreationTimestamp = metav1.NewTime(t0.Add(d)) }
+}
+
+func restarted(n int32) podOpt {
+	return func(p *corev1.Pod) {
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", RestartCount: n}}
+	}
+}
+
+func names(pods []*corev1.Pod) []string {
+	out := make([]string, len(pods))
+	for i, p := range pods {
+		out[i] = p.Name
+	}
+	return out
+}
+
+func TestDeletionOrder(t *testing.T) {
+	tests := map[string]struct {
+		pods []*corev1.Pod
+		want []string // first to delete first
+	}{
+		"marked delete-first beats every other rule": {
+			pods: []*corev1.Pod{testPod("unscheduled", unscheduled, pending), testPod("marked", ready, deleteFirst)},
+			want: []string{"marked", "unscheduled"},
+		},
+		"a delete-first value other than true is ignored": {
+			pods: []*corev1.Pod{testPod("marked", ready, annotate(appsv1alpha1.DeleteFirstAnnotation, "yes")), testPod("notready")},
+			want: []string{"notready", "marked"},
+		},
+		"unscheduled before scheduled": {
+			pods: []*corev1.Pod{testPod("scheduled", pending), testPod("unscheduled", unscheduled, pending)},
+			want: []string{"unscheduled", "scheduled"},
+		},
+		"pending before unknown before running": {
+			pods: []*corev1.Pod{testPod("running"), testPod("unknown", unknown), testPod("pending", pending)},
+			want: []string{"pending", "unknown", "running"},
+		},
+		"not ready before ready": {
+			pods: []*corev1.Pod{testPod("ready", ready), testPod("notready")},
+			want: []string{"notready", "ready"},
+		},
+		"lower deletion cost first, missing is 0, invalid is 0": {
+			pods: []*corev1.Pod{
+				testPod("cost10", ready, annotate(podDeletionCost, "10")),
+				testPod("none", ready),
+				testPod("costneg", ready, annotate(podDeletionCost, "-5")),
+				testPod("invalid", ready, annotate(podDeletionCost, "cheap"), createdAt(-time.Hour)),
+			},
+			want: []string{"costneg", "none", "invalid", "cost10"},
+		},
+		"deletion cost outranks the template": {
+			pods: []*corev1.Pod{testPod("old-expensive", ready, outdated, annotate(podDeletionCost, "100")), testPod("new", ready)},
+			want: []string{"new", "old-expensive"},
+		},
+		"outdated before updated": {
+			pods: []*corev1.Pod{testPod("new", ready), testPod("old", ready, outdated)},
+			want: []string{"old", "new"},
+		},
+		"ready for less time first": {
+			pods: []*corev1.Pod{testPod("long", readySince(0)), testPod("short", readySince(time.Hour))},
+			want: []string{"short", "long"},
+		},
+		"more restarts first": {
+			pods: []*corev1.Pod{testPod("calm", ready), testPod("flappy", ready, restarted(3))},
+			want: []string{"flappy", "calm"},
+		},
+		"newest first": {
+			pods: []*corev1.Pod{testPod("old"), testPod("new", createdAt(time.Minute)), testPod("mid", createdAt(time.Second))},
+			want: []string{"new", "mid", "old"},
+		},
+		"ties broken by name": {
+			pods: []*corev1.Pod{testPod("b"), testPod("a"), testPod("c")},
+			want: []string{"a", "b", "c"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := names(deletionOrder(tc.pods, "new"))
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("deletion order = %v, want %v", got, tc.want)
+			}
+			// The order must not depend on the input order.
+			reversed := slices.Clone(tc.pods)
+			slices.Reverse(reversed)
+			if got := names(deletionOrder(reversed, "new")); !slices.Equal(got, tc.want) {
+				t.Errorf("deletion order of reversed input = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSlowStartBatchSizes(t *testing.T) {
+	tests := map[string]struct {
+		n    int
+		want []int
+	}{
+		"none":           {n: 0, want: nil},
+		"one":            {n: 1, want: []int{1}},
+		"exact doubling": {n: 7, want: []int{1, 2, 4}},
+		"cut last batch": {n: 10, want: []int{1, 2, 4, 3}},
+		"burst":          {n: 500, want: []int{1, 2, 4, 8, 16, 32, 64, 128, 245}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := slowStartBatchSizes(tc.n, 1); !slices.Equal(got, tc.want) {
+				t.Errorf("slowStartBatchSizes(%d) = %v, want %v", tc.n, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSlowStartBatchStopsAtTheFirstFailingBatch(t *testing.T) {
+	tests := map[string]struct {
+		n, failFrom   int // calls numbered from 1; fail from this call on (0: never)
+		wantCalls     int
+		wantSucceeded int
+	}{
+		"all succeed":               {n: 10, wantCalls: 10, wantSucceeded: 10},
+		"first call fails":          {n: 100, failFrom: 1, wantCalls: 1, wantSucceeded: 0},
+		"quota after three":         {n: 100, failFrom: 4, wantCalls: 7, wantSucceeded: 3},
+		"fails in the last batch":   {n: 10, failFrom: 10, wantCalls: 10, wantSucceeded: 9},
+		"every call in batch fails": {n: 3, failFrom: 2, wantCalls: 3, wantSucceeded: 1},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var calls atomic.Int32
+			succeededN, errs := slowStartBatch(tc.n, func() error {
+				if n := int(calls.Add(1)); tc.failFrom > 0 && n >= tc.failFrom {
+					return errors.New("exceeded quota")
+				}
+				return nil
+			})
+			if int(calls.Load()) != tc.wantCalls || succeededN != tc.wantSucceeded {
+				t.Errorf("calls = %d, succeeded = %d; want %d, %d", calls.Load(), succeededN, tc.wantCalls, tc.wantSucceeded)
+			}
+			if wantErrs := tc.wantCalls - tc.wantSucceeded; len(errs) != wantErrs {
+				t.Errorf("errors = %d, want %d", len(errs), wantErrs)
+			}
+		})
+	}
+}
+
+func TestMaxUnavailable(t *testing.T) {
+	pct := func(s string) *intstr.IntOrString { v := intstr.FromString(s); return &v }
+	num := func(n int32) *intstr.IntOrString { v := intstr.FromInt32(n); return &v }
+	tests := map[string]struct {
+		v    *intstr.IntOrString
+		size int32
+		want int
+	}{
+		"default is one":            {size: 10, want: 1},
+		"number":                    {v: num(3), size: 10, want: 3},
+		"number capped at size":     {v: num(30), size: 10, want: 10},
+		"percent rounds down":       {v: pct("25%"), size: 10, want: 2},
+		"small percent is one pod":  {v: pct("10%"), size: 3, want: 1},
+		"hundred percent":           {v: pct("100%"), size: 4, want: 4},
+		"size zero":                 {v: pct("50%"), size: 0, want: 1},
+		"garbage falls back to one": {v: pct("lots"), size: 10, want: 1},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := maxUnavailable(appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.RollingUpdateStrategy, MaxUnavailable: tc.v}, tc.size)
+			if got != tc.want {
+				t.Errorf("maxUnavailable = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRolloutVictims(t *testing.T) {
+	tests := map[string]struct {
+		pods    []*corev1.Pod
+		maxUnav int
+		want    []string
+	}{
+		"all updated: nothing to do": {
+			pods: []*corev1.Pod{testPod("a", ready), testPod("b", ready)}, maxUnav: 1,
+		},
+		"all ready: one at a time": {
+			pods:    []*corev1.Pod{testPod("a", ready, outdated), testPod("b", ready, outdated, createdAt(time.Second)), testPod("c", ready, outdated)},
+			maxUnav: 1, want: []string{"b"},
+		},
+		"budget of two": {
+			pods:    []*corev1.Pod{testPod("a", ready, outdated), testPod("b", ready, outdated), testPod("c", ready, outdated)},
+			maxUnav: 2, want: []string{"a", "b"},
+		},
+		"an unready new pod uses the budget": {
+			pods:    []*corev1.Pod{testPod("new"), testPod("a", ready, outdated), testPod("b", ready, outdated)},
+			maxUnav: 1,
+		},
+		"unready outdated pods go regardless of budget": {
+			pods:    []*corev1.Pod{testPod("new"), testPod("x", outdated), testPod("y", outdated, pending), testPod("a", ready, outdated)},
+			maxUnav: 1, want: []string{"y", "x"},
+		},
+		"over budget already: only the unready go": {
+			pods:    []*corev1.Pod{testPod("p"), testPod("q"), testPod("x", outdated), testPod("a", ready, outdated)},
+			maxUnav: 1, want: []string{"x"},
+		},
+		"marked pods are replaced first": {
+			pods:    []*corev1.Pod{testPod("a", ready, outdated), testPod("b", ready, outdated, deleteFirst)},
+			maxUnav: 1, want: []string{"b"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := names(rolloutVictims(tc.pods, "new", int32(len(tc.pods)), tc.maxUnav))
+			if !slices.Equal(got, tc.want) && (len(got) != 0 || len(tc.want) != 0) {
+				t.Errorf("rollout victims = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

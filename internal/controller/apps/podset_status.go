@@ -1,0 +1,94 @@
+package apps
+
+import (
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+)
+
+// syncError is a failed attempt to create or delete pods, reported in the
+// ReplicaFailure condition.
+type syncError struct {
+	reason string // ReasonFailedCreate or ReasonFailedDelete
+	err    error
+}
+
+func (e *syncError) Error() string { return e.err.Error() }
+func (e *syncError) Unwrap() error { return e.err }
+
+// calculateStatus computes a PodSet's whole status from its pods (those it
+// controls, in any state), the hash of its current template, and what this
+// sync did: synced says whether it tried to create or delete pods (it does
+// not while the cache lags behind its own writes), failure is the error of
+// those attempts. It reads the old status only to keep the conditions'
+// transition times and, when nothing was tried, the last ReplicaFailure.
+// now stamps changed conditions.
+func calculateStatus(set *appsv1alpha1.PodSet, pods []*corev1.Pod, hash string, synced bool, failure *syncError, now metav1.Time) appsv1alpha1.PodSetStatus {
+	st := appsv1alpha1.PodSetStatus{
+		Selector:           selectorOf(set),
+		ObservedGeneration: set.Generation,
+		Conditions:         slices.Clone(set.Status.Conditions),
+	}
+	for _, p := range pods {
+		if !isActive(p) {
+			continue
+		}
+		st.Nodes = append(st.Nodes, p.Name)
+		st.Replicas++
+		if isReady(p) {
+			st.ReadyReplicas++
+			st.AvailableReplicas++
+		}
+		if isUpdated(p, hash) {
+			st.UpdatedReplicas++
+		}
+	}
+	slices.Sort(st.Nodes)
+
+	size := set.Spec.Size
+	minAvailable := max(0, int(size)-maxUnavailable(set.Spec.UpdateStrategy, size))
+	setCondition := func(typ string, status metav1.ConditionStatus, reason, msg string) {
+		c := metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg,
+			ObservedGeneration: set.Generation, LastTransitionTime: now}
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+
+	if int(st.AvailableReplicas) >= minAvailable {
+		setCondition(appsv1alpha1.ConditionAvailable, metav1.ConditionTrue, appsv1alpha1.ReasonMinimumReplicasAvailable,
+			fmt.Sprintf("%d of %d pods are available (at least %d needed)", st.AvailableReplicas, size, minAvailable))
+	} else {
+		setCondition(appsv1alpha1.ConditionAvailable, metav1.ConditionFalse, appsv1alpha1.ReasonMinimumReplicasUnavailable,
+			fmt.Sprintf("%d of %d pods are available (at least %d needed)", st.AvailableReplicas, size, minAvailable))
+	}
+
+	switch {
+	case st.Replicas < size:
+		setCondition(appsv1alpha1.ConditionProgressing, metav1.ConditionTrue, appsv1alpha1.ReasonScalingUp,
+			fmt.Sprintf("%d of %d pods exist", st.Replicas, size))
+	case st.Replicas > size:
+		setCondition(appsv1alpha1.ConditionProgressing, metav1.ConditionTrue, appsv1alpha1.ReasonScalingDown,
+			fmt.Sprintf("%d pods exist, %d wanted", st.Replicas, size))
+	case st.UpdatedReplicas < size:
+		setCondition(appsv1alpha1.ConditionProgressing, metav1.ConditionTrue, appsv1alpha1.ReasonUpdating,
+			fmt.Sprintf("%d of %d pods run the current template", st.UpdatedReplicas, size))
+	case st.ReadyReplicas < size:
+		setCondition(appsv1alpha1.ConditionProgressing, metav1.ConditionTrue, appsv1alpha1.ReasonWaitingForReady,
+			fmt.Sprintf("%d of %d pods are ready", st.ReadyReplicas, size))
+	default:
+		setCondition(appsv1alpha1.ConditionProgressing, metav1.ConditionFalse, appsv1alpha1.ReasonUpToDate,
+			fmt.Sprintf("all %d pods run the current template and are ready", size))
+	}
+
+	switch {
+	case failure != nil:
+		setCondition(appsv1alpha1.ConditionReplicaFailure, metav1.ConditionTrue, failure.reason, failure.Error())
+	case synced:
+		meta.RemoveStatusCondition(&st.Conditions, appsv1alpha1.ConditionReplicaFailure)
+	}
+	return st
+}

@@ -1,0 +1,159 @@
+// Package model runs ModelBoxes: each becomes a Deployment, a Service and,
+// when asked, a HorizontalPodAutoscaler and a PodDisruptionBudget, kept in
+// line with the spec by server-side apply.
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
+)
+
+// ControllerName names the controller, its Events and its metrics.
+const ControllerName = "modelbox"
+
+// Reconciler makes a ModelBox's children match its spec and reports their
+// state in its status.
+type Reconciler struct {
+	client.Client
+	// APIReader reads past the cache, to check a child the cache does not
+	// show before creating it.
+	APIReader client.Reader
+	Recorder  eventRecorder
+}
+
+// +kubebuilder:rbac:groups=model.deckhand.dev,resources=modelboxes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=model.deckhand.dev,resources=modelboxes/status,verbs=patch
+// +kubebuilder:rbac:groups=model.deckhand.dev,resources=modelboxes/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
+
+// Setup registers the ModelBox controller with mgr.
+func Setup(mgr ctrl.Manager) error {
+	r := &Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder(ControllerName),
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&modelv1.ModelBox{}).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		Owns(&autoscalingv2.HorizontalPodAutoscaler{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		Complete(r)
+}
+
+// CacheByObject is how the manager's cache must hold the kinds a ModelBox
+// owns: only Deckhand's own (labelled) objects, and with their managedFields,
+// which tell which fields Deckhand owns and so whether an apply would change
+// anything.
+func CacheByObject() map[client.Object]cache.ByObject {
+	req, err := labels.NewRequirement(LabelModelBox, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant label key is valid
+	}
+	byObject := cache.ByObject{
+		Label:     labels.NewSelector().Add(*req),
+		Transform: func(o any) (any, error) { return o, nil },
+	}
+	return map[client.Object]cache.ByObject{
+		&appsv1.Deployment{}:                     byObject,
+		&corev1.Service{}:                        byObject,
+		&autoscalingv2.HorizontalPodAutoscaler{}: byObject,
+		&policyv1.PodDisruptionBudget{}:          byObject,
+	}
+}
+
+// Reconcile makes one ModelBox's children match its spec, then records what
+// it saw in the status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	box := &modelv1.ModelBox{}
+	if err := r.Get(ctx, req.NamespacedName, box); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !box.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // garbage collection removes the children
+	}
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("modelbox", klog.KObj(box)))
+
+	cur, err := r.observe(ctx, box)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	syncErr := r.sync(ctx, box, cur)
+
+	// A conflict only means another writer got there first: retry without
+	// calling the ModelBox degraded.
+	shown := syncErr
+	if apierrors.IsConflict(syncErr) {
+		shown = nil
+	}
+	status := statusFor(box, observed{deployment: cur.deployment, service: cur.service}, shown, metav1.Now())
+	if !equality.Semantic.DeepEqual(box.Status, status) {
+		patch := client.MergeFrom(box.DeepCopy())
+		box.Status = status
+		if err := r.Status().Patch(ctx, box, patch); err != nil {
+			return ctrl.Result{}, errors.Join(syncErr, fmt.Errorf("patching status: %w", err))
+		}
+	}
+	// Refusals are retried with backoff too, not made terminal: some (a
+	// node port another Service holds) clear up without any change we watch.
+	return ctrl.Result{}, syncErr
+}
+
+// current holds the children as the cache shows them; nil means absent.
+type current struct {
+	deployment *appsv1.Deployment
+	service    *corev1.Service
+	hpa        *autoscalingv2.HorizontalPodAutoscaler
+	pdb        *policyv1.PodDisruptionBudget
+}
+
+func (r *Reconciler) observe(ctx context.Context, box *modelv1.ModelBox) (current, error) {
+	key := client.ObjectKeyFromObject(box)
+	var cur current
+	var err error
+	if cur.deployment, err = getCached(ctx, r.Client, key, &appsv1.Deployment{}); err != nil {
+		return cur, err
+	}
+	if cur.service, err = getCached(ctx, r.Client, key, &corev1.Service{}); err != nil {
+		return cur, err
+	}
+	if cur.hpa, err = getCached(ctx, r.Client, key, &autoscalingv2.HorizontalPodAutoscaler{}); err != nil {
+		return cur, err
+	}
+	cur.pdb, err = getCached(ctx, r.Client, key, &policyv1.PodDisruptionBudget{})
+	return cur, err
+}
+
+func getCached[T client.Object](ctx context.Context, c client.Reader, key client.ObjectKey, obj T) (T, error) {
+	var none T
+	if err := c.Get(ctx, key, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return none, nil
+		}
+		return none, fmt.Errorf("reading %T %s: %w", obj, key, err)
+	}
+	return obj, nil
+}

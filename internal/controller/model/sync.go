@@ -1,0 +1,234 @@
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	autoscalingv2ac "k8s.io/client-go/applyconfigurations/autoscaling/v2"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
+)
+
+type eventRecorder = events.EventRecorder
+
+const (
+	// FieldManager owns, through server-side apply, every field Deckhand sets
+	// on a child.
+	FieldManager = "deckhand"
+	// handoverManager keeps a Deployment's replicas while they pass from
+	// Deckhand to the HorizontalPodAutoscaler (see handOverReplicas).
+	handoverManager = "deckhand-replicas-handover"
+)
+
+// childGVKs are the kinds of a ModelBox's children, by Kind.
+var childGVKs = map[string]schema.GroupVersionKind{
+	"Deployment":              appsv1.SchemeGroupVersion.WithKind("Deployment"),
+	"Service":                 corev1.SchemeGroupVersion.WithKind("Service"),
+	"HorizontalPodAutoscaler": autoscalingv2.SchemeGroupVersion.WithKind("HorizontalPodAutoscaler"),
+	"PodDisruptionBudget":     policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"),
+}
+
+// childWrites counts Deckhand's writes to children by kind and outcome.
+// "unchanged" counts applies the apiserver found to change nothing: wasted
+// calls that a correct comparison avoids.
+var childWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "deckhand_modelbox_child_writes_total",
+	Help: "Writes the ModelBox controller made to Deployments, Services, HorizontalPodAutoscalers and PodDisruptionBudgets, by kind and outcome (created, updated, unchanged, deleted, handover).",
+}, []string{"kind", "outcome"})
+
+func init() { metrics.Registry.MustRegister(childWrites) }
+
+// sync makes box's children match its spec: each one that differs in a
+// field Deckhand owns is applied, each one no longer wanted is deleted, and
+// one already right costs nothing.
+func (r *Reconciler) sync(ctx context.Context, box *modelv1.ModelBox, cur current) error {
+	want, err := childrenFor(box)
+	if err != nil {
+		return fmt.Errorf("building children: %w", err)
+	}
+	return errors.Join(
+		r.syncDeployment(ctx, box, cur.deployment, want.deployment),
+		syncExtracted(ctx, r, box, "Service", cur.service, want.service, corev1ac.ExtractService),
+		syncExtracted(ctx, r, box, "HorizontalPodAutoscaler", cur.hpa, want.hpa, autoscalingv2ac.ExtractHorizontalPodAutoscaler),
+		syncExtracted(ctx, r, box, "PodDisruptionBudget", cur.pdb, want.pdb, policyv1ac.ExtractPodDisruptionBudget),
+	)
+}
+
+// syncExtracted is syncChild for one kind: extract reads the fields Deckhand
+// owns on live.
+func syncExtracted[T any, PT interface {
+	*T
+	client.Object
+}, A any, PA interface {
+	*A
+	runtime.ApplyConfiguration
+}](ctx context.Context, r *Reconciler, box *modelv1.ModelBox, kind string, live PT, want PA, extract func(*T, string) (PA, error)) error {
+	var owned PA
+	if live != nil {
+		var err error
+		if owned, err = extract(live, FieldManager); err != nil {
+			return fmt.Errorf("reading the fields Deckhand owns on %s %s: %w", kind, client.ObjectKeyFromObject(live), err)
+		}
+	}
+	return r.syncChild(ctx, box, kind, orNil(live), acOrNil(want), acOrNil(owned))
+}
+
+// syncDeployment is syncChild for the Deployment, plus the replicas
+// handover when a HorizontalPodAutoscaler is in charge.
+func (r *Reconciler) syncDeployment(ctx context.Context, box *modelv1.ModelBox, live *appsv1.Deployment, want *appsv1ac.DeploymentApplyConfiguration) error {
+	if box.Spec.Autoscaling != nil {
+		if live == nil {
+			// Start at the autoscaler's floor rather than the default of one
+			// pod; the next pass hands the field over.
+			want.Spec.WithReplicas(minReplicasOf(box))
+		} else {
+			owned, err := appsv1ac.ExtractDeployment(live, FieldManager)
+			if err != nil {
+				return fmt.Errorf("reading the fields Deckhand owns on Deployment %s: %w", client.ObjectKeyFromObject(live), err)
+			}
+			if owned.Spec != nil && owned.Spec.Replicas != nil {
+				if err := r.handOverReplicas(ctx, live.Namespace, live.Name, live.Spec.Replicas); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return syncExtracted(ctx, r, box, "Deployment", live, want, appsv1ac.ExtractDeployment)
+}
+
+// handOverReplicas lets go of a Deployment's replicas without the value
+// changing. Dropping a field from an apply removes it when the applier is its
+// only owner, and the Deployment would fall back to one pod. So another field
+// manager first applies the current value, sharing the field; once Deckhand
+// applies without it, the handover manager holds it until the autoscaler
+// writes a new count and takes it.
+//
+// The apply does not force: if someone else already changed the count, it
+// conflicts, and the retry sees that Deckhand no longer owns the field.
+func (r *Reconciler) handOverReplicas(ctx context.Context, namespace, name string, replicas *int32) error {
+	n := int32(1)
+	if replicas != nil {
+		n = *replicas
+	}
+	ac := appsv1ac.Deployment(name, namespace).WithSpec(appsv1ac.DeploymentSpec().WithReplicas(n))
+	if err := r.Apply(ctx, ac, client.FieldOwner(handoverManager)); err != nil {
+		return fmt.Errorf("handing Deployment %s/%s replicas over to the autoscaler: %w", namespace, name, err)
+	}
+	childWrites.WithLabelValues("Deployment", "handover").Inc()
+	return nil
+}
+
+// syncChild makes one child match: live is the cached object (nil when
+// absent), want what it should be (nil when it should not exist) and owned
+// the fields Deckhand owns on live.
+func (r *Reconciler) syncChild(ctx context.Context, box *modelv1.ModelBox, kind string, live client.Object, want, owned runtime.ApplyConfiguration) error {
+	key := client.ObjectKeyFromObject(box)
+	if live != nil && !metav1.IsControlledBy(live, box) {
+		return fmt.Errorf("%s %s exists and is not controlled by this ModelBox: rename or delete it", kind, key)
+	}
+	if want == nil {
+		if live == nil {
+			return nil
+		}
+		uid := live.GetUID()
+		if err := r.Delete(ctx, live, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting %s %s: %w", kind, key, err)
+		}
+		childWrites.WithLabelValues(kind, "deleted").Inc()
+		r.Recorder.Eventf(box, live, corev1.EventTypeNormal, "Deleted", "Delete", "Deleted %s %s", kind, key.Name)
+		return nil
+	}
+	if live != nil && equality.Semantic.DeepEqual(want, owned) {
+		return nil
+	}
+	if live == nil {
+		// The cache shows only labelled children: make sure this is not
+		// someone else's object before taking it over.
+		if err := r.checkUnowned(ctx, box, kind, key); err != nil {
+			return err
+		}
+	}
+	log.FromContext(ctx).V(1).Info("applying", "kind", kind, "exists", live != nil)
+	if err := r.Apply(ctx, want, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("applying %s %s: %w", kind, key, err)
+	}
+	applied := appliedMeta(want, kind)
+	switch {
+	case live == nil:
+		childWrites.WithLabelValues(kind, "created").Inc()
+		r.Recorder.Eventf(box, applied, corev1.EventTypeNormal, "Created", "Apply", "Created %s %s", kind, key.Name)
+	case applied.ResourceVersion != live.GetResourceVersion():
+		childWrites.WithLabelValues(kind, "updated").Inc()
+		r.Recorder.Eventf(box, applied, corev1.EventTypeNormal, "Updated", "Apply", "Updated %s %s", kind, key.Name)
+	default:
+		childWrites.WithLabelValues(kind, "unchanged").Inc()
+	}
+	return nil
+}
+
+// checkUnowned fails when an object the cache does not show exists and
+// belongs to something else than box.
+func (r *Reconciler) checkUnowned(ctx context.Context, box *modelv1.ModelBox, kind string, key client.ObjectKey) error {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(childGVKs[kind])
+	if err := r.APIReader.Get(ctx, key, obj); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !metav1.IsControlledBy(obj, box) {
+		return fmt.Errorf("%s %s exists and is not controlled by this ModelBox: rename or delete it", kind, key)
+	}
+	return nil
+}
+
+// appliedMeta is the metadata of the object an apply returned into ac.
+// It serves as the Event's related object, so that the events.k8s.io
+// recorder, which folds Events that differ only in their note into one
+// series, keeps one Event per child.
+func appliedMeta(ac runtime.ApplyConfiguration, kind string) *metav1.PartialObjectMetadata {
+	obj := &metav1.PartialObjectMetadata{}
+	if data, err := json.Marshal(ac); err == nil {
+		_ = json.Unmarshal(data, obj)
+	}
+	obj.SetGroupVersionKind(childGVKs[kind])
+	return obj
+}
+
+// orNil and acOrNil turn a nil pointer into a nil interface, so that
+// syncChild can tell "absent" by comparing with nil.
+func orNil[T any, PT interface {
+	*T
+	client.Object
+}](p PT) client.Object {
+	if p == nil {
+		return nil
+	}
+	return p
+}
+
+func acOrNil[T any, PT interface {
+	*T
+	runtime.ApplyConfiguration
+}](p PT) runtime.ApplyConfiguration {
+	if p == nil {
+		return nil
+	}
+	return p
+}

@@ -1,0 +1,366 @@
+// Package webhookcert lets Deckhand run its admission webhooks without
+// cert-manager: the manager keeps a CA and a serving certificate in a Secret
+// of its own namespace, writes them where the webhook server reads them, and
+// puts the CA into its webhook configurations' caBundle. Every replica runs
+// it (webhooks are served by all replicas, not only the leader); they agree
+// through the Secret's resourceVersion.
+package webhookcert
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// The manager reads and writes only its own certificate Secret, and patches
+// only its own webhook configurations.
+// +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=get;create;update
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;patch,resourceNames=deckhand-validating-webhook-configuration
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;patch,resourceNames=deckhand-mutating-webhook-configuration
+
+// Secret keys.
+const (
+	CAKey   = "ca.crt"
+	CertKey = "tls.crt"
+	KeyKey  = "tls.key"
+	caKey   = "ca.key"
+)
+
+// Lifetimes: a long-lived CA, so caBundle rarely changes, and a serving
+// certificate renewed well before it expires.
+const (
+	caValidity    = 10 * 365 * 24 * time.Hour
+	certValidity  = 365 * 24 * time.Hour
+	renewBefore   = 90 * 24 * time.Hour
+	checkInterval = time.Hour
+)
+
+// Rotator keeps the serving certificate valid and the CA injected.
+type Rotator struct {
+	// Client must read from the apiserver directly: the manager's cache is not
+	// running yet when the first certificate is needed.
+	Client client.Client
+	// SecretNamespace and SecretName locate the Secret that holds the CA and
+	// serving certificate.
+	SecretNamespace, SecretName string
+	// Hosts are the DNS names or IPs the serving certificate is valid for.
+	Hosts []string
+	// CertDir is where tls.crt and tls.key are written for the webhook server.
+	CertDir string
+	// ValidatingConfigurations and MutatingConfigurations name the webhook
+	// configurations whose caBundle is kept at the CA; missing ones are
+	// skipped (a deployment may have only one of the two).
+	ValidatingConfigurations, MutatingConfigurations []string
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+}
+
+// Start keeps the certificate fresh until ctx ends. It is a manager
+// Runnable that runs on every replica.
+func (r *Rotator) Start(ctx context.Context) error {
+	t := time.NewTicker(checkInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if err := r.Ensure(ctx); err != nil {
+				logf.FromContext(ctx).Error(err, "refreshing the webhook serving certificate")
+			}
+		}
+	}
+}
+
+// NeedLeaderElection is false: every replica serves webhooks.
+func (r *Rotator) NeedLeaderElection() bool { return false }
+
+// Ensure makes one pass: the Secret holds a valid CA and serving certificate
+// (created or renewed as needed), the files in CertDir match it, and the
+// webhook configurations trust the CA.
+func (r *Rotator) Ensure(ctx context.Context) error {
+	secret, err := r.ensureSecret(ctx)
+	if err != nil {
+		return err
+	}
+	if err := r.writeFiles(secret); err != nil {
+		return err
+	}
+	return r.injectCA(ctx, secret.Data[CAKey])
+}
+
+func (r *Rotator) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// ensureSecret returns the certificate Secret, creating or renewing it when
+// it is missing, invalid, close to expiry or not valid for Hosts. Two
+// replicas racing both retry on conflict and end with the same Secret.
+func (r *Rotator) ensureSecret(ctx context.Context) (*corev1.Secret, error) {
+	for attempt := 0; attempt < 5; attempt++ {
+		secret := &corev1.Secret{}
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.SecretNamespace, Name: r.SecretName}, secret)
+		switch {
+		case apierrors.IsNotFound(err):
+			secret = &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: r.SecretNamespace, Name: r.SecretName},
+				Type:       corev1.SecretTypeTLS,
+			}
+			if secret.Data, err = r.issue(nil); err != nil {
+				return nil, err
+			}
+			if err = r.Client.Create(ctx, secret); apierrors.IsAlreadyExists(err) {
+				continue
+			}
+			return secret, wrap(err, "creating Secret %s/%s", r.SecretNamespace, r.SecretName)
+		case err != nil:
+			return nil, fmt.Errorf("reading Secret %s/%s: %w", r.SecretNamespace, r.SecretName, err)
+		}
+		if r.fresh(secret.Data) {
+			return secret, nil
+		}
+		data, err := r.issue(secret.Data)
+		if err != nil {
+			return nil, err
+		}
+		secret.Data = data
+		if err = r.Client.Update(ctx, secret); apierrors.IsConflict(err) {
+			continue
+		}
+		logf.FromContext(ctx).Info("renewed the webhook serving certificate", "secret", client.ObjectKeyFromObject(secret))
+		return secret, wrap(err, "updating Secret %s/%s", r.SecretNamespace, r.SecretName)
+	}
+	return nil, fmt.Errorf("secret %s/%s kept changing under us", r.SecretNamespace, r.SecretName)
+}
+
+// fresh reports whether data holds a CA and a serving certificate signed by
+// it, valid for every host, with more than renewBefore left.
+func (r *Rotator) fresh(data map[string][]byte) bool {
+	ca, _, err := parsePair(data[CAKey], data[caKey])
+	if err != nil || r.now().Add(renewBefore).After(ca.NotAfter) {
+		return false
+	}
+	cert, _, err := parsePair(data[CertKey], data[KeyKey])
+	if err != nil || r.now().Add(renewBefore).After(cert.NotAfter) || cert.CheckSignatureFrom(ca) != nil {
+		return false
+	}
+	for _, h := range r.Hosts {
+		if cert.VerifyHostname(h) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// issue signs a new serving certificate, with the CA in old when that CA is
+// still good (so caBundle does not change), else with a new CA.
+func (r *Rotator) issue(old map[string][]byte) (map[string][]byte, error) {
+	now := r.now()
+	caCert, caPriv, err := parsePair(old[CAKey], old[caKey])
+	caPEM, caKeyPEM := old[CAKey], old[caKey]
+	if err != nil || now.Add(renewBefore).After(caCert.NotAfter) {
+		if caCert, caPriv, caPEM, caKeyPEM, err = newCA(now); err != nil {
+			return nil, err
+		}
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: r.Hosts[0]},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(certValidity),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	for _, h := range r.Hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caPriv)
+	if err != nil {
+		return nil, fmt.Errorf("signing the serving certificate: %w", err)
+	}
+	keyPEM, err := encodeKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return map[string][]byte{
+		CAKey:   caPEM,
+		caKey:   caKeyPEM,
+		CertKey: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		KeyKey:  keyPEM,
+	}, nil
+}
+
+func newCA(now time.Time) (*x509.Certificate, *ecdsa.PrivateKey, []byte, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: "deckhand-webhook-ca"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(caValidity),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("creating the webhook CA: %w", err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	keyPEM, err := encodeKey(key)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return cert, key, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), keyPEM, nil
+}
+
+// writeFiles puts the serving pair where the webhook server reads it; the
+// server's certificate watcher picks up a change without a restart.
+func (r *Rotator) writeFiles(secret *corev1.Secret) error {
+	if err := os.MkdirAll(r.CertDir, 0o700); err != nil {
+		return err
+	}
+	dir, err := os.OpenRoot(r.CertDir)
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	for _, k := range []string{KeyKey, CertKey} { // key first: the watcher reloads on tls.crt
+		if current, err := dir.ReadFile(k); err == nil && bytes.Equal(current, secret.Data[k]) {
+			continue
+		}
+		if err := dir.WriteFile(k, secret.Data[k], 0o600); err != nil {
+			return fmt.Errorf("writing %s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// injectCA sets caBundle on every webhook of the named configurations that
+// does not trust ca yet, with one merge patch per configuration.
+func (r *Rotator) injectCA(ctx context.Context, ca []byte) error {
+	var errs []error
+	for _, name := range r.ValidatingConfigurations {
+		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		errs = append(errs, r.patchCA(ctx, name, cfg, func() []*admissionregistrationv1.WebhookClientConfig {
+			out := make([]*admissionregistrationv1.WebhookClientConfig, len(cfg.Webhooks))
+			for i := range cfg.Webhooks {
+				out[i] = &cfg.Webhooks[i].ClientConfig
+			}
+			return out
+		}, ca))
+	}
+	for _, name := range r.MutatingConfigurations {
+		cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		errs = append(errs, r.patchCA(ctx, name, cfg, func() []*admissionregistrationv1.WebhookClientConfig {
+			out := make([]*admissionregistrationv1.WebhookClientConfig, len(cfg.Webhooks))
+			for i := range cfg.Webhooks {
+				out[i] = &cfg.Webhooks[i].ClientConfig
+			}
+			return out
+		}, ca))
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Rotator) patchCA(ctx context.Context, name string, cfg client.Object, clientConfigs func() []*admissionregistrationv1.WebhookClientConfig, ca []byte) error {
+	// The optimistic lock makes a concurrent edit (another replica, an
+	// upgrade re-applying the configuration) fail the patch instead of being
+	// overwritten; it is then retried on what the apiserver holds.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, cfg); err != nil {
+			return err
+		}
+		base := cfg.DeepCopyObject().(client.Object)
+		changed := false
+		for _, cc := range clientConfigs() {
+			if !bytes.Equal(cc.CABundle, ca) {
+				cc.CABundle = ca
+				changed = true
+			}
+		}
+		if !changed {
+			return nil
+		}
+		return r.Client.Patch(ctx, cfg, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return wrap(err, "setting caBundle on webhook configuration %s", name)
+}
+
+func parsePair(certPEM, keyPEM []byte) (*x509.Certificate, *ecdsa.PrivateKey, error) {
+	cb, _ := pem.Decode(certPEM)
+	kb, _ := pem.Decode(keyPEM)
+	if cb == nil || kb == nil {
+		return nil, nil, errors.New("missing certificate or key")
+	}
+	cert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	key, err := x509.ParseECPrivateKey(kb.Bytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cert, key, nil
+}
+
+func encodeKey(key *ecdsa.PrivateKey) ([]byte, error) {
+	der, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), nil
+}
+
+func serial() *big.Int {
+	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		panic(err) // crypto/rand never fails on Linux
+	}
+	return n
+}
+
+func wrap(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf(format+": %w", append(args, err)...)
+}

@@ -1,0 +1,169 @@
+package webhookcert_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/webhookcert"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
+
+// webhookConfig creates a validating configuration with two webhooks and no
+// caBundle, as an install leaves it.
+func webhookConfig(t *testing.T) *admissionregistrationv1.ValidatingWebhookConfiguration {
+	t.Helper()
+	hook := func(name string) admissionregistrationv1.ValidatingWebhook {
+		return admissionregistrationv1.ValidatingWebhook{
+			Name:                    name,
+			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://127.0.0.1:1/" + name)},
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			AdmissionReviewVersions: []string{"v1"},
+			FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
+		}
+	}
+	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "certtest-"},
+		Webhooks:   []admissionregistrationv1.ValidatingWebhook{hook("a.deckhand.dev"), hook("b.deckhand.dev")},
+	}
+	if err := env.Client.Create(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), cfg) })
+	return cfg
+}
+
+func rotator(t *testing.T, ns, cfgName string) *webhookcert.Rotator {
+	return &webhookcert.Rotator{
+		Client:                   env.Client,
+		SecretNamespace:          ns,
+		SecretName:               "webhook-cert",
+		Hosts:                    []string{"deckhand-webhook-service." + ns + ".svc", "127.0.0.1"},
+		CertDir:                  t.TempDir(),
+		ValidatingConfigurations: []string{cfgName},
+		MutatingConfigurations:   []string{"does-not-exist"},
+	}
+}
+
+func TestEnsureIssuesWritesAndInjects(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	cfg := webhookConfig(t)
+	r := rotator(t, ns, cfg.Name)
+
+	g.Expect(r.Ensure(ctx)).To(Succeed())
+
+	secret := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "webhook-cert"}, secret)).To(Succeed())
+	pool := x509.NewCertPool()
+	g.Expect(pool.AppendCertsFromPEM(secret.Data[webhookcert.CAKey])).To(BeTrue())
+
+	// The files the webhook server reads form a pair the CA vouches for, for
+	// every host.
+	pair, err := tls.LoadX509KeyPair(filepath.Join(r.CertDir, "tls.crt"), filepath.Join(r.CertDir, "tls.key"))
+	g.Expect(err).NotTo(HaveOccurred())
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, h := range r.Hosts {
+		_, err := leaf.Verify(x509.VerifyOptions{DNSName: h, Roots: pool})
+		g.Expect(err).NotTo(HaveOccurred(), h)
+	}
+
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cfg), cfg)).To(Succeed())
+	for _, w := range cfg.Webhooks {
+		g.Expect(w.ClientConfig.CABundle).To(Equal(secret.Data[webhookcert.CAKey]), w.Name)
+	}
+
+	// A second pass with nothing to do writes nothing.
+	secretRV, cfgRV := secret.ResourceVersion, cfg.ResourceVersion
+	g.Expect(r.Ensure(ctx)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cfg), cfg)).To(Succeed())
+	g.Expect(secret.ResourceVersion).To(Equal(secretRV))
+	g.Expect(cfg.ResourceVersion).To(Equal(cfgRV))
+}
+
+func TestRenewalKeepsTheCA(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	cfg := webhookConfig(t)
+	r := rotator(t, ns, cfg.Name)
+	g.Expect(r.Ensure(ctx)).To(Succeed())
+	before, err := os.ReadFile(filepath.Join(r.CertDir, "tls.crt"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cfg), cfg)).To(Succeed())
+	caBefore := cfg.Webhooks[0].ClientConfig.CABundle
+
+	// Eleven months on, the serving certificate is close to expiry.
+	r.Now = func() time.Time { return time.Now().Add(330 * 24 * time.Hour) }
+	g.Expect(r.Ensure(ctx)).To(Succeed())
+
+	after, err := os.ReadFile(filepath.Join(r.CertDir, "tls.crt"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(after).NotTo(Equal(before), "serving certificate renewed")
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cfg), cfg)).To(Succeed())
+	g.Expect(cfg.Webhooks[0].ClientConfig.CABundle).To(Equal(caBefore), "caBundle unchanged")
+}
+
+func TestNewHostReissues(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	cfg := webhookConfig(t)
+	r := rotator(t, ns, cfg.Name)
+	g.Expect(r.Ensure(ctx)).To(Succeed())
+
+	r.Hosts = append(r.Hosts, "deckhand.example.com")
+	g.Expect(r.Ensure(ctx)).To(Succeed())
+	pair, err := tls.LoadX509KeyPair(filepath.Join(r.CertDir, "tls.crt"), filepath.Join(r.CertDir, "tls.key"))
+	g.Expect(err).NotTo(HaveOccurred())
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(leaf.VerifyHostname("deckhand.example.com")).To(Succeed())
+}
+
+func TestReplicasRacingAgreeOnOneCertificate(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	cfg := webhookConfig(t)
+	replicas := []*webhookcert.Rotator{rotator(t, ns, cfg.Name), rotator(t, ns, cfg.Name), rotator(t, ns, cfg.Name)}
+
+	var wg sync.WaitGroup
+	errs := make([]error, len(replicas))
+	for i, r := range replicas {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = r.Ensure(ctx) }()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	want, err := os.ReadFile(filepath.Join(replicas[0].CertDir, "tls.crt"))
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, r := range replicas[1:] {
+		g.Expect(os.ReadFile(filepath.Join(r.CertDir, "tls.crt"))).To(Equal(want))
+	}
+	secret := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "webhook-cert"}, secret)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cfg), cfg)).To(Succeed())
+	g.Expect(cfg.Webhooks[1].ClientConfig.CABundle).To(Equal(secret.Data[webhookcert.CAKey]))
+}
