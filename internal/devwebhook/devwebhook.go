@@ -14,6 +14,7 @@ import (
 	"io"
 	"net"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,11 +34,27 @@ func Install(ctx context.Context, c client.Client, manifests []byte, host string
 		return err
 	}
 	for _, obj := range objs {
-		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("deckhand-dev"), client.ForceOwnership); err != nil {
-			return fmt.Errorf("applying %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		if err := replace(ctx, c, obj); err != nil {
+			return fmt.Errorf("installing %s %s: %w", obj.GetKind(), obj.GetName(), err)
 		}
 	}
 	return nil
+}
+
+// replace creates obj, or overwrites the webhooks of the existing object of
+// that name. Not server-side apply: an installed configuration's service
+// reference, owned by another field manager, would survive next to the URL.
+func replace(ctx context.Context, c client.Client, obj *unstructured.Unstructured) error {
+	current := &unstructured.Unstructured{}
+	current.SetGroupVersionKind(obj.GroupVersionKind())
+	err := c.Get(ctx, client.ObjectKeyFromObject(obj), current)
+	if apierrors.IsNotFound(err) {
+		return c.Create(ctx, obj)
+	} else if err != nil {
+		return err
+	}
+	current.Object["webhooks"] = obj.Object["webhooks"]
+	return c.Update(ctx, current)
 }
 
 // Configurations parses controller-gen's webhook manifests and returns them

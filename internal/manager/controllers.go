@@ -7,9 +7,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
 	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
 	"github.com/deckhand-dev/deckhand/internal/controller/apps"
+	"github.com/deckhand-dev/deckhand/internal/controller/batch"
 	debugcontroller "github.com/deckhand-dev/deckhand/internal/controller/debug"
 	modelcontroller "github.com/deckhand-dev/deckhand/internal/controller/model"
 	debugwebhook "github.com/deckhand-dev/deckhand/internal/webhook/debug/v1alpha1"
@@ -41,6 +43,9 @@ var controllers = []Controller{
 	{Name: apps.ControllerName, AddToScheme: appsv1alpha1.AddToScheme, Setup: func(mgr ctrl.Manager, _ *Options) error { return apps.SetupPodSet(mgr) }},
 	{Name: modelcontroller.ControllerName, AddToScheme: modelv1.AddToScheme, CacheByObject: modelcontroller.CacheByObject,
 		Setup: func(mgr ctrl.Manager, _ *Options) error { return modelcontroller.Setup(mgr) }},
+	// jobwatcher runs both JobWatchers and ClusterJobWatchers: precedence
+	// between them needs both, so they cannot be switched on apart.
+	{Name: "jobwatcher", AddToScheme: deckhandbatchv1.AddToScheme, Setup: func(mgr ctrl.Manager, _ *Options) error { return batch.Setup(mgr) }, Webhooks: true},
 	{Name: debugcontroller.ControllerName, AddToScheme: debugv1alpha1.AddToScheme, Webhooks: true,
 		Setup: func(mgr ctrl.Manager, o *Options) error {
 			images, err := debugwebhook.ParseImagePatterns(o.PodBuggerAllowedImages)

@@ -119,13 +119,13 @@ func TestOneLeaderAtATimeAndTakeover(t *testing.T) {
 
 	first, stopFirst := env.StartManager(t, opts)
 	g.Eventually(first.Elected()).WithTimeout(30 * time.Second).Should(BeClosed())
-	// Every replica serves webhooks, leader or not: the second needs a port of its own.
-	secondOpts := opts
+	// Webhooks are served by every replica, leader or not: the second one
+	// needs a port of its own.
 	_, port, err := net.SplitHostPort(testenv.FreeAddr(t))
 	g.Expect(err).NotTo(HaveOccurred())
-	secondOpts.WebhookPort, err = strconv.Atoi(port)
+	opts.WebhookPort, err = strconv.Atoi(port)
 	g.Expect(err).NotTo(HaveOccurred())
-	second, _ := env.StartManager(t, secondOpts)
+	second, _ := env.StartManager(t, opts)
 
 	lease := &coordinationv1.Lease{}
 	key := client.ObjectKey{Namespace: ns, Name: opts.LeaderElectionID}

@@ -1,0 +1,253 @@
+package batch_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
+)
+
+func TestWebhookRefusesInvalidWatchers(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	startManager(t)
+
+	bad := jobWatcher(ns, "bad", i32(10), nil)
+	bad.Spec.JobNamePatterns = []string{"pi-.*", "([a-z"}
+	bad.Spec.ExcludeJobNamePatterns = []string{"a(b"}
+	g.Expect(env.Client.Create(ctx, bad)).To(And(
+		MatchError(ContainSubstring(`spec.jobNamePatterns[1]: Invalid value: "([a-z": error parsing regexp: missing closing ]: `+"`[a-z`")),
+		MatchError(ContainSubstring(`spec.excludeJobNamePatterns[0]: Invalid value: "a(b": error parsing regexp: missing closing ): `)),
+	))
+
+	cluster := clusterJobWatcher(t, nil, i32(10), "team-.*", "*oops")
+	g.Expect(env.Client.Create(ctx, cluster)).To(MatchError(ContainSubstring(
+		`spec.namespacePatterns[1]: Invalid value: "*oops": error parsing regexp: missing argument to repetition operator`)))
+
+	// What the schema refuses never reaches the webhook.
+	g.Expect(env.Client.Create(ctx, jobWatcher(ns, "no-ttl", nil, nil))).To(MatchError(ContainSubstring(
+		"at least one of ttlSecondsAfterSucceeded and ttlSecondsAfterFailed must be set")))
+	g.Expect(env.Client.Create(ctx, jobWatcher(ns, "negative", i32(-1), nil))).To(MatchError(ContainSubstring(
+		"spec.ttlSecondsAfterSucceeded: Invalid value: -1: spec.ttlSecondsAfterSucceeded in body should be greater than or equal to 0")))
+
+	// An update that breaks a valid watcher is refused too.
+	good := jobWatcher(ns, "good", i32(10), nil)
+	g.Expect(env.Client.Create(ctx, good)).To(Succeed())
+	g.Expect(update(good, func() { good.Spec.JobNamePatterns = []string{"([a-z"} })).
+		To(MatchError(ContainSubstring("spec.jobNamePatterns[0]")))
+}
+
+func TestDeletesFinishedJobsAfterTheirTTL(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.Namespace(t)
+	startManager(t)
+	w := jobWatcher(ns, "w", i32(3), nil)
+	w.Spec.ExcludeJobNamePatterns = []string{"keep-.*"}
+	create(t, w)
+
+	// Conditions keep whole seconds.
+	now := time.Now().Truncate(time.Second)
+	done := createJob(t, newJob(ns, "done"), batchv1.JobComplete, now)
+	failed := createJob(t, newJob(ns, "failed"), batchv1.JobFailed, now.Add(-time.Hour))
+	running := createJob(t, newJob(ns, "running"), "", now)
+	excluded := createJob(t, newJob(ns, "keep-me"), batchv1.JobComplete, now.Add(-time.Hour))
+	own := newJob(ns, "own-ttl")
+	own.Spec.TTLSecondsAfterFinished = i32(0)
+	createJob(t, own, batchv1.JobComplete, now.Add(-time.Hour))
+
+	// Not before its TTL...
+	g.Consistently(exists(done)).WithTimeout(2 * time.Second).Should(BeTrue())
+	// ...but soon after.
+	g.Eventually(exists(done)).WithTimeout(timeout).Should(BeFalse())
+	g.Expect(time.Since(now)).To(BeNumerically(">=", 3*time.Second))
+
+	g.Eventually(status(w)).WithTimeout(timeout).Should(And(
+		HaveField("DeletedJobs", BeEquivalentTo(1)),
+		HaveField("MatchedJobs", BeEquivalentTo(3)), // failed, running, own-ttl
+		HaveField("PendingDeletions", BeEquivalentTo(0)),
+		HaveField("NextDeletionTime", BeNil()),
+		HaveField("ObservedGeneration", w.Generation),
+		HaveField("Conditions", ContainElement(And(
+			HaveField("Type", deckhandbatchv1.ConditionReady), HaveField("Reason", deckhandbatchv1.ReasonActive)))),
+	))
+	g.Eventually(events(ns, done)).WithTimeout(timeout).Should(ContainElement(ContainSubstring("Deleted: deleted by JobWatcher/" + ns + "/w")))
+	g.Eventually(events(ns, w)).WithTimeout(timeout).Should(ContainElement(
+		"Deleted: deleted Succeeded Job " + ns + "/done (TTL 3s)"))
+
+	deleted := labelled(gather(t, "deckhand_jobwatcher_jobs_deleted_total"), map[string]string{
+		"watcher_kind": "JobWatcher", "watcher_namespace": ns, "watcher": "w", "outcome": "Succeeded", "result": "deleted"})
+	g.Expect(deleted.GetCounter().GetValue()).To(BeEquivalentTo(1))
+	lag := gather(t, "deckhand_jobwatcher_deletion_lag_seconds")
+	g.Expect(lag).To(HaveLen(1))
+	g.Expect(lag[0].GetHistogram().GetSampleCount()).To(BeNumerically(">=", 1))
+
+	// The failed Job (no failed TTL), the running one, the excluded one and
+	// the one with its own TTL (Kubernetes' to delete) stay.
+	for _, job := range []*batchv1.Job{failed, running, excluded, own} {
+		g.Expect(exists(job)()).To(BeTrue(), job.Name)
+	}
+}
+
+func TestJobsFromBeforeTheManagerStartedAreDeleted(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.Namespace(t)
+	stop := startManager(t)
+	w := jobWatcher(ns, "w", i32(60), i32(60))
+	create(t, w)
+	stop()
+
+	// Finished long ago, while no manager ran; and one that is not due yet.
+	old := createJob(t, newJob(ns, "old"), batchv1.JobFailed, time.Now().Add(-time.Hour))
+	recent := createJob(t, newJob(ns, "recent"), batchv1.JobComplete, time.Now())
+
+	startManager(t)
+	g.Eventually(exists(old)).WithTimeout(timeout).Should(BeFalse())
+	g.Eventually(status(w)).WithTimeout(timeout).Should(And(
+		HaveField("PendingDeletions", BeEquivalentTo(1)),
+		HaveField("NextDeletionTime", Not(BeNil())),
+		HaveField("DeletedJobs", BeEquivalentTo(1))))
+	g.Expect(exists(recent)()).To(BeTrue())
+}
+
+func TestWatcherActsOnlyInItsNamespace(t *testing.T) {
+	g := NewWithT(t)
+	mine, theirs := env.Namespace(t), env.Namespace(t)
+	startManager(t)
+	create(t, jobWatcher(mine, "w", i32(0), i32(0)))
+
+	other := createJob(t, newJob(theirs, "pi"), batchv1.JobComplete, time.Now().Add(-time.Hour))
+	own := createJob(t, newJob(mine, "pi"), batchv1.JobComplete, time.Now().Add(-time.Hour))
+	g.Eventually(exists(own)).WithTimeout(timeout).Should(BeFalse())
+	g.Consistently(exists(other)).WithTimeout(2 * time.Second).Should(BeTrue())
+}
+
+func TestAnnotationsOverrideWatchers(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.Namespace(t)
+	startManager(t)
+	create(t, jobWatcher(ns, "w", i32(3600), nil))
+	finishedAt := time.Now().Add(-time.Minute)
+
+	short := newJob(ns, "short")
+	short.Annotations = map[string]string{deckhandbatchv1.TTLAnnotation: "30s"}
+	createJob(t, short, batchv1.JobComplete, finishedAt)
+	kept := newJob(ns, "kept")
+	kept.Annotations = map[string]string{deckhandbatchv1.TTLAnnotation: "1s", deckhandbatchv1.KeepAnnotation: "true"}
+	createJob(t, kept, batchv1.JobComplete, finishedAt)
+	bad := newJob(ns, "bad")
+	bad.Annotations = map[string]string{deckhandbatchv1.TTLAnnotation: "soon"}
+	createJob(t, bad, batchv1.JobComplete, finishedAt)
+
+	g.Eventually(exists(short)).WithTimeout(timeout).Should(BeFalse())
+	g.Eventually(events(ns, bad)).WithTimeout(timeout).Should(ContainElement(ContainSubstring(
+		`InvalidTTLAnnotation: annotation batch.deckhand.dev/ttl="soon" is not a non-negative duration`)))
+	g.Expect(exists(kept)()).To(BeTrue())
+	g.Expect(exists(bad)()).To(BeTrue())
+
+	// Taking the keep annotation off lets the ttl annotation act.
+	g.Expect(update(kept, func() { delete(kept.Annotations, deckhandbatchv1.KeepAnnotation) })).To(Succeed())
+	g.Eventually(exists(kept)).WithTimeout(timeout).Should(BeFalse())
+}
+
+func TestNamespacedWatchersOverClusterWatchers(t *testing.T) {
+	g := NewWithT(t)
+	guarded, open, outside := env.Namespace(t), env.Namespace(t), env.Namespace(t)
+	startManager(t)
+	// The cluster policy reaches two of the three namespaces.
+	cluster := clusterJobWatcher(t, i32(0), i32(0), guarded, open)
+	create(t, cluster)
+	slow := jobWatcher(guarded, "slow", i32(3600), nil)
+	create(t, slow)
+
+	finishedAt := time.Now().Add(-time.Minute)
+	inGuarded := createJob(t, newJob(guarded, "succeeded"), batchv1.JobComplete, finishedAt)
+	failedInGuarded := createJob(t, newJob(guarded, "failed"), batchv1.JobFailed, finishedAt)
+	inOpen := createJob(t, newJob(open, "succeeded"), batchv1.JobComplete, finishedAt)
+	inOutside := createJob(t, newJob(outside, "succeeded"), batchv1.JobComplete, finishedAt)
+
+	g.Eventually(exists(inOpen)).WithTimeout(timeout).Should(BeFalse())
+	// The namespace's watcher has no failed TTL: the cluster policy's applies.
+	g.Eventually(exists(failedInGuarded)).WithTimeout(timeout).Should(BeFalse())
+	// Its succeeded TTL, an hour, wins over the cluster policy's 0s.
+	g.Consistently(exists(inGuarded)).WithTimeout(2 * time.Second).Should(BeTrue())
+	g.Expect(exists(inOutside)()).To(BeTrue())
+
+	// The cluster watcher matches the one Job left, but does not govern it.
+	g.Eventually(status(cluster)).WithTimeout(timeout).Should(And(
+		HaveField("MatchedJobs", BeEquivalentTo(1)),
+		HaveField("PendingDeletions", BeEquivalentTo(0)),
+		HaveField("DeletedJobs", BeEquivalentTo(2))))
+	g.Eventually(status(slow)).WithTimeout(timeout).Should(And(
+		HaveField("MatchedJobs", BeEquivalentTo(1)),
+		HaveField("PendingDeletions", BeEquivalentTo(1)),
+		HaveField("NextDeletionTime.Time", BeTemporally("~", finishedAt.Add(time.Hour), time.Second))))
+}
+
+func TestDryRunDeletesNothingAndReports(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.Namespace(t)
+	startManager(t)
+	w := jobWatcher(ns, "w", i32(0), i32(0))
+	w.Spec.DryRun = true
+	create(t, w)
+	job := createJob(t, newJob(ns, "pi"), batchv1.JobFailed, time.Now().Add(-time.Minute))
+
+	g.Eventually(status(w)).WithTimeout(timeout).Should(And(
+		HaveField("WouldDelete", ConsistOf(ns+"/pi")),
+		HaveField("Conditions", ContainElement(HaveField("Reason", deckhandbatchv1.ReasonDryRun)))))
+	g.Eventually(events(ns, job)).WithTimeout(timeout).Should(ContainElement(ContainSubstring("WouldDelete: JobWatcher/" + ns + "/w would delete this Failed Job")))
+	g.Expect(exists(job)()).To(BeTrue())
+
+	// Leaving dry run deletes it.
+	g.Expect(update(w, func() { w.Spec.DryRun = false })).To(Succeed())
+	g.Eventually(exists(job)).WithTimeout(timeout).Should(BeFalse())
+	g.Eventually(status(w)).WithTimeout(timeout).Should(And(HaveField("WouldDelete", BeEmpty()), HaveField("DeletedJobs", BeEquivalentTo(1))))
+}
+
+func TestSuspendedWatcherHoldsItsJobs(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.Namespace(t)
+	startManager(t)
+	w := jobWatcher(ns, "w", i32(0), nil)
+	w.Spec.Suspend = true
+	create(t, w)
+	// A shorter policy does not take over while the longer one is suspended.
+	create(t, clusterJobWatcher(t, i32(0), nil, ns))
+	w2 := jobWatcher(ns, "w2", i32(0), nil)
+	w2.Spec.JobNamePatterns = []string{"other"}
+	create(t, w2)
+	job := createJob(t, newJob(ns, "pi"), batchv1.JobComplete, time.Now().Add(-time.Minute))
+
+	g.Eventually(status(w)).WithTimeout(timeout).Should(And(
+		HaveField("PendingDeletions", BeEquivalentTo(1)),
+		HaveField("Conditions", ContainElement(HaveField("Reason", deckhandbatchv1.ReasonSuspended)))))
+	g.Consistently(exists(job)).WithTimeout(2 * time.Second).Should(BeTrue())
+
+	g.Expect(update(w, func() { w.Spec.Suspend = false })).To(Succeed())
+	g.Eventually(exists(job)).WithTimeout(timeout).Should(BeFalse())
+}
+
+func TestForegroundPropagationIsPassedOn(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.Namespace(t)
+	startManager(t)
+	w := jobWatcher(ns, "w", i32(0), nil)
+	w.Spec.PropagationPolicy = ptr.To(metav1.DeletePropagationForeground)
+	create(t, w)
+	job := createJob(t, newJob(ns, "pi"), batchv1.JobComplete, time.Now().Add(-time.Minute))
+
+	// envtest has no garbage collector: a foreground deletion leaves the Job
+	// with the foregroundDeletion finalizer, which shows the policy was used.
+	g.Eventually(func() ([]string, error) {
+		err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(job), job)
+		return job.Finalizers, err
+	}).WithTimeout(timeout).Should(ContainElement(metav1.FinalizerDeleteDependents))
+}

@@ -1,0 +1,40 @@
+package batch
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Results of acting on a due Job, the result label of jobsDeleted.
+const (
+	resultDeleted     = "deleted"
+	resultWouldDelete = "would_delete"
+	resultError       = "error"
+)
+
+var (
+	jobsDeleted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "deckhand_jobwatcher_jobs_deleted_total",
+		Help: "Due Jobs acted on, by governing watcher (kind, namespace, name), the Job's outcome (Succeeded, Failed) and the result (deleted, would_delete in dry run, error).",
+	}, []string{"watcher_kind", "watcher_namespace", "watcher", "outcome", "result"})
+
+	deletionLag = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "deckhand_jobwatcher_deletion_lag_seconds",
+		Help:    "Time from a Job's expiry (finish time + TTL) to its deletion.",
+		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300},
+	})
+
+	jobAPIRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "deckhand_jobwatcher_job_api_requests_total",
+		Help: "Requests for single Jobs the controller sent to the API server (verb: get, delete); everything else it reads comes from the cache.",
+	}, []string{"verb"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(jobsDeleted, deletionLag, jobAPIRequests)
+}
+
+func countJob(d decision, result string) {
+	k := d.Governor.key()
+	jobsDeleted.WithLabelValues(k.Kind, k.Namespace, k.Name, string(d.Outcome), result).Inc()
+}

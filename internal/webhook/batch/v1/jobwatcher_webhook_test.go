@@ -1,0 +1,104 @@
+package v1
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
+)
+
+func TestValidateClusterJobWatcher(t *testing.T) {
+	valid := func() deckhandbatchv1.ClusterJobWatcherSpec {
+		return deckhandbatchv1.ClusterJobWatcherSpec{JobPolicy: deckhandbatchv1.JobPolicy{TTLSecondsAfterSucceeded: ptr.To[int32](600)}}
+	}
+	tests := map[string]struct {
+		mutate func(*deckhandbatchv1.ClusterJobWatcherSpec)
+		// want holds one "field: detail substring" per expected error.
+		want []string
+	}{
+		"valid":             {func(*deckhandbatchv1.ClusterJobWatcherSpec) {}, nil},
+		"zero TTL is valid": {func(s *deckhandbatchv1.ClusterJobWatcherSpec) { s.TTLSecondsAfterSucceeded = ptr.To[int32](0) }, nil},
+		"only the failed TTL": {func(s *deckhandbatchv1.ClusterJobWatcherSpec) {
+			s.TTLSecondsAfterSucceeded, s.TTLSecondsAfterFailed = nil, ptr.To[int32](1)
+		}, nil},
+		"every pattern valid": {func(s *deckhandbatchv1.ClusterJobWatcherSpec) {
+			s.JobNamePatterns, s.ExcludeJobNamePatterns = []string{"pi-.*"}, []string{"keep"}
+			s.NamespacePatterns, s.ExcludeNamespacePatterns = []string{"team-[a-z]+"}, []string{"kube-.*"}
+		}, nil},
+		"no TTL": {func(s *deckhandbatchv1.ClusterJobWatcherSpec) { s.TTLSecondsAfterSucceeded = nil },
+			[]string{"spec.ttlSecondsAfterSucceeded: at least one of"}},
+		"negative TTLs": {func(s *deckhandbatchv1.ClusterJobWatcherSpec) {
+			s.TTLSecondsAfterSucceeded, s.TTLSecondsAfterFailed = ptr.To[int32](-1), ptr.To[int32](-5)
+		}, []string{"spec.ttlSecondsAfterSucceeded: must be non-negative", "spec.ttlSecondsAfterFailed: must be non-negative"}},
+		"bad job name pattern": {func(s *deckhandbatchv1.ClusterJobWatcherSpec) { s.JobNamePatterns = []string{"ok", "([a-z"} },
+			[]string{"spec.jobNamePatterns[1]: error parsing regexp: missing closing ]"}},
+		"every bad pattern, each named": {func(s *deckhandbatchv1.ClusterJobWatcherSpec) {
+			s.ExcludeJobNamePatterns = []string{"a(b"}
+			s.NamespacePatterns = []string{"*x"}
+			s.ExcludeNamespacePatterns = []string{"ok", `\8`}
+		}, []string{
+			"spec.excludeJobNamePatterns[0]: error parsing regexp: missing closing )",
+			"spec.namespacePatterns[0]: error parsing regexp: missing argument to repetition operator",
+			`spec.excludeNamespacePatterns[1]: error parsing regexp: invalid escape sequence`,
+		}},
+		"bad selector": {func(s *deckhandbatchv1.ClusterJobWatcherSpec) {
+			s.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Near"}}}
+		}, []string{`spec.selector.matchExpressions[0].operator: not a valid selector operator`}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			w := &deckhandbatchv1.ClusterJobWatcher{Spec: valid()}
+			tc.mutate(&w.Spec)
+			errs := ValidateClusterJobWatcher(w)
+			if len(errs) != len(tc.want) {
+				t.Fatalf("got %d errors, want %d: %v", len(errs), len(tc.want), errs)
+			}
+			for i, want := range tc.want {
+				field, detail, _ := strings.Cut(want, ": ")
+				if errs[i].Field != field || !strings.Contains(errs[i].Detail, detail) {
+					t.Errorf("error %d = %s: %s, want %s: …%s…", i, errs[i].Field, errs[i].Detail, field, detail)
+				}
+			}
+		})
+	}
+}
+
+func TestInvalidNamesTheKind(t *testing.T) {
+	w := &deckhandbatchv1.JobWatcher{ObjectMeta: metav1.ObjectMeta{Name: "w"}}
+	w.Spec.TTLSecondsAfterFailed = ptr.To[int32](1)
+	w.Spec.JobNamePatterns = []string{"([a-z"}
+	_, err := jobWatcherValidator{}.ValidateCreate(t.Context(), w)
+	if err == nil || !strings.Contains(err.Error(), `JobWatcher.batch.deckhand.dev "w" is invalid: spec.jobNamePatterns[0]`) {
+		t.Fatalf("error = %v", err)
+	}
+	w.Spec.JobNamePatterns = nil
+	if _, err := (jobWatcherValidator{}).ValidateUpdate(t.Context(), w, w); err != nil {
+		t.Fatalf("valid watcher refused: %v", err)
+	}
+}
+
+// FuzzValidatePatterns checks that a pattern passes validation exactly when
+// Go's RE2 compiles it, so that the controller never meets a watcher it
+// cannot compile.
+func FuzzValidatePatterns(f *testing.F) {
+	for _, s := range []string{"pi-.*", "([a-z", `\8`, "a{2,1}", "(?i)team-[0-9]+", "x**"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, pattern string) {
+		spec := deckhandbatchv1.JobPolicy{TTLSecondsAfterFailed: ptr.To[int32](1), JobNamePatterns: []string{pattern}}
+		errs := ValidateJobPolicy(&spec, nil)
+		_, compileErr := regexp.Compile(pattern)
+		if (len(errs) == 0) != (compileErr == nil) {
+			t.Fatalf("pattern %q: validation %v, compile %v", pattern, errs, compileErr)
+		}
+		if compileErr == nil {
+			if _, err := regexp.Compile(`^(?:` + pattern + `)$`); err != nil {
+				t.Fatalf("pattern %q compiles but not anchored: %v", pattern, err)
+			}
+		}
+	})
+}
