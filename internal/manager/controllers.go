@@ -8,10 +8,13 @@ import (
 
 	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
+	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
 	"github.com/deckhand-dev/deckhand/internal/controller/apps"
 	"github.com/deckhand-dev/deckhand/internal/controller/batch"
+	debugcontroller "github.com/deckhand-dev/deckhand/internal/controller/debug"
 	modelcontroller "github.com/deckhand-dev/deckhand/internal/controller/model"
+	debugwebhook "github.com/deckhand-dev/deckhand/internal/webhook/debug/v1alpha1"
 )
 
 // Controller is one kind's reconciler together with its webhooks, switched on
@@ -44,6 +47,14 @@ var controllers = []Controller{
 	// between them needs both, so they cannot be switched on apart.
 	{Name: "jobwatcher", AddToScheme: deckhandbatchv1.AddToScheme, CacheByObject: batch.CacheByObject, Webhooks: true,
 		Setup: func(mgr ctrl.Manager, _ *Options) error { return batch.Setup(mgr) }},
+	{Name: debugcontroller.ControllerName, AddToScheme: debugv1alpha1.AddToScheme, Webhooks: true,
+		Setup: func(mgr ctrl.Manager, o *Options) error {
+			images, err := debugwebhook.ParseImagePatterns(o.PodBuggerAllowedImages)
+			if err != nil {
+				return err
+			}
+			return debugcontroller.Setup(mgr, debugwebhook.Policy{AllowedImages: images, AllowGeneralProfile: o.PodBuggerAllowGeneralProfile})
+		}},
 }
 
 // KnownControllers returns the names --controllers accepts.

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	debugwebhook "github.com/deckhand-dev/deckhand/internal/webhook/debug/v1alpha1"
 )
 
 // Options are the manager's settings, bound to command-line flags by BindFlags.
@@ -69,6 +71,14 @@ type Options struct {
 	// register the same controllers, as tests that start a manager each do.
 	// It has no flag: a real manager must keep controller names unique.
 	SkipControllerNameValidation bool
+
+	// PodBuggerAllowedImages is the allow-list of images PodBuggers may run:
+	// globs (path.Match syntax, `*` does not cross `/`) or, prefixed with
+	// "re:", regular expressions matching the whole image. Empty allows none.
+	PodBuggerAllowedImages []string
+	// PodBuggerAllowGeneralProfile lets PodBuggers use the general profile,
+	// whose container gets the SYS_PTRACE capability.
+	PodBuggerAllowGeneralProfile bool
 }
 
 // DefaultLeaderElectionID is the name of the Lease the replicas compete for.
@@ -129,6 +139,20 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"Directory with tls.crt and tls.key for the webhook server; empty is controller-runtime's default.")
 	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second,
 		"How long running reconciles may take to finish after a stop signal.")
+	fs.Func("podbugger-allowed-images",
+		"Images PodBuggers may run; repeatable. Each value is a comma-separated list of globs (path.Match: '*' does not cross '/', "+
+			"e.g. 'docker.io/library/busybox:*'), or one Go regular expression prefixed with 're:' that must match the whole image. "+
+			"Empty allows no image.",
+		func(v string) error {
+			if strings.HasPrefix(v, debugwebhook.RegexpPrefix) {
+				o.PodBuggerAllowedImages = append(o.PodBuggerAllowedImages, v)
+			} else {
+				o.PodBuggerAllowedImages = append(o.PodBuggerAllowedImages, splitList(v)...)
+			}
+			return nil
+		})
+	fs.BoolVar(&o.PodBuggerAllowGeneralProfile, "podbugger-allow-general-profile", false,
+		"Let PodBuggers use the general profile, which gives the debug container the SYS_PTRACE capability.")
 }
 
 // Validate reports every option that cannot work, each naming its flag.
@@ -159,6 +183,9 @@ func (o *Options) Validate() error {
 	case CertModeExternal:
 	default:
 		errs = append(errs, fmt.Errorf("--webhook-cert-mode: %q is neither %q nor %q", o.WebhookCertMode, CertModeSelfSigned, CertModeExternal))
+	}
+	if _, err := debugwebhook.ParseImagePatterns(o.PodBuggerAllowedImages); err != nil {
+		errs = append(errs, fmt.Errorf("--podbugger-allowed-images: %w", err))
 	}
 	if o.WebhookPort < 1 || o.WebhookPort > 65535 {
 		errs = append(errs, fmt.Errorf("--webhook-port: %d is not a port", o.WebhookPort))

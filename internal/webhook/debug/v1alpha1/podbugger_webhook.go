@@ -1,0 +1,84 @@
+// Package v1alpha1 holds the admission webhook of debug.deckhand.dev/v1alpha1
+// and the safety policy the PodBugger controller enforces too.
+package v1alpha1
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+)
+
+// +kubebuilder:webhook:path=/validate-debug-deckhand-dev-v1alpha1-podbugger,mutating=false,failurePolicy=fail,sideEffects=None,groups=debug.deckhand.dev,resources=podbuggers,verbs=create;update,versions=v1alpha1,name=vpodbugger-v1alpha1.debug.deckhand.dev,admissionReviewVersions=v1
+
+// SetupPodBuggerWebhookWithManager registers the PodBugger validating
+// webhook. It reads namespaces straight from the apiserver, so a namespace
+// labelled a moment ago is seen.
+func SetupPodBuggerWebhookWithManager(mgr ctrl.Manager, policy Policy) error {
+	return ctrl.NewWebhookManagedBy(mgr, &debugv1alpha1.PodBugger{}).
+		WithValidator(&PodBuggerValidator{Reader: mgr.GetAPIReader(), Policy: policy}).
+		Complete()
+}
+
+// PodBuggerValidator refuses PodBuggers that break the operator's policy or
+// live in a namespace that has not opted in.
+type PodBuggerValidator struct {
+	// Reader reads the PodBugger's namespace.
+	Reader client.Reader
+	// Policy is what the operator allows.
+	Policy Policy
+}
+
+var _ admission.Validator[*debugv1alpha1.PodBugger] = &PodBuggerValidator{}
+
+// ValidateCreate checks a new PodBugger.
+func (v *PodBuggerValidator) ValidateCreate(ctx context.Context, pb *debugv1alpha1.PodBugger) (admission.Warnings, error) {
+	return nil, v.validate(ctx, pb)
+}
+
+// ValidateUpdate checks a PodBugger whose spec changes. An update that
+// leaves the spec alone (labels, annotations) is allowed even if the policy
+// has since become stricter: the controller blocks such a PodBugger anyway.
+func (v *PodBuggerValidator) ValidateUpdate(ctx context.Context, oldPB, newPB *debugv1alpha1.PodBugger) (admission.Warnings, error) {
+	if equality.Semantic.DeepEqual(oldPB.Spec, newPB.Spec) {
+		return nil, nil
+	}
+	return nil, v.validate(ctx, newPB)
+}
+
+// ValidateDelete allows every deletion.
+func (v *PodBuggerValidator) ValidateDelete(context.Context, *debugv1alpha1.PodBugger) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (v *PodBuggerValidator) validate(ctx context.Context, pb *debugv1alpha1.PodBugger) error {
+	ns := &corev1.Namespace{}
+	if err := v.Reader.Get(ctx, client.ObjectKey{Name: pb.Namespace}, ns); err != nil {
+		return apierrors.NewInternalError(fmt.Errorf("reading namespace %s: %w", pb.Namespace, err))
+	}
+	errs := ValidatePodBugger(pb, ns.Labels, v.Policy)
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(debugv1alpha1.GroupVersion.WithKind("PodBugger").GroupKind(), pb.Name, errs)
+}
+
+// ValidatePodBugger returns every problem of pb, each naming its field: what
+// the schema cannot say about the selector, and the policy's rules.
+func ValidatePodBugger(pb *debugv1alpha1.PodBugger, namespaceLabels map[string]string, policy Policy) field.ErrorList {
+	errs := metav1validation.ValidateLabelSelector(&pb.Spec.Selector,
+		metav1validation.LabelSelectorValidationOptions{}, field.NewPath("spec", "selector"))
+	for _, violation := range policy.Check(pb, namespaceLabels) {
+		errs = append(errs, violation.Err)
+	}
+	return errs
+}
