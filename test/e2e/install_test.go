@@ -16,14 +16,17 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
 	"github.com/deckhand-dev/deckhand/test/cluster"
 )
 
@@ -206,4 +209,35 @@ func writeObjects(t *testing.T, objs []*unstructured.Unstructured) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// The webhooks answer through the apiserver with the certificate the
+// manager issued itself: the configuration trusts the CA in the manager's
+// Secret, and a bad object is refused by the webhook (not the schema).
+func TestWebhooksServeTheSelfManagedCertificate(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	c.RunManager(t)
+
+	secret := &corev1.Secret{}
+	g.Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: "deckhand-webhook-server-cert"}, secret)).To(Succeed())
+	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	g.Expect(c.Client.Get(ctx, client.ObjectKey{Name: "deckhand-validating-webhook-configuration"}, cfg)).To(Succeed())
+	g.Expect(cfg.Webhooks).NotTo(BeEmpty())
+	for _, w := range cfg.Webhooks {
+		g.Expect(w.ClientConfig.CABundle).To(Equal(secret.Data["ca.crt"]), w.Name)
+	}
+
+	// Only the webhook compiles regular expressions: the schema cannot.
+	bad := &deckhandbatchv1.JobWatcher{
+		ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace(t, nil), Name: "bad-regex"},
+		Spec: deckhandbatchv1.JobWatcherSpec{JobPolicy: deckhandbatchv1.JobPolicy{
+			TTLSecondsAfterSucceeded: ptr.To[int32](10),
+			JobNamePatterns:          []string{"([a-z"},
+		}},
+	}
+	err := c.Client.Create(ctx, bad, client.DryRunAll)
+	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid from the webhook, got %v", err)
+	g.Expect(err.Error()).To(ContainSubstring("spec.jobNamePatterns[0]"))
+	g.Expect(err.Error()).To(ContainSubstring("error parsing regexp"))
 }
