@@ -136,7 +136,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.WebhookHost, "webhook-host", "", "Address the admission webhook server listens on; empty is every interface.")
 	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "Port the admission webhook server listens on.")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "",
-		"Directory with tls.crt and tls.key for the webhook server; empty is controller-runtime's default.")
+		"Directory with tls.crt and tls.key for the webhook server (written there in self-signed mode); empty is $TMPDIR/deckhand-webhook-certs.")
 	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second,
 		"How long running reconciles may take to finish after a stop signal.")
 	fs.Func("podbugger-allowed-images",

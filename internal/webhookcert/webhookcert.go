@@ -48,10 +48,14 @@ const (
 // Lifetimes: a long-lived CA, so caBundle rarely changes, and a serving
 // certificate renewed well before it expires.
 const (
-	caValidity    = 10 * 365 * 24 * time.Hour
-	certValidity  = 365 * 24 * time.Hour
-	renewBefore   = 90 * 24 * time.Hour
-	checkInterval = time.Hour
+	caValidity   = 10 * 365 * 24 * time.Hour
+	certValidity = 365 * 24 * time.Hour
+	renewBefore  = 90 * 24 * time.Hour
+	// checkInterval bounds how long a replica serves a certificate from a CA
+	// another replica replaced (Secret deleted, CA expiring), and how long a
+	// re-created webhook configuration goes without caBundle: three GETs a
+	// minute per replica.
+	checkInterval = time.Minute
 )
 
 // Rotator keeps the serving certificate valid and the CA injected.
@@ -148,9 +152,11 @@ func (r *Rotator) ensureSecret(ctx context.Context) (*corev1.Secret, error) {
 		secret.Data = data
 		if err = r.Client.Update(ctx, secret); apierrors.IsConflict(err) {
 			continue
+		} else if err != nil {
+			return nil, fmt.Errorf("updating Secret %s/%s: %w", r.SecretNamespace, r.SecretName, err)
 		}
 		logf.FromContext(ctx).Info("renewed the webhook serving certificate", "secret", client.ObjectKeyFromObject(secret))
-		return secret, wrap(err, "updating Secret %s/%s", r.SecretNamespace, r.SecretName)
+		return secret, nil
 	}
 	return nil, fmt.Errorf("secret %s/%s kept changing under us", r.SecretNamespace, r.SecretName)
 }

@@ -39,9 +39,10 @@ const fieldOwner = "deckhand"
 // Setup registers the PodBugger controller and its validating webhook.
 func Setup(mgr ctrl.Manager, policy debugwebhook.Policy) error {
 	r := &PodBuggerReconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder(ControllerName),
-		Policy:   policy,
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder(ControllerName),
+		Policy:    policy,
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
@@ -53,8 +54,12 @@ func Setup(mgr ctrl.Manager, policy debugwebhook.Policy) error {
 // running pods it selects.
 type PodBuggerReconciler struct {
 	client.Client
-	Recorder events.EventRecorder
-	Policy   debugwebhook.Policy
+	// APIReader reads pods past the cache before any injection: maxPods
+	// counts carriers, and a pod given the container a moment ago may not
+	// look like one in the cache yet.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Policy    debugwebhook.Policy
 }
 
 // The controller reads pods and adds ephemeral containers to them; it never
@@ -96,6 +101,16 @@ func (r *PodBuggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		now:        time.Now(),
 	}
 	p := planFor(pb, selector, pods.Items)
+	if len(p.inject) > 0 && len(o.violations) == 0 {
+		// An ephemeral container can never be removed, so the plan that adds
+		// one is made on what the apiserver holds now, not on the cache:
+		// otherwise a lagging cache hides recent carriers and maxPods is
+		// overshot. Passes with nothing to add cost no extra request.
+		if err := r.APIReader.List(ctx, pods, client.InNamespace(pb.Namespace)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("listing pods for PodBugger %s: %w", req, err)
+		}
+		p = planFor(pb, selector, pods.Items)
+	}
 	for _, pod := range p.carriers {
 		o.carriers[pod.UID] = carrier{name: pod.Name}
 	}
@@ -119,6 +134,10 @@ func (r *PodBuggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return result, nil
 	case slices.ContainsFunc(injectErrs, func(err error) bool { return !refused(err) }):
 		return ctrl.Result{}, o.injectErr // the rate limiter retries with backoff
+	case result.RequeueAfter > 0:
+		// Only refusals, which status and Events report, and a pod to look
+		// at again: an error would discard the requeue.
+		return result, nil
 	default:
 		return ctrl.Result{}, reconcile.TerminalError(o.injectErr)
 	}

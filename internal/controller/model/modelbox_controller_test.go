@@ -218,7 +218,8 @@ func TestIdleModelBoxWritesNothing(t *testing.T) {
 	box.Spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000m")}}
 	box.Spec.Autoscaling = &modelv1.Autoscaling{MinReplicas: ptr.To[int32](2), MaxReplicas: 3}
 	box.Spec.Envs = []corev1.EnvVar{{Name: "A", Value: "b"}}
-	box.Spec.Sidecars = []corev1.Container{{Name: "log", Image: "busybox", Args: []string{"sleep", "1d"}}}
+	// A port without a protocol: the apiserver defaults it to TCP.
+	box.Spec.Sidecars = []corev1.Container{{Name: "log", Image: "busybox", Args: []string{"sleep", "1d"}, Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9100}}}}
 	box.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox"}}
 	box.Spec.Probes = &modelv1.Probes{Readiness: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromString("http")}}}}
 	g.Expect(env.Client.Create(ctx, box)).To(Succeed())
