@@ -91,7 +91,9 @@ func Start() (*Env, error) {
 	}
 	cfg, err := e.Start()
 	if err != nil {
-		return nil, fmt.Errorf("starting envtest: %w", err)
+		// envtest may fail after its processes started (installing CRDs or
+		// webhooks): stop them rather than leave them running.
+		return nil, errors.Join(fmt.Errorf("starting envtest: %w", err), e.Stop())
 	}
 	c, err := client.New(cfg, client.Options{Scheme: manager.Scheme})
 	if err != nil {

@@ -69,6 +69,7 @@ type Cluster struct {
 // Deckhand from dist/install.yaml, runs the package's tests, removes the
 // cluster, and exits.
 func Main(m *testing.M, c **Cluster, nodes int) {
+	removeOrphans()
 	cl, err := Start(fmt.Sprintf("deckhand-e2e-%d", os.Getpid()), nodes)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
@@ -83,6 +84,28 @@ func Main(m *testing.M, c **Cluster, nodes int) {
 		}
 	}
 	os.Exit(code)
+}
+
+// removeOrphans removes e2e clusters whose test process is gone (killed by
+// a timeout or a signal before it could clean up), so their control planes
+// do not keep running.
+func removeOrphans() {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return
+	}
+	dirs, _ := filepath.Glob(filepath.Join(root, "bin", "kwok", "clusters", "deckhand-e2e-*"))
+	for _, dir := range dirs {
+		name := filepath.Base(dir)
+		pid := strings.TrimPrefix(name, "deckhand-e2e-")
+		if _, err := os.Stat(filepath.Join("/proc", pid)); err == nil {
+			continue // its test run is still going
+		}
+		c := &Cluster{Name: name, root: root, Kubeconfig: filepath.Join(root, "bin", "e2e", name+".kubeconfig")}
+		if err := c.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: removing orphaned cluster %s: %v\n", name, err)
+		}
+	}
 }
 
 // Start brings up a cluster named name with nodes Ready nodes and installs
