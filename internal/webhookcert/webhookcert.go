@@ -280,31 +280,34 @@ func (r *Rotator) writeFiles(secret *corev1.Secret) error {
 // injectCA sets caBundle on every webhook of the named configurations that
 // does not trust ca yet, with one merge patch per configuration.
 func (r *Rotator) injectCA(ctx context.Context, ca []byte) error {
-	var errs []error
+	errs := make([]error, 0, len(r.ValidatingConfigurations)+len(r.MutatingConfigurations))
 	for _, name := range r.ValidatingConfigurations {
-		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		errs = append(errs, r.patchCA(ctx, name, cfg, func() []*admissionregistrationv1.WebhookClientConfig {
-			out := make([]*admissionregistrationv1.WebhookClientConfig, len(cfg.Webhooks))
-			for i := range cfg.Webhooks {
-				out[i] = &cfg.Webhooks[i].ClientConfig
-			}
-			return out
-		}, ca))
+		errs = append(errs, r.patchCA(ctx, name, &admissionregistrationv1.ValidatingWebhookConfiguration{}, ca))
 	}
 	for _, name := range r.MutatingConfigurations {
-		cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
-		errs = append(errs, r.patchCA(ctx, name, cfg, func() []*admissionregistrationv1.WebhookClientConfig {
-			out := make([]*admissionregistrationv1.WebhookClientConfig, len(cfg.Webhooks))
-			for i := range cfg.Webhooks {
-				out[i] = &cfg.Webhooks[i].ClientConfig
-			}
-			return out
-		}, ca))
+		errs = append(errs, r.patchCA(ctx, name, &admissionregistrationv1.MutatingWebhookConfiguration{}, ca))
 	}
 	return errors.Join(errs...)
 }
 
-func (r *Rotator) patchCA(ctx context.Context, name string, cfg client.Object, clientConfigs func() []*admissionregistrationv1.WebhookClientConfig, ca []byte) error {
+// clientConfigs points at the client configuration of every webhook in a
+// validating or mutating configuration.
+func clientConfigs(cfg client.Object) []*admissionregistrationv1.WebhookClientConfig {
+	var out []*admissionregistrationv1.WebhookClientConfig
+	switch cfg := cfg.(type) {
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		for i := range cfg.Webhooks {
+			out = append(out, &cfg.Webhooks[i].ClientConfig)
+		}
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		for i := range cfg.Webhooks {
+			out = append(out, &cfg.Webhooks[i].ClientConfig)
+		}
+	}
+	return out
+}
+
+func (r *Rotator) patchCA(ctx context.Context, name string, cfg client.Object, ca []byte) error {
 	// The optimistic lock makes a concurrent edit (another replica, an
 	// upgrade re-applying the configuration) fail the patch instead of being
 	// overwritten; it is then retried on what the apiserver holds.
@@ -314,7 +317,7 @@ func (r *Rotator) patchCA(ctx context.Context, name string, cfg client.Object, c
 		}
 		base := cfg.DeepCopyObject().(client.Object)
 		changed := false
-		for _, cc := range clientConfigs() {
+		for _, cc := range clientConfigs(cfg) {
 			if !bytes.Equal(cc.CABundle, ca) {
 				cc.CABundle = ca
 				changed = true
