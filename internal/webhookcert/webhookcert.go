@@ -56,6 +56,14 @@ const (
 	// re-created webhook configuration goes without caBundle: three GETs a
 	// minute per replica.
 	checkInterval = time.Minute
+	// caOverlap is how long after a new CA is issued the CAs it replaces
+	// stay in caBundle beside it: every replica rewrites its serving
+	// certificate within checkInterval, so until then some still serve one
+	// signed by an old CA, and the apiserver must trust both.
+	caOverlap = 5 * checkInterval
+	// backdate is how far before its issue a certificate becomes valid, to
+	// tolerate clocks that are a little behind.
+	backdate = time.Hour
 )
 
 // Rotator keeps the serving certificate valid and the CA injected.
@@ -99,17 +107,21 @@ func (r *Rotator) Start(ctx context.Context) error {
 func (r *Rotator) NeedLeaderElection() bool { return false }
 
 // Ensure makes one pass: the Secret holds a valid CA and serving certificate
-// (created or renewed as needed), the files in CertDir match it, and the
-// webhook configurations trust the CA.
+// (created or renewed as needed), the webhook configurations trust its CA,
+// and the files in CertDir match it. The CA is injected before this replica
+// serves a certificate it signed, and the CAs it replaced stay trusted for
+// caOverlap, so a CA rotation fails no request: not on this replica, and
+// not on the others, which still serve the old certificate until their next
+// pass.
 func (r *Rotator) Ensure(ctx context.Context) error {
 	secret, err := r.ensureSecret(ctx)
 	if err != nil {
 		return err
 	}
-	if err := r.writeFiles(secret); err != nil {
+	if err := r.injectCA(ctx, secret.Data[CAKey]); err != nil {
 		return err
 	}
-	return r.injectCA(ctx, secret.Data[CAKey])
+	return r.writeFiles(secret)
 }
 
 func (r *Rotator) now() time.Time {
@@ -198,7 +210,7 @@ func (r *Rotator) issue(old map[string][]byte) (map[string][]byte, error) {
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(),
 		Subject:      pkix.Name{CommonName: r.Hosts[0]},
-		NotBefore:    now.Add(-time.Hour),
+		NotBefore:    now.Add(-backdate),
 		NotAfter:     now.Add(certValidity),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
@@ -234,7 +246,7 @@ func newCA(now time.Time) (*x509.Certificate, *ecdsa.PrivateKey, []byte, []byte,
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial(),
 		Subject:               pkix.Name{CommonName: "deckhand-webhook-ca"},
-		NotBefore:             now.Add(-time.Hour),
+		NotBefore:             now.Add(-backdate),
 		NotAfter:              now.Add(caValidity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
 		BasicConstraintsValid: true,
@@ -270,24 +282,54 @@ func (r *Rotator) writeFiles(secret *corev1.Secret) error {
 		if current, err := dir.ReadFile(k); err == nil && bytes.Equal(current, secret.Data[k]) {
 			continue
 		}
-		if err := dir.WriteFile(k, secret.Data[k], 0o600); err != nil {
+		// Written aside and renamed into place: the watcher never reads a
+		// half-written file.
+		if err := dir.WriteFile(k+".new", secret.Data[k], 0o600); err != nil {
 			return fmt.Errorf("writing %s: %w", k, err)
+		}
+		if err := dir.Rename(k+".new", k); err != nil {
+			return fmt.Errorf("replacing %s: %w", k, err)
 		}
 	}
 	return nil
 }
 
-// injectCA sets caBundle on every webhook of the named configurations that
-// does not trust ca yet, with one merge patch per configuration.
+// injectCA sets caBundle on every webhook of the named configurations to
+// the bundle they should trust, with one merge patch per configuration that
+// needs one.
 func (r *Rotator) injectCA(ctx context.Context, ca []byte) error {
+	bundle := func(current []byte) []byte { return caBundle(ca, current, r.now()) }
 	errs := make([]error, 0, len(r.ValidatingConfigurations)+len(r.MutatingConfigurations))
 	for _, name := range r.ValidatingConfigurations {
-		errs = append(errs, r.patchCA(ctx, name, &admissionregistrationv1.ValidatingWebhookConfiguration{}, ca))
+		errs = append(errs, r.patchCA(ctx, name, &admissionregistrationv1.ValidatingWebhookConfiguration{}, bundle))
 	}
 	for _, name := range r.MutatingConfigurations {
-		errs = append(errs, r.patchCA(ctx, name, &admissionregistrationv1.MutatingWebhookConfiguration{}, ca))
+		errs = append(errs, r.patchCA(ctx, name, &admissionregistrationv1.MutatingWebhookConfiguration{}, bundle))
 	}
 	return errors.Join(errs...)
+}
+
+// caBundle is what a webhook whose caBundle is current should trust: the
+// CA, and, for caOverlap after that CA was issued, the other unexpired
+// certificates current holds (the CAs it replaces). After that, the CA
+// alone.
+func caBundle(ca, current []byte, now time.Time) []byte {
+	caCert, err := parseCert(ca)
+	if err != nil || now.After(caCert.NotBefore.Add(backdate+caOverlap)) {
+		return ca
+	}
+	out := bytes.Clone(ca)
+	for rest := current; ; {
+		var block *pem.Block
+		if block, rest = pem.Decode(rest); block == nil {
+			return out
+		}
+		old, err := x509.ParseCertificate(block.Bytes)
+		if err != nil || old.Equal(caCert) || now.After(old.NotAfter) || bytes.Contains(out, pem.EncodeToMemory(block)) {
+			continue
+		}
+		out = append(out, pem.EncodeToMemory(block)...)
+	}
 }
 
 // clientConfigs points at the client configuration of every webhook in a
@@ -307,7 +349,7 @@ func clientConfigs(cfg client.Object) []*admissionregistrationv1.WebhookClientCo
 	return out
 }
 
-func (r *Rotator) patchCA(ctx context.Context, name string, cfg client.Object, ca []byte) error {
+func (r *Rotator) patchCA(ctx context.Context, name string, cfg client.Object, bundle func(current []byte) []byte) error {
 	// The optimistic lock makes a concurrent edit (another replica, an
 	// upgrade re-applying the configuration) fail the patch instead of being
 	// overwritten; it is then retried on what the apiserver holds.
@@ -318,8 +360,8 @@ func (r *Rotator) patchCA(ctx context.Context, name string, cfg client.Object, c
 		base := cfg.DeepCopyObject().(client.Object)
 		changed := false
 		for _, cc := range clientConfigs(cfg) {
-			if !bytes.Equal(cc.CABundle, ca) {
-				cc.CABundle = ca
+			if want := bundle(cc.CABundle); !bytes.Equal(cc.CABundle, want) {
+				cc.CABundle = want
 				changed = true
 			}
 		}
@@ -335,20 +377,28 @@ func (r *Rotator) patchCA(ctx context.Context, name string, cfg client.Object, c
 }
 
 func parsePair(certPEM, keyPEM []byte) (*x509.Certificate, *ecdsa.PrivateKey, error) {
-	cb, _ := pem.Decode(certPEM)
-	kb, _ := pem.Decode(keyPEM)
-	if cb == nil || kb == nil {
-		return nil, nil, errors.New("missing certificate or key")
-	}
-	cert, err := x509.ParseCertificate(cb.Bytes)
+	cert, err := parseCert(certPEM)
 	if err != nil {
 		return nil, nil, err
+	}
+	kb, _ := pem.Decode(keyPEM)
+	if kb == nil {
+		return nil, nil, errors.New("missing key")
 	}
 	key, err := x509.ParseECPrivateKey(kb.Bytes)
 	if err != nil {
 		return nil, nil, err
 	}
 	return cert, key, nil
+}
+
+// parseCert parses the first certificate of a PEM bundle.
+func parseCert(certPEM []byte) (*x509.Certificate, error) {
+	cb, _ := pem.Decode(certPEM)
+	if cb == nil {
+		return nil, errors.New("missing certificate")
+	}
+	return x509.ParseCertificate(cb.Bytes)
 }
 
 func encodeKey(key *ecdsa.PrivateKey) ([]byte, error) {
