@@ -45,6 +45,7 @@ help: ## Show this help.
 manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook configurations from markers (config/ and the Helm chart).
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd:generateEmbeddedObjectMeta=true webhook paths="./..." output:crd:artifacts:config=config/crd/bases
 	go run ./hack/helmsync
+	go run ./hack/kindcheck
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods from markers.
@@ -100,8 +101,8 @@ uninstall: manifests k8s-tools ## Remove the CRDs (and with them every Deckhand 
 	$(KUBECTL) delete --ignore-not-found -k config/crd
 
 .PHONY: run
-run: build k8s-tools manifests ## Run Deckhand against KUBECONFIG, or against the local cluster (started if needed).
-	hack/run.sh
+run: build k8s-tools manifests ## Run Deckhand against KUBECONFIG, or the local cluster (started if needed); ARGS="--flag ..." and ENABLE_WEBHOOKS=false are passed on.
+	ARGS="$(ARGS)" ENABLE_WEBHOOKS="$(ENABLE_WEBHOOKS)" hack/run.sh
 
 ##@ Build
 

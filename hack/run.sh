@@ -1,12 +1,47 @@
 #!/usr/bin/env bash
 # `make run`: runs Deckhand in the foreground against the cluster KUBECONFIG
 # (or the current kubectl context) names, or, when there is none, against the
-# local kwok cluster, started first if needed. Extra manager flags can be
-# given in DECKHAND_FLAGS.
+# local kwok cluster, started first if needed.
+#
+# Extra manager flags go in ARGS (the kubebuilder spelling,
+# `make run ARGS="--zap-log-level=debug"`) or DECKHAND_FLAGS.
+# ENABLE_WEBHOOKS=false runs without admission webhooks; PodBuggers may use
+# the images PODBUGGER_ALLOWED_IMAGES lists (default: the sample's). Logs are for a
+# person: console encoding, coloured on a terminal (the deployed manager
+# logs JSON). DECKHAND_RUN_PRINT=1 prints the manager's command and stops.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$root/bin
 kubectl=$bin/k8s/kubectl
+namespace=${DECKHAND_NAMESPACE:-deckhand-system}
+
+# Local listeners bind to loopback only.
+manager=("$bin/deckhand"
+  --leader-elect
+  --namespace "$namespace"
+  --metrics-bind-address 127.0.0.1:8443
+  --health-probe-bind-address 127.0.0.1:8081
+  --webhook-host 127.0.0.1
+  --webhook-port 9443
+  --webhook-cert-dir "$bin/webhook-certs"
+  --webhook-cert-hosts 127.0.0.1
+  --zap-encoder console
+  --zap-log-level "${LOG_LEVEL:-info}"
+  # The PodBugger sample's image (config/samples): the sample works out of
+  # the box. A real install chooses its own allow-list.
+  --podbugger-allowed-images "${PODBUGGER_ALLOWED_IMAGES:-docker.io/library/busybox:*}")
+webhooks=true
+case "${ENABLE_WEBHOOKS:-true}" in
+  false) webhooks=false; manager+=(--enable-webhooks=false) ;;
+  true | "") ;;
+  *) echo "ENABLE_WEBHOOKS must be true or false, not '$ENABLE_WEBHOOKS'" >&2; exit 2 ;;
+esac
+# shellcheck disable=SC2206 # both are lists of flags, split on spaces
+manager+=(${DECKHAND_FLAGS:-} ${ARGS:-})
+if [ -n "${DECKHAND_RUN_PRINT:-}" ]; then
+  printf '%s\n' "${manager[@]}"
+  exit 0
+fi
 
 if [ -z "${KUBECONFIG:-}" ] && ! "$kubectl" config current-context >/dev/null 2>&1; then
   export KUBECONFIG=$bin/kubeconfig
@@ -18,7 +53,6 @@ echo "Deckhand runs against context '$context' (KUBECONFIG=${KUBECONFIG:-~/.kube
 
 # The CRDs, and the namespace that holds the leader-election Lease.
 "$root/hack/install.sh"
-namespace=${DECKHAND_NAMESPACE:-deckhand-system}
 "$kubectl" create namespace "$namespace" --dry-run=client -o yaml | "$kubectl" apply -f - >/dev/null
 
 if [ "${local_cluster:-}" = true ]; then
@@ -32,20 +66,21 @@ Stop it with 'make cluster-down'.
 MSG
 fi
 
-# Webhook configurations that call the manager on 127.0.0.1; the manager
-# issues its certificate for that address and injects the CA itself.
-(cd "$root" && go run ./hack/devwebhook -host 127.0.0.1 -port 9443)
+if [ "$webhooks" = true ]; then
+  # Webhook configurations that call the manager on 127.0.0.1; the manager
+  # issues its certificate for that address and injects the CA itself.
+  (cd "$root" && go run ./hack/devwebhook -host 127.0.0.1 -port 9443)
+else
+  # Configurations left from an earlier run would send every JobWatcher and
+  # PodBugger request to a server that is not there.
+  "$kubectl" delete validatingwebhookconfiguration deckhand-validating-webhook-configuration --ignore-not-found >/dev/null
+  "$kubectl" delete mutatingwebhookconfiguration deckhand-mutating-webhook-configuration --ignore-not-found >/dev/null
+  cat >&2 <<MSG
+Admission webhooks are OFF (ENABLE_WEBHOOKS=false): JobWatcher and
+ClusterJobWatcher regexes and the PodBugger policy are not checked when you
+apply them. The controllers still refuse to act on what they forbid: an
+invalid watcher reports it in status, a PodBugger off the policy is Blocked.
+MSG
+fi
 
-# Local listeners bind to loopback only.
-# shellcheck disable=SC2086 # DECKHAND_FLAGS is a list of flags
-exec "$bin/deckhand" \
-  --leader-elect \
-  --namespace "$namespace" \
-  --metrics-bind-address 127.0.0.1:8443 \
-  --health-probe-bind-address 127.0.0.1:8081 \
-  --webhook-host 127.0.0.1 \
-  --webhook-port 9443 \
-  --webhook-cert-dir "$bin/webhook-certs" \
-  --webhook-cert-hosts 127.0.0.1 \
-  --zap-log-level "${LOG_LEVEL:-info}" \
-  ${DECKHAND_FLAGS:-}
+exec "${manager[@]}"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -26,6 +27,11 @@ func run() error {
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	if colourLevels(flag.Lookup("zap-encoder").Value.String(), isTerminal(os.Stderr), os.Getenv("NO_COLOR")) {
+		zapOpts.EncoderConfigOptions = append(zapOpts.EncoderConfigOptions, func(c *zapcore.EncoderConfig) {
+			c.EncodeLevel = zapcore.CapitalColorLevelEncoder
+		})
+	}
 
 	logger := zap.New(zap.UseFlagOptions(&zapOpts))
 	ctrl.SetLogger(logger)
@@ -48,4 +54,16 @@ func run() error {
 	}
 	log.Info("manager stopped")
 	return nil
+}
+
+// colourLevels reports whether log levels are coloured: only in console
+// logs written to a terminal (`make run`), never in JSON, and never when the
+// NO_COLOR convention asks not to.
+func colourLevels(encoder string, terminal bool, noColor string) bool {
+	return encoder == "console" && terminal && noColor == ""
+}
+
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

@@ -94,12 +94,16 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		if err := c.Setup(mgr, opts.Options); err != nil {
 			return nil, fmt.Errorf("setting up controller %s: %w", c.Name, err)
 		}
-		if c.SetupWebhooks != nil {
+		if c.SetupWebhooks != nil && opts.WebhooksEnabled() {
 			if err := c.SetupWebhooks(mgr, opts.Options); err != nil {
 				return nil, fmt.Errorf("setting up the webhooks of %s: %w", c.Name, err)
 			}
 		}
 		ctrl.Log.WithName("setup").Info("controller enabled", "controller", c.Name)
+	}
+	if opts.DisableWebhooks {
+		ctrl.Log.WithName("setup").Info("admission webhooks are off: JobWatcher patterns and the PodBugger policy are not checked at admission; " +
+			"installed webhook configurations that point at this manager will refuse those kinds")
 	}
 	if opts.WebhooksEnabled() && opts.WebhookCertMode == CertModeSelfSigned {
 		if err := selfSignedCerts(ctx, mgr, cfg, opts); err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -48,6 +49,11 @@ type Options struct {
 	// certificate Secret.
 	Namespace string
 
+	// DisableWebhooks runs the controllers without their admission webhooks
+	// (--enable-webhooks=false, or ENABLE_WEBHOOKS=false as kubebuilder
+	// projects spell it): what only a webhook checks then goes unchecked at
+	// admission.
+	DisableWebhooks bool
 	// WebhookHost, WebhookPort and WebhookCertDir configure the admission
 	// webhook server; an empty host listens on every interface.
 	WebhookHost    string
@@ -130,6 +136,15 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.Func("webhook-cert-hosts",
 		"Comma-separated DNS names or IPs for the self-signed webhook certificate; default deckhand-webhook-service.<namespace>.svc.",
 		func(v string) error { o.WebhookCertHosts = splitList(v); return nil })
+	o.DisableWebhooks = os.Getenv("ENABLE_WEBHOOKS") == "false"
+	fs.BoolFunc("enable-webhooks",
+		"Serve the admission webhooks (default true, or false when the environment has ENABLE_WEBHOOKS=false). "+
+			"Without them JobWatcher patterns and the PodBugger policy are not checked at admission; the controllers still refuse to act on what they forbid.",
+		func(v string) error {
+			enable, err := strconv.ParseBool(v)
+			o.DisableWebhooks = !enable
+			return err
+		})
 	fs.StringVar(&o.WebhookHost, "webhook-host", "", "Address the admission webhook server listens on; empty is every interface.")
 	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "Port the admission webhook server listens on.")
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "",
@@ -197,6 +212,9 @@ func (o *Options) enabled(name string) bool {
 
 // WebhooksEnabled reports whether any enabled controller serves webhooks.
 func (o *Options) WebhooksEnabled() bool {
+	if o.DisableWebhooks {
+		return false
+	}
 	for _, c := range controllers {
 		if c.SetupWebhooks != nil && o.enabled(c.Name) {
 			return true

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+)
+
+func TestColourLevels(t *testing.T) {
+	tests := map[string]struct {
+		encoder  string
+		terminal bool
+		noColor  string
+		want     bool
+	}{
+		"console on a terminal":       {"console", true, "", true},
+		"console into a file or pipe": {"console", false, "", false},
+		"JSON on a terminal":          {"json", true, "", false},
+		"NO_COLOR set":                {"console", true, "1", false},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := colourLevels(tt.encoder, tt.terminal, tt.noColor); got != tt.want {
+				t.Errorf("colourLevels = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// runCommand is the manager command `make run` would start with the given
+// make variables.
+func runCommand(t *testing.T, vars ...string) []string {
+	t.Helper()
+	cmd := exec.Command("make", append([]string{"-s", "--no-print-directory", "-C", filepath.Join("..", ".."), "-o", "build", "-o", "k8s-tools", "-o", "manifests", "run"}, vars...)...)
+	cmd.Env = append(os.Environ(), "DECKHAND_RUN_PRINT=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make run: %v\n%s", err, out)
+	}
+	return strings.Fields(string(out))
+}
+
+// The seeds' spellings work: ARGS carries manager flags, ENABLE_WEBHOOKS=false
+// turns the webhooks off; and `make run` logs for a person to read.
+func TestMakeRunPassesTheSeedsSpellings(t *testing.T) {
+	plain := runCommand(t)
+	if !slices.Contains(plain, "console") || slices.Contains(plain, "--enable-webhooks=false") {
+		t.Errorf("make run: %v, want console logs and webhooks on", plain)
+	}
+	got := runCommand(t, "ARGS=--zap-log-level=debug --controllers=podset", "ENABLE_WEBHOOKS=false")
+	for _, want := range []string{"--zap-log-level=debug", "--controllers=podset", "--enable-webhooks=false"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("make run ARGS=... ENABLE_WEBHOOKS=false: %v lacks %s", got, want)
+		}
+	}
+}
+
+// The PodBugger sample works on `make run` as it is: its image is on the
+// allow-list `make run` gives the manager.
+func TestMakeRunAllowsThePodBuggerSampleImage(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "debug_v1alpha1_podbugger.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sample debugv1alpha1.PodBugger
+	if err := yaml.Unmarshal(data, &sample); err != nil {
+		t.Fatal(err)
+	}
+	args := runCommand(t)
+	i := slices.Index(args, "--podbugger-allowed-images")
+	if i < 0 || i+1 == len(args) {
+		t.Fatalf("make run gives no --podbugger-allowed-images: %v", args)
+	}
+	for _, glob := range strings.Split(args[i+1], ",") {
+		if ok, _ := path.Match(glob, sample.Spec.Image); ok {
+			return
+		}
+	}
+	t.Errorf("the sample's image %s is not on make run's allow-list %s", sample.Spec.Image, args[i+1])
+}
