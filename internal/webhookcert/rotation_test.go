@@ -66,7 +66,7 @@ func TestCARotationFailsNoRequest(t *testing.T) {
 	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{GenerateName: "rotation-"}}
 	a, b := rotator(t, ns, ""), rotator(t, ns, "")
 	a.ValidatingConfigurations, b.ValidatingConfigurations = nil, nil // the configuration comes below
-	g.Expect(a.Ensure(ctx)).To(Succeed()) // certificates for the servers to start with
+	g.Expect(a.Ensure(ctx)).To(Succeed())                             // certificates for the servers to start with
 	g.Expect(b.Ensure(ctx)).To(Succeed())
 	replicas := []*replica{startReplica(t, ctx, a), startReplica(t, ctx, b)}
 	for i, rep := range replicas {
