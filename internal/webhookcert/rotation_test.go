@@ -65,8 +65,10 @@ func TestCARotationFailsNoRequest(t *testing.T) {
 
 	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{GenerateName: "rotation-"}}
 	a, b := rotator(t, ns, ""), rotator(t, ns, "")
-	a.ValidatingConfigurations, b.ValidatingConfigurations = nil, nil // the configuration comes below
-	g.Expect(a.Ensure(ctx)).To(Succeed())                             // certificates for the servers to start with
+	// Certificates for the servers to start with; the configuration comes
+	// below.
+	a.ValidatingConfigurations, b.ValidatingConfigurations = nil, nil
+	g.Expect(a.Ensure(ctx)).To(Succeed())
 	g.Expect(b.Ensure(ctx)).To(Succeed())
 	replicas := []*replica{startReplica(t, ctx, a), startReplica(t, ctx, b)}
 	for i, rep := range replicas {
