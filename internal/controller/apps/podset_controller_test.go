@@ -10,17 +10,14 @@ import (
 	. "github.com/onsi/gomega"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
@@ -31,8 +28,6 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) { testenv.Main(m, &env) }
-
-const timeout = 30 * time.Second
 
 // startPodSetController runs a manager with only the PodSet controller.
 func startPodSetController(t *testing.T) {
@@ -51,9 +46,7 @@ func runPodSet(t *testing.T, name string, size int32, opts ...func(*appsv1alpha1
 	for _, o := range opts {
 		o(set)
 	}
-	if err := env.Client.Create(context.Background(), set); err != nil {
-		t.Fatalf("creating PodSet: %v", err)
-	}
+	env.Create(t, set)
 	return set
 }
 
@@ -100,13 +93,13 @@ func get(g Gomega, set *appsv1alpha1.PodSet) *appsv1alpha1.PodSet {
 func settled(t *testing.T, set *appsv1alpha1.PodSet, n int) []corev1.Pod {
 	t.Helper()
 	var pods []corev1.Pod
-	NewWithT(t).Eventually(func(g Gomega) {
+	testenv.NewG(t).Eventually(func(g Gomega) {
 		pods = podsOf(g, set)
 		g.Expect(pods).To(HaveLen(n))
 		st := get(g, set).Status
 		g.Expect(st.Nodes).To(Equal(nilIfEmpty(podNames(pods))))
 		g.Expect(st.Replicas).To(BeEquivalentTo(n))
-	}).WithTimeout(timeout).Should(Succeed())
+	}).Should(Succeed())
 	return pods
 }
 
@@ -142,39 +135,8 @@ func scale(t *testing.T, set *appsv1alpha1.PodSet, replicas int32) {
 	}
 }
 
-// counter reads a PodSet's series of a counter from the manager's registry.
-func counter(g Gomega, name, ns, set string) float64 {
-	families, err := metrics.Registry.Gather()
-	g.Expect(err).NotTo(HaveOccurred())
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["namespace"] == ns && labels["podset"] == set {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
-}
-
-func eventReasons(g Gomega, ns string) []string {
-	list := &eventsv1.EventList{}
-	g.Expect(env.Client.List(context.Background(), list, client.InNamespace(ns))).To(Succeed())
-	out := make([]string, 0, len(list.Items))
-	for _, e := range list.Items {
-		out = append(out, e.Reason)
-	}
-	return out
-}
-
 func TestPodSetRunsTheSeedPodAndScalesThroughTheScaleSubresource(t *testing.T) {
-	g := NewWithT(t)
+	g := testenv.NewG(t)
 	ctx := context.Background()
 	set := runPodSet(t, "web", 3)
 	ns := set.Namespace
@@ -194,8 +156,7 @@ func TestPodSetRunsTheSeedPodAndScalesThroughTheScaleSubresource(t *testing.T) {
 
 	scale(t, set, 5)
 	pods = settled(t, set, 5)
-	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns) }).WithTimeout(timeout).
-		Should(ContainElement("SuccessfulCreate"))
+	g.Eventually(env.Events(ns, set)).Should(ContainElement(HavePrefix(appscontroller.EventSuccessfulCreate + ":")))
 
 	// Three ready pods, one of them named by a user to go first: scaling
 	// to 2 keeps the other two ready ones.
@@ -203,49 +164,47 @@ func TestPodSetRunsTheSeedPodAndScalesThroughTheScaleSubresource(t *testing.T) {
 	marked := pods[0].DeepCopy()
 	marked.Annotations = map[string]string{appsv1alpha1.DeleteFirstAnnotation: "true"}
 	g.Expect(env.Client.Patch(ctx, marked, client.MergeFrom(&pods[0]))).To(Succeed())
-	g.Eventually(func(g Gomega) int32 { return get(g, set).Status.ReadyReplicas }).WithTimeout(timeout).Should(BeEquivalentTo(3))
+	g.Eventually(func(g Gomega) int32 { return get(g, set).Status.ReadyReplicas }).Should(BeEquivalentTo(3))
 
 	scale(t, set, 2)
 	g.Expect(podNames(settled(t, set, 2))).To(Equal(podNames([]corev1.Pod{pods[1], pods[2]})),
 		"the marked pod, then the unready ones, should have gone")
-	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns) }).WithTimeout(timeout).
-		Should(ContainElement("SuccessfulDelete"))
-	g.Expect(counter(g, "deckhand_podset_pods_created_total", ns, "web")).To(Equal(5.0))
-	g.Expect(counter(g, "deckhand_podset_pods_deleted_total", ns, "web")).To(Equal(3.0))
-	g.Eventually(func(g Gomega) {
-		set := get(g, set)
-		g.Expect(meta.IsStatusConditionTrue(set.Status.Conditions, appsv1alpha1.ConditionAvailable)).To(BeTrue())
-		g.Expect(meta.IsStatusConditionFalse(set.Status.Conditions, appsv1alpha1.ConditionProgressing)).To(BeTrue())
-	}).WithTimeout(timeout).Should(Succeed())
+	g.Eventually(env.Events(ns, set)).Should(ContainElement(HavePrefix(appscontroller.EventSuccessfulDelete + ":")))
+	series := map[string]string{"namespace": ns, "podset": "web"}
+	g.Expect(testenv.Metric("deckhand_podset_pods_created_total", series)).To(Equal(5.0))
+	g.Expect(testenv.Metric("deckhand_podset_pods_deleted_total", series)).To(Equal(3.0))
+	g.Eventually(func(g Gomega) []metav1.Condition { return get(g, set).Status.Conditions }).Should(SatisfyAll(
+		testenv.HaveCondition(appsv1alpha1.ConditionAvailable, metav1.ConditionTrue, ""),
+		testenv.HaveCondition(appsv1alpha1.ConditionProgressing, metav1.ConditionFalse, "")))
 
 	scale(t, set, 0)
 	settled(t, set, 0)
 }
 
 func TestPodSetReplacesDeletedAndFinishedPods(t *testing.T) {
-	g := NewWithT(t)
+	g := testenv.NewG(t)
 	ctx := context.Background()
 	set := runPodSet(t, "heal", 2)
 	pods := settled(t, set, 2)
 
 	g.Expect(env.Client.Delete(ctx, &pods[0])).To(Succeed())
-	g.Eventually(func(g Gomega) []string { return get(g, set).Status.Nodes }).WithTimeout(timeout).
+	g.Eventually(func(g Gomega) []string { return get(g, set).Status.Nodes }).
 		Should(SatisfyAll(HaveLen(2), Not(ContainElement(pods[0].Name))))
 	settled(t, set, 2)
 
 	ended := podsOf(g, set)[0]
 	ended.Status.Phase = corev1.PodFailed
 	g.Expect(env.Client.Status().Update(ctx, &ended)).To(Succeed())
-	g.Eventually(func(g Gomega) []string { return get(g, set).Status.Nodes }).WithTimeout(timeout).
+	g.Eventually(func(g Gomega) []string { return get(g, set).Status.Nodes }).
 		Should(SatisfyAll(HaveLen(2), Not(ContainElement(ended.Name))))
 	settled(t, set, 2)
 	// The finished pod is removed, not left to pile up.
 	g.Eventually(func() error { return env.Client.Get(ctx, client.ObjectKeyFromObject(&ended), &corev1.Pod{}) }).
-		WithTimeout(timeout).Should(Satisfy(apierrors.IsNotFound))
+		Should(Satisfy(apierrors.IsNotFound))
 }
 
 func TestPodSetRecreatedUnderTheSameNameGetsPodsOfItsOwn(t *testing.T) {
-	g := NewWithT(t)
+	g := testenv.NewG(t)
 	ctx := context.Background()
 	old := runPodSet(t, "same", 2)
 	ns := old.Namespace
@@ -256,7 +215,7 @@ func TestPodSetRecreatedUnderTheSameNameGetsPodsOfItsOwn(t *testing.T) {
 	// behind.
 	g.Expect(env.Client.Delete(ctx, old)).To(Succeed())
 	g.Eventually(func() error { return env.Client.Get(ctx, client.ObjectKeyFromObject(old), &appsv1alpha1.PodSet{}) }).
-		WithTimeout(timeout).ShouldNot(Succeed())
+		ShouldNot(Succeed())
 	recreated := newPodSet(ns, "same", 2)
 	g.Expect(env.Client.Create(ctx, recreated)).To(Succeed())
 	g.Expect(recreated.UID).NotTo(Equal(old.UID))
@@ -268,23 +227,8 @@ func TestPodSetRecreatedUnderTheSameNameGetsPodsOfItsOwn(t *testing.T) {
 	g.Expect(all.Items).To(HaveLen(4), "the old pods are neither adopted nor deleted, and no extra pods exist")
 }
 
-// staleClient serves a frozen list of pods, as a cache that has not caught
-// up with the controller's own creations would.
-type staleClient struct {
-	client.Client
-	pods corev1.PodList
-}
-
-func (c *staleClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if l, ok := list.(*corev1.PodList); ok {
-		c.pods.DeepCopyInto(l)
-		return nil
-	}
-	return c.Client.List(ctx, list, opts...)
-}
-
 func TestPodSetCreatesNoExtraPodsWhenTheCacheLags(t *testing.T) {
-	g := NewWithT(t)
+	g := testenv.NewG(t)
 	ns := env.Namespace(t)
 	ctx := context.Background()
 
@@ -293,7 +237,7 @@ func TestPodSetCreatesNoExtraPodsWhenTheCacheLags(t *testing.T) {
 
 	// No manager: nothing watches pods, so the reconciler's cache never
 	// shows the pods it creates.
-	r := appscontroller.NewPodSetReconciler(&staleClient{Client: env.Client}, discardEvents{})
+	r := appscontroller.NewPodSetReconciler(testenv.StaleLists(env.Client, &corev1.PodList{}), &events.FakeRecorder{})
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "stale"}}
 	for range 5 {
 		_, err := r.Reconcile(ctx, req)
@@ -313,7 +257,7 @@ func TestPodSetCreatesNoExtraPodsWhenTheCacheLags(t *testing.T) {
 }
 
 func TestPodSetStopsCreatingAtTheQuotaAndSaysSo(t *testing.T) {
-	g := NewWithT(t)
+	g := testenv.NewG(t)
 	ns := env.Namespace(t)
 	ctx := context.Background()
 
@@ -332,13 +276,11 @@ func TestPodSetStopsCreatingAtTheQuotaAndSaysSo(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, set)).To(Succeed())
 	settled(t, set, 2)
 	g.Eventually(func(g Gomega) {
-		c := meta.FindStatusCondition(get(g, set).Status.Conditions, appsv1alpha1.ConditionReplicaFailure)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
-		g.Expect(c.Reason).To(Equal(appsv1alpha1.ReasonFailedCreate))
-		g.Expect(c.Message).To(ContainSubstring("exceeded quota"))
-		g.Expect(eventReasons(g, ns)).To(ContainElement("FailedCreate"))
-	}).WithTimeout(timeout).Should(Succeed())
+		conds := get(g, set).Status.Conditions
+		g.Expect(conds).To(testenv.HaveCondition(appsv1alpha1.ConditionReplicaFailure, metav1.ConditionTrue, appsv1alpha1.ReasonFailedCreate))
+		g.Expect(meta.FindStatusCondition(conds, appsv1alpha1.ConditionReplicaFailure).Message).To(ContainSubstring("exceeded quota"))
+		g.Expect(env.Events(ns, set)()).To(ContainElement(HavePrefix(appscontroller.EventFailedCreate + ":")))
+	}).Should(Succeed())
 	g.Expect(podsOf(g, set)).To(HaveLen(2))
 
 	// Room again: the PodSet fills up and the failure clears.
@@ -351,11 +293,11 @@ func TestPodSetStopsCreatingAtTheQuotaAndSaysSo(t *testing.T) {
 	settled(t, set, 5)
 	g.Eventually(func(g Gomega) *metav1.Condition {
 		return meta.FindStatusCondition(get(g, set).Status.Conditions, appsv1alpha1.ConditionReplicaFailure)
-	}).WithTimeout(timeout).Should(BeNil())
+	}).Should(BeNil())
 }
 
 func TestPodSetRollsOutTemplateChangesOnePodAtATime(t *testing.T) {
-	g := NewWithT(t)
+	g := testenv.NewG(t)
 	ctx := context.Background()
 	set := runPodSet(t, "roll", 3, func(s *appsv1alpha1.PodSet) { s.Spec.Template = seedTemplate("busybox:1.36") })
 	markReady(t, settled(t, set, 3)...)
@@ -364,7 +306,7 @@ func TestPodSetRollsOutTemplateChangesOnePodAtATime(t *testing.T) {
 		cur := get(g, set)
 		cur.Spec.Template.Spec.Containers[0].Image = "busybox:1.37"
 		return env.Client.Update(ctx, cur)
-	}).WithTimeout(timeout).Should(Succeed())
+	}).Should(Succeed())
 
 	// With maxUnavailable 1 (the default) one ready pod at a time is
 	// replaced, and the next only once its replacement is ready.
@@ -385,7 +327,7 @@ func TestPodSetRollsOutTemplateChangesOnePodAtATime(t *testing.T) {
 			}
 			g.Expect(fresh).To(HaveLen(updated))
 			g.Expect(ready).To(Equal(2), "more than maxUnavailable pods are unready")
-		}).WithTimeout(timeout).Should(Succeed())
+		}).Should(Succeed())
 		g.Consistently(func(g Gomega) int { return len(podsOf(g, set)) - countImage(podsOf(g, set), "busybox:1.37") }).
 			WithTimeout(time.Second).Should(Equal(3-updated), "an old pod went while the new one was unready")
 		for _, p := range fresh {
@@ -394,11 +336,11 @@ func TestPodSetRollsOutTemplateChangesOnePodAtATime(t *testing.T) {
 			}
 		}
 	}
-	g.Eventually(func(g Gomega) int32 { return get(g, set).Status.UpdatedReplicas }).WithTimeout(timeout).Should(BeEquivalentTo(3))
+	g.Eventually(func(g Gomega) int32 { return get(g, set).Status.UpdatedReplicas }).Should(BeEquivalentTo(3))
 }
 
 func TestPodSetOnDeleteReplacesOnlyDeletedPods(t *testing.T) {
-	g := NewWithT(t)
+	g := testenv.NewG(t)
 	ctx := context.Background()
 	set := runPodSet(t, "ondelete", 2, func(s *appsv1alpha1.PodSet) {
 		s.Spec.Template = seedTemplate("busybox:1.36")
@@ -411,12 +353,12 @@ func TestPodSetOnDeleteReplacesOnlyDeletedPods(t *testing.T) {
 		cur := get(g, set)
 		cur.Spec.Template.Spec.Containers[0].Image = "busybox:1.37"
 		return env.Client.Update(ctx, cur)
-	}).WithTimeout(timeout).Should(Succeed())
-	g.Eventually(func(g Gomega) int64 { return get(g, set).Status.ObservedGeneration }).WithTimeout(timeout).Should(Equal(get(g, set).Generation))
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) int64 { return get(g, set).Status.ObservedGeneration }).Should(Equal(get(g, set).Generation))
 	g.Consistently(func(g Gomega) []string { return podNames(podsOf(g, set)) }).WithTimeout(time.Second).Should(Equal(podNames(pods)))
 
 	g.Expect(env.Client.Delete(ctx, &pods[0])).To(Succeed())
-	g.Eventually(func(g Gomega) int { return countImage(podsOf(g, set), "busybox:1.37") }).WithTimeout(timeout).Should(Equal(1))
+	g.Eventually(func(g Gomega) int { return countImage(podsOf(g, set), "busybox:1.37") }).Should(Equal(1))
 	g.Expect(podsOf(g, set)).To(HaveLen(2))
 }
 
@@ -454,7 +396,7 @@ func TestPodSetSchemaRefusesInvalidSpecsNamingTheField(t *testing.T) {
 				set.Name, set.GenerateName = tc.name, ""
 			}
 			err := env.Client.Create(context.Background(), set)
-			g := NewWithT(t)
+			g := testenv.NewG(t)
 			g.Expect(err).To(HaveOccurred())
 			for _, w := range tc.want {
 				g.Expect(err.Error()).To(ContainSubstring(w))
@@ -484,11 +426,13 @@ func countImage(pods []corev1.Pod, image string) int {
 	return n
 }
 
-// discardEvents is an event recorder that records nothing.
-type discardEvents struct{}
+func TestPodSetSeriesGoWithThePodSet(t *testing.T) {
+	g := testenv.NewG(t)
+	set := runPodSet(t, "gone", 2)
+	settled(t, set, 2)
+	series := map[string]string{"namespace": set.Namespace, "podset": "gone"}
+	g.Expect(testenv.MetricSeries("deckhand_podset_pods_created_total", series)).To(Equal(1))
 
-func (discardEvents) Eventf(runtime.Object, runtime.Object, string, string, string, string, ...any) {}
-func (discardEvents) AnnotatedEventf(runtime.Object, runtime.Object, map[string]string, string, string, string, string, ...any) {
+	g.Expect(env.Client.Delete(context.Background(), set)).To(Succeed())
+	g.Eventually(func() (int, error) { return testenv.MetricSeries("deckhand_podset_pods_created_total", series) }).Should(BeZero())
 }
-
-var _ events.EventRecorder = discardEvents{}

@@ -9,17 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/status"
 )
-
-// syncError is a failed attempt to create or delete pods, reported in the
-// ReplicaFailure condition.
-type syncError struct {
-	reason string // ReasonFailedCreate or ReasonFailedDelete
-	err    error
-}
-
-func (e *syncError) Error() string { return e.err.Error() }
-func (e *syncError) Unwrap() error { return e.err }
 
 // calculateStatus computes a PodSet's whole status from its pods (those it
 // controls, in any state), the hash of its current template, and what this
@@ -28,7 +19,7 @@ func (e *syncError) Unwrap() error { return e.err }
 // those attempts. It reads the old status only to keep the conditions'
 // transition times and, when nothing was tried, the last ReplicaFailure.
 // now stamps changed conditions.
-func calculateStatus(set *appsv1alpha1.PodSet, pods []*corev1.Pod, hash string, synced bool, failure *syncError, now metav1.Time) appsv1alpha1.PodSetStatus {
+func calculateStatus(set *appsv1alpha1.PodSet, pods []*corev1.Pod, hash string, synced bool, failure *syncFailure, now metav1.Time) appsv1alpha1.PodSetStatus {
 	st := appsv1alpha1.PodSetStatus{
 		Selector:           selectorOf(set),
 		ObservedGeneration: set.Generation,
@@ -52,10 +43,9 @@ func calculateStatus(set *appsv1alpha1.PodSet, pods []*corev1.Pod, hash string, 
 
 	size := set.Spec.Size
 	minAvailable := max(0, int(size)-maxUnavailable(set.Spec.UpdateStrategy, size))
-	setCondition := func(typ string, status metav1.ConditionStatus, reason, msg string) {
-		c := metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg,
-			ObservedGeneration: set.Generation, LastTransitionTime: now}
-		meta.SetStatusCondition(&st.Conditions, c)
+	setCondition := func(typ string, s metav1.ConditionStatus, reason, msg string) {
+		c := metav1.Condition{Type: typ, Status: s, Reason: reason, Message: msg, ObservedGeneration: set.Generation}
+		status.SetCondition(&st.Conditions, c, now)
 	}
 
 	if int(st.AvailableReplicas) >= minAvailable {
@@ -86,7 +76,7 @@ func calculateStatus(set *appsv1alpha1.PodSet, pods []*corev1.Pod, hash string, 
 
 	switch {
 	case failure != nil:
-		setCondition(appsv1alpha1.ConditionReplicaFailure, metav1.ConditionTrue, failure.reason, failure.Error())
+		setCondition(appsv1alpha1.ConditionReplicaFailure, metav1.ConditionTrue, failure.reason, failure.err.Error())
 	case synced:
 		meta.RemoveStatusCondition(&st.Conditions, appsv1alpha1.ConditionReplicaFailure)
 	}

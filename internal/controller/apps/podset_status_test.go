@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -23,7 +24,7 @@ func testSet(size int32, conds ...metav1.Condition) *appsv1alpha1.PodSet {
 
 func TestCalculateStatus(t *testing.T) {
 	now := metav1.NewTime(t0.Add(time.Hour))
-	quota := &syncError{reason: appsv1alpha1.ReasonFailedCreate, err: errors.New("exceeded quota")}
+	quota := &syncFailure{reason: appsv1alpha1.ReasonFailedCreate, err: errors.New("exceeded quota")}
 	type cond struct {
 		status metav1.ConditionStatus
 		reason string
@@ -32,7 +33,7 @@ func TestCalculateStatus(t *testing.T) {
 		set     *appsv1alpha1.PodSet
 		pods    []*corev1.Pod
 		synced  bool
-		failure *syncError
+		failure *syncFailure
 
 		wantNodes                               []string
 		wantReplicas, wantReady, wantUpdated    int32
@@ -153,18 +154,9 @@ func TestCalculateStatusKeepsTransitionTimes(t *testing.T) {
 }
 
 func equalSets(a, b *appsv1alpha1.PodSet) bool {
-	return equalStatus(a.Status, b.Status) && a.Spec.Size == b.Spec.Size
+	return equality.Semantic.DeepEqual(a, b)
 }
 
 func equalStatus(a, b appsv1alpha1.PodSetStatus) bool {
-	if len(a.Conditions) != len(b.Conditions) {
-		return false
-	}
-	for i := range a.Conditions {
-		if a.Conditions[i] != b.Conditions[i] {
-			return false
-		}
-	}
-	return slices.Equal(a.Nodes, b.Nodes) && a.Replicas == b.Replicas && a.ReadyReplicas == b.ReadyReplicas &&
-		a.UpdatedReplicas == b.UpdatedReplicas && a.Selector == b.Selector && a.ObservedGeneration == b.ObservedGeneration
+	return equality.Semantic.DeepEqual(a, b)
 }

@@ -1,0 +1,152 @@
+package apps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+)
+
+// errNamespaceTerminating is a creation refused because the namespace is
+// being deleted: nothing to retry or report.
+var errNamespaceTerminating = errors.New("namespace is terminating")
+
+// syncFailure is a failed attempt to create or delete pods, reported in the
+// ReplicaFailure condition. It is not an error: Reconcile returns its err.
+type syncFailure struct {
+	reason string // ReasonFailedCreate or ReasonFailedDelete
+	err    error
+}
+
+// manage creates and deletes pods so that size active pods exist, replaces
+// finished ones, and rolls out template changes. It returns the first kind of
+// failure it met, if any.
+func (r *PodSetReconciler) manage(ctx context.Context, set *appsv1alpha1.PodSet, pods []*corev1.Pod, tmpl corev1.PodTemplateSpec, hash string) *syncFailure {
+	var active, doomed []*corev1.Pod
+	for _, p := range pods {
+		switch {
+		case isActive(p):
+			active = append(active, p)
+		case p.DeletionTimestamp == nil:
+			// Finished: it no longer counts, so a replacement is created
+			// below, and it is removed so that ended pods do not pile up
+			// (the SuccessfulDelete Event names it).
+			doomed = append(doomed, p)
+		}
+	}
+
+	size := int(set.Spec.Size)
+	creations := 0
+	switch diff := len(active) - size; {
+	case diff < 0:
+		creations = min(-diff, burstLimit)
+	case diff > 0:
+		doomed = append(doomed, deletionOrder(active, hash)[:min(diff, burstLimit)]...)
+	case set.Spec.UpdateStrategy.Type != appsv1alpha1.OnDeleteStrategy:
+		doomed = append(doomed, rolloutVictims(active, hash, set.Spec.Size, maxUnavailable(set.Spec.UpdateStrategy, set.Spec.Size))...)
+	}
+	if creations == 0 && len(doomed) == 0 {
+		return nil
+	}
+
+	names := make([]string, len(doomed))
+	for i, p := range doomed {
+		names[i] = p.Name
+	}
+	r.expectations.expect(set.UID, client.ObjectKeyFromObject(set), creations, names)
+
+	if err := r.deletePods(ctx, set, doomed); err != nil {
+		return &syncFailure{reason: appsv1alpha1.ReasonFailedDelete, err: err}
+	}
+	if err := r.createPods(ctx, set, tmpl, hash, creations); err != nil {
+		return &syncFailure{reason: appsv1alpha1.ReasonFailedCreate, err: err}
+	}
+	return nil
+}
+
+// createPods creates n pods in slow-start batches, and stops at the first
+// batch that fails.
+func (r *PodSetReconciler) createPods(ctx context.Context, set *appsv1alpha1.PodSet, tmpl corev1.PodTemplateSpec, hash string, n int) error {
+	if n == 0 {
+		return nil
+	}
+	key := client.ObjectKeyFromObject(set)
+	created, errs := slowStartBatch(n, func() error {
+		pod := podFor(set, tmpl, hash)
+		if err := r.Create(ctx, pod); err != nil {
+			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+				// The namespace, and this PodSet with it, is going away.
+				return errNamespaceTerminating
+			}
+			// The apiserver names the pod it refused; with that name the
+			// error, and the ReplicaFailure condition quoting it, would
+			// change on every attempt.
+			err = errors.New(withoutGeneratedName(err.Error(), pod.GenerateName))
+			r.Recorder.Eventf(set, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "Error creating: %v", err)
+			return err
+		}
+		r.Recorder.Eventf(set, pod, corev1.EventTypeNormal, EventSuccessfulCreate, "Create", "Created pod: %s", pod.Name)
+		podsCreated.WithLabelValues(key.Namespace, key.Name).Inc()
+		return nil
+	})
+	// Creations that failed, or were never tried, will not show up in the
+	// cache: stop waiting for them.
+	for range n - created {
+		r.expectations.creationObserved(set.UID)
+	}
+	errs = slices.DeleteFunc(errs, func(err error) bool { return errors.Is(err, errNamespaceTerminating) })
+	if len(errs) > 0 {
+		log.FromContext(ctx).V(1).Info("creating pods stopped early", "podset", klog.KObj(set), "created", created, "wanted", n)
+		return fmt.Errorf("creating pods: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// deletePods deletes the pods in parallel.
+func (r *PodSetReconciler) deletePods(ctx context.Context, set *appsv1alpha1.PodSet, pods []*corev1.Pod) error {
+	key := client.ObjectKeyFromObject(set)
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	for _, pod := range pods {
+		wg.Go(func() {
+			// The UID precondition keeps a slow delete from removing a
+			// different pod that took the same name since.
+			err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
+			switch {
+			case err == nil:
+				r.Recorder.Eventf(set, pod, corev1.EventTypeNormal, EventSuccessfulDelete, "Delete", "Deleted pod: %s", pod.Name)
+				podsDeleted.WithLabelValues(key.Namespace, key.Name).Inc()
+			case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+				// Already gone: nothing will show, stop waiting.
+				r.expectations.deletionObserved(set.UID, pod.Name)
+			default:
+				r.expectations.deletionObserved(set.UID, pod.Name)
+				r.Recorder.Eventf(set, pod, corev1.EventTypeWarning, EventFailedDelete, "Delete", "Error deleting: %v", err)
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("deleting pod %s: %w", pod.Name, err))
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// withoutGeneratedName removes from msg the random suffix the apiserver gave
+// a pod named after generateName.
+func withoutGeneratedName(msg, generateName string) string {
+	return regexp.MustCompile(regexp.QuoteMeta(`"`+generateName)+`[a-z0-9]{5}"`).ReplaceAllString(msg, `"`+generateName+`"`)
+}
