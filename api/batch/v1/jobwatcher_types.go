@@ -142,6 +142,14 @@ type JobWatcherStatus struct {
 	// +optional
 	DeletedJobs int64 `json:"deletedJobs"`
 
+	// countedDeletions marks which deletions deletedJobs counts: the running
+	// controller's instance and how many of its deletions
+	// ("<instance>/<n>"). It is written together with deletedJobs, so that a
+	// status write retried after its response was lost counts nothing twice.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	CountedDeletions string `json:"countedDeletions,omitempty"`
+
 	// nextDeletionTime is when the next Job this watcher governs expires.
 	// +optional
 	NextDeletionTime *metav1.Time `json:"nextDeletionTime,omitempty"`

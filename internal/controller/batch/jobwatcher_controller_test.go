@@ -12,13 +12,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
+	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
 func TestWebhookRefusesInvalidWatchers(t *testing.T) {
-	g := NewWithT(t)
+	g := testenv.NewG(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
-	startManager(t)
+	env.StartManager(t, env.ManagerOptions())
 
 	bad := jobWatcher(ns, "bad", i32(10), nil)
 	bad.Spec.JobNamePatterns = []string{"pi-.*", "([a-z"}
@@ -41,17 +42,17 @@ func TestWebhookRefusesInvalidWatchers(t *testing.T) {
 	// An update that breaks a valid watcher is refused too.
 	good := jobWatcher(ns, "good", i32(10), nil)
 	g.Expect(env.Client.Create(ctx, good)).To(Succeed())
-	g.Expect(update(good, func() { good.Spec.JobNamePatterns = []string{"([a-z"} })).
+	g.Expect(env.Update(good, func() { good.Spec.JobNamePatterns = []string{"([a-z"} })).
 		To(MatchError(ContainSubstring("spec.jobNamePatterns[0]")))
 }
 
 func TestDeletesFinishedJobsAfterTheirTTL(t *testing.T) {
-	g := NewWithT(t)
+	g := testenv.NewG(t)
 	ns := env.Namespace(t)
-	startManager(t)
+	env.StartManager(t, env.ManagerOptions())
 	w := jobWatcher(ns, "w", i32(3), nil)
 	w.Spec.ExcludeJobNamePatterns = []string{"keep-.*"}
-	create(t, w)
+	env.Create(t, w)
 
 	// Conditions keep whole seconds.
 	now := time.Now().Truncate(time.Second)
@@ -64,12 +65,12 @@ func TestDeletesFinishedJobsAfterTheirTTL(t *testing.T) {
 	createJob(t, own, batchv1.JobComplete, now.Add(-time.Hour))
 
 	// Not before its TTL...
-	g.Consistently(exists(done)).WithTimeout(2 * time.Second).Should(BeTrue())
+	g.Consistently(env.Exists(done)).Should(BeTrue())
 	// ...but soon after.
-	g.Eventually(exists(done)).WithTimeout(timeout).Should(BeFalse())
+	g.Eventually(env.Exists(done)).Should(BeFalse())
 	g.Expect(time.Since(now)).To(BeNumerically(">=", 3*time.Second))
 
-	g.Eventually(status(w)).WithTimeout(timeout).Should(And(
+	g.Eventually(status(w)).Should(And(
 		HaveField("DeletedJobs", BeEquivalentTo(1)),
 		HaveField("MatchedJobs", BeEquivalentTo(3)), // failed, running, own-ttl
 		HaveField("PendingDeletions", BeEquivalentTo(0)),
@@ -78,62 +79,61 @@ func TestDeletesFinishedJobsAfterTheirTTL(t *testing.T) {
 		HaveField("Conditions", ContainElement(And(
 			HaveField("Type", deckhandbatchv1.ConditionReady), HaveField("Reason", deckhandbatchv1.ReasonActive)))),
 	))
-	g.Eventually(events(ns, done)).WithTimeout(timeout).Should(ContainElement(ContainSubstring("Deleted: deleted by JobWatcher/" + ns + "/w")))
-	g.Eventually(events(ns, w)).WithTimeout(timeout).Should(ContainElement(
+	g.Eventually(env.Events(ns, done)).Should(ContainElement(ContainSubstring("Deleted: deleted by JobWatcher/" + ns + "/w")))
+	g.Eventually(env.Events(ns, w)).Should(ContainElement(
 		"Deleted: deleted Succeeded Job " + ns + "/done (TTL 3s)"))
 
-	deleted := labelled(gather(t, "deckhand_jobwatcher_jobs_deleted_total"), map[string]string{
-		"watcher_kind": "JobWatcher", "watcher_namespace": ns, "watcher": "w", "outcome": "Succeeded", "result": "deleted"})
-	g.Expect(deleted.GetCounter().GetValue()).To(BeEquivalentTo(1))
-	lag := gather(t, "deckhand_jobwatcher_deletion_lag_seconds")
-	g.Expect(lag).To(HaveLen(1))
-	g.Expect(lag[0].GetHistogram().GetSampleCount()).To(BeNumerically(">=", 1))
+	g.Expect(testenv.Metric("deckhand_jobwatcher_jobs_deleted_total", map[string]string{
+		"watcher_kind": "JobWatcher", "watcher_namespace": ns, "watcher": "w", "outcome": "Succeeded", "result": "deleted"})).
+		To(BeEquivalentTo(1))
+	g.Expect(testenv.MetricSeries("deckhand_jobwatcher_deletion_lag_seconds", nil)).To(Equal(1))
+	g.Expect(testenv.HistogramCount("deckhand_jobwatcher_deletion_lag_seconds", nil)).To(BeNumerically(">=", 1))
 
 	// The failed Job (no failed TTL), the running one, the excluded one and
 	// the one with its own TTL (Kubernetes' to delete) stay.
 	for _, job := range []*batchv1.Job{failed, running, excluded, own} {
-		g.Expect(exists(job)()).To(BeTrue(), job.Name)
+		g.Expect(env.Exists(job)()).To(BeTrue(), job.Name)
 	}
 }
 
 func TestJobsFromBeforeTheManagerStartedAreDeleted(t *testing.T) {
-	g := NewWithT(t)
+	g := testenv.NewG(t)
 	ns := env.Namespace(t)
-	stop := startManager(t)
+	_, stop := env.StartManager(t, env.ManagerOptions())
 	w := jobWatcher(ns, "w", i32(60), i32(60))
-	create(t, w)
+	env.Create(t, w)
 	stop()
 
 	// Finished long ago, while no manager ran; and one that is not due yet.
 	old := createJob(t, newJob(ns, "old"), batchv1.JobFailed, time.Now().Add(-time.Hour))
 	recent := createJob(t, newJob(ns, "recent"), batchv1.JobComplete, time.Now())
 
-	startManager(t)
-	g.Eventually(exists(old)).WithTimeout(timeout).Should(BeFalse())
-	g.Eventually(status(w)).WithTimeout(timeout).Should(And(
+	env.StartManager(t, env.ManagerOptions())
+	g.Eventually(env.Exists(old)).Should(BeFalse())
+	g.Eventually(status(w)).Should(And(
 		HaveField("PendingDeletions", BeEquivalentTo(1)),
 		HaveField("NextDeletionTime", Not(BeNil())),
 		HaveField("DeletedJobs", BeEquivalentTo(1))))
-	g.Expect(exists(recent)()).To(BeTrue())
+	g.Expect(env.Exists(recent)()).To(BeTrue())
 }
 
 func TestWatcherActsOnlyInItsNamespace(t *testing.T) {
-	g := NewWithT(t)
+	g := testenv.NewG(t)
 	mine, theirs := env.Namespace(t), env.Namespace(t)
-	startManager(t)
-	create(t, jobWatcher(mine, "w", i32(0), i32(0)))
+	env.StartManager(t, env.ManagerOptions())
+	env.Create(t, jobWatcher(mine, "w", i32(0), i32(0)))
 
 	other := createJob(t, newJob(theirs, "pi"), batchv1.JobComplete, time.Now().Add(-time.Hour))
 	own := createJob(t, newJob(mine, "pi"), batchv1.JobComplete, time.Now().Add(-time.Hour))
-	g.Eventually(exists(own)).WithTimeout(timeout).Should(BeFalse())
-	g.Consistently(exists(other)).WithTimeout(2 * time.Second).Should(BeTrue())
+	g.Eventually(env.Exists(own)).Should(BeFalse())
+	g.Consistently(env.Exists(other)).Should(BeTrue())
 }
 
 func TestAnnotationsOverrideWatchers(t *testing.T) {
-	g := NewWithT(t)
+	g := testenv.NewG(t)
 	ns := env.Namespace(t)
-	startManager(t)
-	create(t, jobWatcher(ns, "w", i32(3600), nil))
+	env.StartManager(t, env.ManagerOptions())
+	env.Create(t, jobWatcher(ns, "w", i32(3600), nil))
 	finishedAt := time.Now().Add(-time.Minute)
 
 	short := newJob(ns, "short")
@@ -146,26 +146,26 @@ func TestAnnotationsOverrideWatchers(t *testing.T) {
 	bad.Annotations = map[string]string{deckhandbatchv1.TTLAnnotation: "soon"}
 	createJob(t, bad, batchv1.JobComplete, finishedAt)
 
-	g.Eventually(exists(short)).WithTimeout(timeout).Should(BeFalse())
-	g.Eventually(events(ns, bad)).WithTimeout(timeout).Should(ContainElement(ContainSubstring(
+	g.Eventually(env.Exists(short)).Should(BeFalse())
+	g.Eventually(env.Events(ns, bad)).Should(ContainElement(ContainSubstring(
 		`InvalidTTLAnnotation: annotation batch.deckhand.dev/ttl="soon" is not a non-negative duration`)))
-	g.Expect(exists(kept)()).To(BeTrue())
-	g.Expect(exists(bad)()).To(BeTrue())
+	g.Expect(env.Exists(kept)()).To(BeTrue())
+	g.Expect(env.Exists(bad)()).To(BeTrue())
 
 	// Taking the keep annotation off lets the ttl annotation act.
-	g.Expect(update(kept, func() { delete(kept.Annotations, deckhandbatchv1.KeepAnnotation) })).To(Succeed())
-	g.Eventually(exists(kept)).WithTimeout(timeout).Should(BeFalse())
+	g.Expect(env.Update(kept, func() { delete(kept.Annotations, deckhandbatchv1.KeepAnnotation) })).To(Succeed())
+	g.Eventually(env.Exists(kept)).Should(BeFalse())
 }
 
 func TestNamespacedWatchersOverClusterWatchers(t *testing.T) {
-	g := NewWithT(t)
+	g := testenv.NewG(t)
 	guarded, open, outside := env.Namespace(t), env.Namespace(t), env.Namespace(t)
-	startManager(t)
+	env.StartManager(t, env.ManagerOptions())
 	// The cluster policy reaches two of the three namespaces.
 	cluster := clusterJobWatcher(t, i32(0), i32(0), guarded, open)
-	create(t, cluster)
+	env.Create(t, cluster)
 	slow := jobWatcher(guarded, "slow", i32(3600), nil)
-	create(t, slow)
+	env.Create(t, slow)
 
 	finishedAt := time.Now().Add(-time.Minute)
 	inGuarded := createJob(t, newJob(guarded, "succeeded"), batchv1.JobComplete, finishedAt)
@@ -173,75 +173,75 @@ func TestNamespacedWatchersOverClusterWatchers(t *testing.T) {
 	inOpen := createJob(t, newJob(open, "succeeded"), batchv1.JobComplete, finishedAt)
 	inOutside := createJob(t, newJob(outside, "succeeded"), batchv1.JobComplete, finishedAt)
 
-	g.Eventually(exists(inOpen)).WithTimeout(timeout).Should(BeFalse())
+	g.Eventually(env.Exists(inOpen)).Should(BeFalse())
 	// The namespace's watcher has no failed TTL: the cluster policy's applies.
-	g.Eventually(exists(failedInGuarded)).WithTimeout(timeout).Should(BeFalse())
+	g.Eventually(env.Exists(failedInGuarded)).Should(BeFalse())
 	// Its succeeded TTL, an hour, wins over the cluster policy's 0s.
-	g.Consistently(exists(inGuarded)).WithTimeout(2 * time.Second).Should(BeTrue())
-	g.Expect(exists(inOutside)()).To(BeTrue())
+	g.Consistently(env.Exists(inGuarded)).Should(BeTrue())
+	g.Expect(env.Exists(inOutside)()).To(BeTrue())
 
 	// The cluster watcher matches the one Job left, but does not govern it.
-	g.Eventually(status(cluster)).WithTimeout(timeout).Should(And(
+	g.Eventually(status(cluster)).Should(And(
 		HaveField("MatchedJobs", BeEquivalentTo(1)),
 		HaveField("PendingDeletions", BeEquivalentTo(0)),
 		HaveField("DeletedJobs", BeEquivalentTo(2))))
-	g.Eventually(status(slow)).WithTimeout(timeout).Should(And(
+	g.Eventually(status(slow)).Should(And(
 		HaveField("MatchedJobs", BeEquivalentTo(1)),
 		HaveField("PendingDeletions", BeEquivalentTo(1)),
 		HaveField("NextDeletionTime.Time", BeTemporally("~", finishedAt.Add(time.Hour), time.Second))))
 }
 
 func TestDryRunDeletesNothingAndReports(t *testing.T) {
-	g := NewWithT(t)
+	g := testenv.NewG(t)
 	ns := env.Namespace(t)
-	startManager(t)
+	env.StartManager(t, env.ManagerOptions())
 	w := jobWatcher(ns, "w", i32(0), i32(0))
 	w.Spec.DryRun = true
-	create(t, w)
+	env.Create(t, w)
 	job := createJob(t, newJob(ns, "pi"), batchv1.JobFailed, time.Now().Add(-time.Minute))
 
-	g.Eventually(status(w)).WithTimeout(timeout).Should(And(
+	g.Eventually(status(w)).Should(And(
 		HaveField("WouldDelete", ConsistOf(ns+"/pi")),
 		HaveField("Conditions", ContainElement(HaveField("Reason", deckhandbatchv1.ReasonDryRun)))))
-	g.Eventually(events(ns, job)).WithTimeout(timeout).Should(ContainElement(ContainSubstring("WouldDelete: JobWatcher/" + ns + "/w would delete this Failed Job")))
-	g.Expect(exists(job)()).To(BeTrue())
+	g.Eventually(env.Events(ns, job)).Should(ContainElement(ContainSubstring("WouldDelete: JobWatcher/" + ns + "/w would delete this Failed Job")))
+	g.Expect(env.Exists(job)()).To(BeTrue())
 
 	// Leaving dry run deletes it.
-	g.Expect(update(w, func() { w.Spec.DryRun = false })).To(Succeed())
-	g.Eventually(exists(job)).WithTimeout(timeout).Should(BeFalse())
-	g.Eventually(status(w)).WithTimeout(timeout).Should(And(HaveField("WouldDelete", BeEmpty()), HaveField("DeletedJobs", BeEquivalentTo(1))))
+	g.Expect(env.Update(w, func() { w.Spec.DryRun = false })).To(Succeed())
+	g.Eventually(env.Exists(job)).Should(BeFalse())
+	g.Eventually(status(w)).Should(And(HaveField("WouldDelete", BeEmpty()), HaveField("DeletedJobs", BeEquivalentTo(1))))
 }
 
 func TestSuspendedWatcherHoldsItsJobs(t *testing.T) {
-	g := NewWithT(t)
+	g := testenv.NewG(t)
 	ns := env.Namespace(t)
-	startManager(t)
+	env.StartManager(t, env.ManagerOptions())
 	w := jobWatcher(ns, "w", i32(0), nil)
 	w.Spec.Suspend = true
-	create(t, w)
+	env.Create(t, w)
 	// A shorter policy does not take over while the longer one is suspended.
-	create(t, clusterJobWatcher(t, i32(0), nil, ns))
+	env.Create(t, clusterJobWatcher(t, i32(0), nil, ns))
 	w2 := jobWatcher(ns, "w2", i32(0), nil)
 	w2.Spec.JobNamePatterns = []string{"other"}
-	create(t, w2)
+	env.Create(t, w2)
 	job := createJob(t, newJob(ns, "pi"), batchv1.JobComplete, time.Now().Add(-time.Minute))
 
-	g.Eventually(status(w)).WithTimeout(timeout).Should(And(
+	g.Eventually(status(w)).Should(And(
 		HaveField("PendingDeletions", BeEquivalentTo(1)),
 		HaveField("Conditions", ContainElement(HaveField("Reason", deckhandbatchv1.ReasonSuspended)))))
-	g.Consistently(exists(job)).WithTimeout(2 * time.Second).Should(BeTrue())
+	g.Consistently(env.Exists(job)).Should(BeTrue())
 
-	g.Expect(update(w, func() { w.Spec.Suspend = false })).To(Succeed())
-	g.Eventually(exists(job)).WithTimeout(timeout).Should(BeFalse())
+	g.Expect(env.Update(w, func() { w.Spec.Suspend = false })).To(Succeed())
+	g.Eventually(env.Exists(job)).Should(BeFalse())
 }
 
 func TestForegroundPropagationIsPassedOn(t *testing.T) {
-	g := NewWithT(t)
+	g := testenv.NewG(t)
 	ns := env.Namespace(t)
-	startManager(t)
+	env.StartManager(t, env.ManagerOptions())
 	w := jobWatcher(ns, "w", i32(0), nil)
 	w.Spec.PropagationPolicy = ptr.To(metav1.DeletePropagationForeground)
-	create(t, w)
+	env.Create(t, w)
 	job := createJob(t, newJob(ns, "pi"), batchv1.JobComplete, time.Now().Add(-time.Minute))
 
 	// envtest has no garbage collector: a foreground deletion leaves the Job
@@ -249,5 +249,5 @@ func TestForegroundPropagationIsPassedOn(t *testing.T) {
 	g.Eventually(func() ([]string, error) {
 		err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(job), job)
 		return job.Finalizers, err
-	}).WithTimeout(timeout).Should(ContainElement(metav1.FinalizerDeleteDependents))
+	}).Should(ContainElement(metav1.FinalizerDeleteDependents))
 }

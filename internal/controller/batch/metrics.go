@@ -2,6 +2,7 @@ package batch
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -37,4 +38,10 @@ func init() {
 func countJob(d decision, result string) {
 	k := d.Governor.key()
 	jobsDeleted.WithLabelValues(k.Kind, k.Namespace, k.Name, string(d.Outcome), result).Inc()
+}
+
+// forgetMetrics drops the series of a watcher that is gone, so that churn of
+// short-lived watchers does not grow the registry without bound.
+func forgetMetrics(kind string, key types.NamespacedName) {
+	jobsDeleted.DeletePartialMatch(prometheus.Labels{"watcher_kind": kind, "watcher_namespace": key.Namespace, "watcher": key.Name})
 }

@@ -3,16 +3,12 @@ package batch_test
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,8 +19,6 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) { testenv.Main(m, &env) }
-
-const timeout = 30 * time.Second
 
 // newJob returns a Job with a minimal pod template; envtest runs no Job
 // controller, so it stays as created until finish sets its status.
@@ -43,10 +37,7 @@ func newJob(ns, name string) *batchv1.Job {
 // SuccessCriteriaMet) or Failed (after FailureTarget).
 func createJob(t testing.TB, job *batchv1.Job, how batchv1.JobConditionType, at time.Time) *batchv1.Job {
 	t.Helper()
-	ctx := context.Background()
-	if err := env.Client.Create(ctx, job); err != nil {
-		t.Fatalf("creating Job: %v", err)
-	}
+	env.Create(t, job)
 	if how != "" {
 		finish(t, job, how, at)
 	}
@@ -89,41 +80,6 @@ func clusterJobWatcher(t testing.TB, succeeded, failed *int32, namespaces ...str
 	return w
 }
 
-func create(t testing.TB, obj client.Object) {
-	t.Helper()
-	if err := env.Client.Create(context.Background(), obj); err != nil {
-		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
-	}
-}
-
-// exists reports whether obj is still there (and not being deleted).
-func exists(obj client.Object) func() (bool, error) {
-	return func() (bool, error) {
-		err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return err == nil && obj.GetDeletionTimestamp().IsZero(), err
-	}
-}
-
-// events returns "reason: note" of the Events regarding obj.
-func events(ns string, obj client.Object) func() ([]string, error) {
-	return func() ([]string, error) {
-		var list eventsv1.EventList
-		if err := env.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
-			return nil, err
-		}
-		var out []string
-		for _, e := range list.Items {
-			if e.Regarding.Name == obj.GetName() && e.Regarding.UID == obj.GetUID() {
-				out = append(out, fmt.Sprintf("%s: %s", e.Reason, e.Note))
-			}
-		}
-		return out, nil
-	}
-}
-
 func status(w client.Object) func() (deckhandbatchv1.JobWatcherStatus, error) {
 	return func() (deckhandbatchv1.JobWatcherStatus, error) {
 		err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), w)
@@ -138,31 +94,3 @@ func status(w client.Object) func() (deckhandbatchv1.JobWatcherStatus, error) {
 }
 
 func i32(v int32) *int32 { return ptr.To(v) }
-
-// startManager runs a manager for the test and waits until its webhook
-// server serves: without it, no watcher can be created.
-func startManager(t *testing.T) (stop func()) {
-	t.Helper()
-	mgr, stop := env.StartManager(t, env.ManagerOptions())
-	serving := mgr.GetWebhookServer().StartedChecker()
-	deadline := time.Now().Add(timeout)
-	for serving(&http.Request{}) != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the webhook server did not start")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return stop
-}
-
-// update applies mutate to the latest obj and writes it, retrying on
-// conflicts (the controller writes watchers' status meanwhile).
-func update(obj client.Object, mutate func()) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
-			return err
-		}
-		mutate()
-		return env.Client.Update(context.Background(), obj)
-	})
-}

@@ -1,10 +1,11 @@
-// Package v1 validates JobWatchers and ClusterJobWatchers at admission: the
-// checks the CRD schema cannot make, above all that every regex compiles.
+// Package v1 validates JobWatchers and ClusterJobWatchers at admission: only
+// what the CRD schema cannot check (the TTLs are the schema's), that every
+// regex compiles, with the controller's own compile function, and that the
+// selector is well formed.
 package v1
 
 import (
 	"context"
-	"regexp"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -79,26 +80,11 @@ func ValidateClusterJobWatcher(w *deckhandbatchv1.ClusterJobWatcher) field.Error
 	return append(errs, validatePatterns(w.Spec.ExcludeNamespacePatterns, spec.Child("excludeNamespacePatterns"))...)
 }
 
-// ValidateJobPolicy returns every problem with p, found at path: TTLs that
-// are negative or both missing, regexes that do not compile, a malformed
-// selector.
+// ValidateJobPolicy returns every problem with p, found at path, that the
+// schema cannot find: regexes that do not compile, a malformed selector.
+// (That the TTLs are non-negative and not both missing is the schema's.)
 func ValidateJobPolicy(p *deckhandbatchv1.JobPolicy, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if p.TTLSecondsAfterSucceeded == nil && p.TTLSecondsAfterFailed == nil {
-		errs = append(errs, field.Required(path.Child("ttlSecondsAfterSucceeded"),
-			"at least one of ttlSecondsAfterSucceeded and ttlSecondsAfterFailed must be set"))
-	}
-	for _, ttl := range []struct {
-		name  string
-		value *int32
-	}{
-		{"ttlSecondsAfterSucceeded", p.TTLSecondsAfterSucceeded},
-		{"ttlSecondsAfterFailed", p.TTLSecondsAfterFailed},
-	} {
-		if ttl.value != nil && *ttl.value < 0 {
-			errs = append(errs, field.Invalid(path.Child(ttl.name), *ttl.value, "must be non-negative"))
-		}
-	}
 	errs = append(errs, validatePatterns(p.JobNamePatterns, path.Child("jobNamePatterns"))...)
 	errs = append(errs, validatePatterns(p.ExcludeJobNamePatterns, path.Child("excludeJobNamePatterns"))...)
 	if p.Selector != nil {
@@ -108,12 +94,12 @@ func ValidateJobPolicy(p *deckhandbatchv1.JobPolicy, path *field.Path) field.Err
 	return errs
 }
 
-// validatePatterns compiles each RE2 pattern and reports the ones that fail
-// with the compiler's message.
+// validatePatterns compiles each RE2 pattern as the controller does and
+// reports the ones that fail with the compiler's message.
 func validatePatterns(patterns []string, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for i, pat := range patterns {
-		if _, err := regexp.Compile(pat); err != nil {
+		if _, err := deckhandbatchv1.CompilePattern(pat); err != nil {
 			errs = append(errs, field.Invalid(path.Index(i), pat, err.Error()))
 		}
 	}

@@ -3,7 +3,6 @@ package batch_test
 import (
 	"context"
 	"fmt"
-	"maps"
 	"os"
 	"regexp"
 	"strconv"
@@ -13,10 +12,10 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	dto "github.com/prometheus/client_model/go"
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
 // TestNoRequestsForJobsThatAreNotDue checks the controller's cost: with
@@ -29,16 +28,16 @@ func TestNoRequestsForJobsThatAreNotDue(t *testing.T) {
 	if testing.Short() {
 		t.Skip("creates thousands of Jobs")
 	}
-	g := NewWithT(t)
+	g := testenv.NewG(t)
 	ns := env.Namespace(t)
 	total, due := 2000, 10
 	if n, err := strconv.Atoi(os.Getenv("DECKHAND_TEST_JOBS")); err == nil {
 		total = n
 	}
 
-	stop := startManager(t)
+	_, stop := env.StartManager(t, env.ManagerOptions())
 	w := jobWatcher(ns, "w", i32(3600), i32(3600))
-	create(t, w)
+	env.Create(t, w)
 	stop()
 
 	// The Jobs exist before the manager starts, as after an upgrade.
@@ -77,7 +76,7 @@ func TestNoRequestsForJobsThatAreNotDue(t *testing.T) {
 	t.Logf("manager started; %d due Jobs deleted and %d pending counted after %s", due, total-due, time.Since(started).Round(time.Millisecond))
 
 	// A changed watcher re-judges every Job it reaches, from the cache.
-	g.Expect(update(w, func() { w.Spec.TTLSecondsAfterSucceeded = i32(7200) })).To(Succeed())
+	g.Expect(env.Update(w, func() { w.Spec.TTLSecondsAfterSucceeded = i32(7200) })).To(Succeed())
 	g.Eventually(status(w)).WithTimeout(time.Minute).Should(HaveField("ObservedGeneration", w.Generation))
 	// Whatever the controller would still send, it has had time to.
 	time.Sleep(3 * time.Second)
@@ -126,38 +125,13 @@ func apiserverJobRequests(t *testing.T) map[string]float64 {
 // verb from this process's registry.
 func controllerJobRequests(t *testing.T) map[string]float64 {
 	t.Helper()
-	out := map[string]float64{"get": 0, "delete": 0}
-	for _, m := range gather(t, "deckhand_jobwatcher_job_api_requests_total") {
-		out[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+	out := map[string]float64{}
+	for _, verb := range []string{"get", "delete"} {
+		v, err := testenv.Metric("deckhand_jobwatcher_job_api_requests_total", map[string]string{"verb": verb})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[verb] = v
 	}
 	return out
-}
-
-// gather returns the samples of the named metric in this process's registry.
-func gather(t *testing.T, name string) []*dto.Metric {
-	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() == name {
-			return f.GetMetric()
-		}
-	}
-	return nil
-}
-
-// labelled returns the sample of ms whose labels are exactly labels.
-func labelled(ms []*dto.Metric, labels map[string]string) *dto.Metric {
-	for _, m := range ms {
-		got := map[string]string{}
-		for _, l := range m.GetLabel() {
-			got[l.GetName()] = l.GetValue()
-		}
-		if maps.Equal(got, labels) {
-			return m
-		}
-	}
-	return nil
 }

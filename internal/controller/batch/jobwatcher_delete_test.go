@@ -80,7 +80,7 @@ func TestDeleteJudgesWhatTheServerHoldsNow(t *testing.T) {
 					return c.List(ctx, list, opts...)
 				},
 			})
-			r := &jobReconciler{client: cache, apiReader: server, recorder: events.NewFakeRecorder(10), deleted: newLedger(), now: time.Now}
+			r := NewJobReconciler(cache, server, events.NewFakeRecorder(10), newLedger(), newLedger())
 
 			res, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(cached)})
 			if err != nil {

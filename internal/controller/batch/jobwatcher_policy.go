@@ -46,12 +46,23 @@ func newClusterJobWatcherPolicy(w *deckhandbatchv1.ClusterJobWatcher) *policy {
 	return p
 }
 
+// policyOf compiles a JobWatcher or ClusterJobWatcher; nil for anything else.
+func policyOf(obj client.Object) *policy {
+	switch w := obj.(type) {
+	case *deckhandbatchv1.JobWatcher:
+		return newJobWatcherPolicy(w)
+	case *deckhandbatchv1.ClusterJobWatcher:
+		return newClusterJobWatcherPolicy(w)
+	}
+	return nil
+}
+
 func (p *policy) compile(namespaces, excludeNamespaces []string) {
 	var errs []error
 	compileAll := func(field string, patterns []string) []*regexp.Regexp {
 		out := make([]*regexp.Regexp, 0, len(patterns))
 		for i, pat := range patterns {
-			re, err := compileWhole(pat)
+			re, err := deckhandbatchv1.CompilePattern(pat)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("spec.%s[%d]: %w", field, i, err))
 				continue
@@ -74,15 +85,6 @@ func (p *policy) compile(namespaces, excludeNamespaces []string) {
 		}
 	}
 	p.err = errors.Join(errs...)
-}
-
-// compileWhole compiles an RE2 pattern that must match a whole name: "team-.*"
-// matches "team-a" but not "my-team-a".
-func compileWhole(pattern string) (*regexp.Regexp, error) {
-	if _, err := regexp.Compile(pattern); err != nil {
-		return nil, err
-	}
-	return regexp.Compile(`^(?:` + pattern + `)$`)
 }
 
 // reaches reports whether the watcher may act in namespace ns: a JobWatcher

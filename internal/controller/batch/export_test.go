@@ -1,0 +1,21 @@
+package batch
+
+import (
+	"context"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// RecordDeletion credits one deletion to watcher in r's ledger, as the Job
+// controller does after deleting a Job.
+func RecordDeletion(ctx context.Context, r *StatusReconciler, watcher client.Object) {
+	r.deleted.add(ctx, watcher)
+	<-r.deleted.notify
+}
+
+// Tallies is how many watchers r's ledger keeps counts for.
+func Tallies(r *StatusReconciler) int {
+	r.deleted.mu.Lock()
+	defer r.deleted.mu.Unlock()
+	return len(r.deleted.tallies)
+}

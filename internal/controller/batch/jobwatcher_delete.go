@@ -1,0 +1,106 @@
+package batch
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
+)
+
+// delete deletes a due Job the way Kubernetes' TTL controller does: the cache
+// may be behind, so the Job is read from the API server and judged again,
+// and the delete carries its UID and resourceVersion as preconditions, so a
+// Job that was replaced or changed in between (annotated keep, given its own
+// TTL) is left alone. The watchers are read past the cache too: one created
+// a moment ago may keep the Job longer. All this costs requests only for
+// Jobs that are due.
+func (r *JobReconciler) delete(ctx context.Context, cached *batchv1.Job) (ctrl.Result, error) {
+	fresh := &batchv1.Job{}
+	jobAPIRequests.WithLabelValues("get").Inc()
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cached), fresh); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if fresh.UID != cached.UID || !fresh.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	policies, err := listPolicies(ctx, r.APIReader, fresh.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	now := r.Now()
+	d := decide(fresh, policies)
+	switch {
+	case d.Verdict != verdictExpires:
+		return ctrl.Result{}, nil
+	case !d.due(now):
+		return ctrl.Result{RequeueAfter: d.Expiry.Sub(now)}, nil
+	case d.Governor.spec.Suspend || d.Governor.spec.DryRun:
+		// The watcher changed after the cache saw it; its update event
+		// brings the Job back.
+		return ctrl.Result{}, nil
+	}
+
+	gov := d.Governor
+	jobAPIRequests.WithLabelValues("delete").Inc()
+	err = r.Delete(ctx, fresh,
+		client.Preconditions{UID: &fresh.UID, ResourceVersion: &fresh.ResourceVersion},
+		client.PropagationPolicy(gov.propagation()))
+	switch {
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		// Gone, or changed since the read: its update event brings it back.
+		return ctrl.Result{}, nil
+	case err != nil:
+		countJob(d, resultError)
+		r.Recorder.Eventf(gov.watcher, fresh, corev1.EventTypeWarning, EventDeleteFailed, "Delete",
+			"deleting Job %s/%s: %v", fresh.Namespace, fresh.Name, err)
+		return ctrl.Result{}, fmt.Errorf("deleting Job %s: %w", klog.KObj(fresh), err)
+	}
+	r.recordDeleted(ctx, fresh, d, now)
+	return ctrl.Result{}, nil
+}
+
+// recordDeleted counts a deletion for the governor, logs it and records it
+// in Events on the Job and the watcher.
+func (r *JobReconciler) recordDeleted(ctx context.Context, job *batchv1.Job, d decision, now time.Time) {
+	gov := d.Governor
+	countJob(d, resultDeleted)
+	deletionLag.Observe(now.Sub(d.Expiry).Seconds())
+	r.ledgerOf(gov).add(ctx, gov.watcher)
+	finishedAt := d.Expiry.Add(-d.TTL)
+	logf.FromContext(ctx).Info("deleted finished Job", "watcher", gov.key().String(), "outcome", d.Outcome,
+		"finished", finishedAt, "ttl", d.TTL, "propagation", gov.propagation())
+	r.Recorder.Eventf(job, gov.watcher, corev1.EventTypeNormal, EventDeleted, "Delete",
+		"deleted by %s: %s %s ago, TTL %s", gov.key(), d.Outcome, now.Sub(finishedAt).Round(time.Second), d.TTL)
+	r.Recorder.Eventf(gov.watcher, job, corev1.EventTypeNormal, EventDeleted, "Delete",
+		"deleted %s Job %s/%s (TTL %s)", d.Outcome, job.Namespace, job.Name, d.TTL)
+}
+
+// listPolicies compiles, from c, the JobWatchers of namespace ns (every
+// namespace when ns is empty) and every ClusterJobWatcher.
+func listPolicies(ctx context.Context, c client.Reader, ns string) ([]*policy, error) {
+	var jws deckhandbatchv1.JobWatcherList
+	if err := c.List(ctx, &jws, client.InNamespace(ns)); err != nil {
+		return nil, fmt.Errorf("listing JobWatchers: %w", err)
+	}
+	var cjws deckhandbatchv1.ClusterJobWatcherList
+	if err := c.List(ctx, &cjws); err != nil {
+		return nil, fmt.Errorf("listing ClusterJobWatchers: %w", err)
+	}
+	out := make([]*policy, 0, len(jws.Items)+len(cjws.Items))
+	for i := range jws.Items {
+		out = append(out, newJobWatcherPolicy(&jws.Items[i]))
+	}
+	for i := range cjws.Items {
+		out = append(out, newClusterJobWatcherPolicy(&cjws.Items[i]))
+	}
+	return out, nil
+}

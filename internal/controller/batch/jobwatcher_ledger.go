@@ -1,0 +1,105 @@
+package batch
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
+)
+
+// ledger carries deletions from the Job controller to the status controller
+// of one watcher kind. For each watcher it keeps how many Jobs this running
+// controller (its instance) deleted; the status records, in the same write
+// that adds them to deletedJobs, how many of them it counts
+// (status.countedDeletions), so that the count is right from whatever status
+// the apiserver held when it was computed, also when an earlier write's
+// response was lost (see countDeleted). A deletion made just before the
+// manager stops may go uncounted (its Event and metric still record it).
+type ledger struct {
+	// instance tells this controller's counts from an earlier one's.
+	instance string
+	// notify wakes the status controller of the kind.
+	notify chan event.GenericEvent
+
+	mu      sync.Mutex
+	tallies map[types.UID]*tally
+}
+
+// tally is one watcher's deletions.
+type tally struct {
+	key types.NamespacedName
+	n   int64
+}
+
+// deletions is how many Jobs a watcher had deleted when its status was
+// computed, by the controller instance.
+type deletions struct {
+	instance string
+	n        int64
+}
+
+func newLedger() *ledger {
+	return &ledger{instance: string(uuid.NewUUID()), notify: make(chan event.GenericEvent, 1024), tallies: map[types.UID]*tally{}}
+}
+
+// add counts one deletion by watcher and wakes its status controller.
+func (l *ledger) add(ctx context.Context, watcher client.Object) {
+	l.mu.Lock()
+	t, ok := l.tallies[watcher.GetUID()]
+	if !ok {
+		t = &tally{key: client.ObjectKeyFromObject(watcher)}
+		l.tallies[watcher.GetUID()] = t
+	}
+	t.n++
+	l.mu.Unlock()
+	select {
+	case l.notify <- event.GenericEvent{Object: watcher}:
+	case <-ctx.Done():
+	}
+}
+
+// count returns the deletions by the watcher uid so far.
+func (l *ledger) count(uid types.UID) deletions {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	d := deletions{instance: l.instance}
+	if t, ok := l.tallies[uid]; ok {
+		d.n = t.n
+	}
+	return d
+}
+
+// forget drops the tallies of the watcher key names, which is gone.
+func (l *ledger) forget(key types.NamespacedName) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for uid, t := range l.tallies {
+		if t.key == key {
+			delete(l.tallies, uid)
+		}
+	}
+}
+
+// countDeleted returns deletedJobs and countedDeletions for a status
+// computed from old: old's count plus the deletions of d that old does not
+// count yet. old may be any status the apiserver held, even one behind a
+// write whose response was lost: its count and mark always agree, so no
+// deletion is counted twice or missed.
+func countDeleted(old deckhandbatchv1.JobWatcherStatus, d deletions) (int64, string) {
+	var counted int64
+	if instance, n, ok := strings.Cut(old.CountedDeletions, "/"); ok && instance == d.instance {
+		counted, _ = strconv.ParseInt(n, 10, 64)
+	}
+	if d.n <= counted {
+		return old.DeletedJobs, old.CountedDeletions
+	}
+	return old.DeletedJobs + d.n - counted, fmt.Sprintf("%s/%d", d.instance, d.n)
+}

@@ -1,0 +1,58 @@
+package batch
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
+)
+
+func TestCountDeleted(t *testing.T) {
+	status := func(n int64, mark string) deckhandbatchv1.JobWatcherStatus {
+		return deckhandbatchv1.JobWatcherStatus{DeletedJobs: n, CountedDeletions: mark}
+	}
+	tests := map[string]struct {
+		old      deckhandbatchv1.JobWatcherStatus
+		d        deletions
+		wantN    int64
+		wantMark string
+	}{
+		"nothing deleted, nothing written":       {status(0, ""), deletions{"me", 0}, 0, ""},
+		"first deletions":                        {status(0, ""), deletions{"me", 2}, 2, "me/2"},
+		"counted before this instance":           {status(7, "earlier/4"), deletions{"me", 1}, 8, "me/1"},
+		"no new deletions keeps an earlier mark": {status(7, "earlier/4"), deletions{"me", 0}, 7, "earlier/4"},
+		"only the uncounted ones are added":      {status(5, "me/3"), deletions{"me", 4}, 6, "me/4"},
+		// The write that counted them landed, its response was lost: the
+		// status read back already counts them.
+		"a lost write already counted them": {status(5, "me/4"), deletions{"me", 4}, 5, "me/4"},
+		"a malformed mark counts from zero": {status(5, "me"), deletions{"me", 1}, 6, "me/1"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			n, mark := countDeleted(tc.old, tc.d)
+			if n != tc.wantN || mark != tc.wantMark {
+				t.Errorf("countDeleted = %d, %q; want %d, %q", n, mark, tc.wantN, tc.wantMark)
+			}
+		})
+	}
+}
+
+// The ledger's counts are per watcher UID; forget drops those of the name.
+func TestLedgerForget(t *testing.T) {
+	l := newLedger()
+	a, b := jw("ns", "a", nil, nil).watcher, jw("ns", "b", nil, nil).watcher
+	l.add(t.Context(), a)
+	l.add(t.Context(), a)
+	l.add(t.Context(), b)
+	if got, want := l.count(a.GetUID()), (deletions{l.instance, 2}); got != want {
+		t.Fatalf("count = %+v, want %+v", got, want)
+	}
+	l.forget(types.NamespacedName{Namespace: "ns", Name: "a"})
+	if got := l.count(a.GetUID()).n; got != 0 {
+		t.Errorf("forgotten watcher still counts %d", got)
+	}
+	if got := l.count(b.GetUID()).n; got != 1 {
+		t.Errorf("other watcher counts %d, want 1", got)
+	}
+}

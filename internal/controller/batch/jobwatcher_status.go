@@ -1,0 +1,258 @@
+package batch
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
+	"github.com/deckhand-dev/deckhand/internal/status"
+)
+
+// +kubebuilder:rbac:groups=batch.deckhand.dev,resources=jobwatchers/status;clusterjobwatchers/status,verbs=get;update;patch
+
+// StatusReconciler keeps the status of one watcher kind. It reads only the
+// cache; it writes when the status changed, and comes back when the next Job
+// the watcher governs expires.
+type StatusReconciler struct {
+	client.Client
+	Now func() time.Time
+
+	// cluster is true for ClusterJobWatchers.
+	cluster bool
+	status  *status.Writer[deckhandbatchv1.JobWatcherStatus]
+	// deleted counts the deletions of this kind's watchers.
+	deleted *ledger
+}
+
+// NewStatusReconciler returns the status reconciler of JobWatchers, or with
+// cluster of ClusterJobWatchers.
+func NewStatusReconciler(c client.Client, cluster bool) *StatusReconciler {
+	return &StatusReconciler{Client: c, Now: time.Now, cluster: cluster,
+		status: status.NewWriter[deckhandbatchv1.JobWatcherStatus](c), deleted: newLedger()}
+}
+
+// Reconcile recounts what one watcher matches and governs and writes its
+// status.
+func (r *StatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	w, err := r.get(ctx, req.NamespacedName)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if w == nil {
+		r.forget(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+	start := r.Now()
+	policies, jobs, err := r.observe(ctx, req.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	s := summarize(w.policy, policies, jobs, start)
+	want := computeStatus(*w.status, w.policy, s, r.deleted.count(w.obj.GetUID()), start, r.Now())
+	if err := r.status.Write(ctx, w.obj, w.status, want); err != nil {
+		return ctrl.Result{}, fmt.Errorf("writing status of %s: %w", w.policy.key(), err)
+	}
+	if s.Next != nil {
+		return ctrl.Result{RequeueAfter: s.Next.Sub(start)}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// watcher is a watcher of either kind as read, with its compiled policy.
+type watcher struct {
+	obj    client.Object
+	status *deckhandbatchv1.JobWatcherStatus
+	policy *policy
+}
+
+// get reads the watcher from the cache; nil when it is gone.
+func (r *StatusReconciler) get(ctx context.Context, key client.ObjectKey) (*watcher, error) {
+	obj := r.newWatcher()
+	if err := r.Get(ctx, key, obj); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	w := &watcher{obj: obj, policy: policyOf(obj)}
+	switch o := obj.(type) {
+	case *deckhandbatchv1.JobWatcher:
+		w.status = &o.Status
+	case *deckhandbatchv1.ClusterJobWatcher:
+		w.status = &o.Status
+	}
+	return w, nil
+}
+
+// observe lists, from the cache, the watchers and Jobs of namespace ns
+// (every namespace when empty): a JobWatcher's Jobs, and the JobWatchers that
+// compete for them, are in its namespace; a ClusterJobWatcher's may be
+// anywhere.
+func (r *StatusReconciler) observe(ctx context.Context, ns string) ([]*policy, []batchv1.Job, error) {
+	policies, err := listPolicies(ctx, r.Client, ns)
+	if err != nil {
+		return nil, nil, err
+	}
+	var jobs batchv1.JobList
+	if err := r.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
+		return nil, nil, fmt.Errorf("listing Jobs: %w", err)
+	}
+	return policies, jobs.Items, nil
+}
+
+// forget drops what is kept in memory and in metrics for a watcher that is
+// gone.
+func (r *StatusReconciler) forget(key types.NamespacedName) {
+	r.status.Forget(key)
+	r.deleted.forget(key)
+	forgetMetrics(r.kind(), key)
+}
+
+func (r *StatusReconciler) kind() string {
+	if r.cluster {
+		return "ClusterJobWatcher"
+	}
+	return "JobWatcher"
+}
+
+func (r *StatusReconciler) name() string {
+	if r.cluster {
+		return "clusterjobwatcher-status"
+	}
+	return "jobwatcher-status"
+}
+
+func (r *StatusReconciler) newWatcher() client.Object {
+	if r.cluster {
+		return &deckhandbatchv1.ClusterJobWatcher{}
+	}
+	return &deckhandbatchv1.JobWatcher{}
+}
+
+// watchersOf maps a Job event to the watchers of this kind that reach the
+// Job's namespace. It reads only the cache.
+func (r *StatusReconciler) watchersOf(ctx context.Context, job client.Object) []reconcile.Request {
+	var watchers []client.Object
+	if r.cluster {
+		var list deckhandbatchv1.ClusterJobWatcherList
+		if err := r.List(ctx, &list); err != nil {
+			logf.FromContext(ctx).Error(err, "listing ClusterJobWatchers for Job", "job", klog.KObj(job))
+			return nil
+		}
+		for i := range list.Items {
+			// An invalid watcher is woken too: its status says why it is idle.
+			if p := newClusterJobWatcherPolicy(&list.Items[i]); p.err != nil || p.reaches(job.GetNamespace()) {
+				watchers = append(watchers, &list.Items[i])
+			}
+		}
+	} else {
+		var list deckhandbatchv1.JobWatcherList
+		if err := r.List(ctx, &list, client.InNamespace(job.GetNamespace())); err != nil {
+			logf.FromContext(ctx).Error(err, "listing JobWatchers for Job", "job", klog.KObj(job))
+			return nil
+		}
+		for i := range list.Items {
+			watchers = append(watchers, &list.Items[i])
+		}
+	}
+	reqs := make([]reconcile.Request, 0, len(watchers))
+	for _, w := range watchers {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(w)})
+	}
+	return reqs
+}
+
+// summary is what one watcher governs among the Jobs it reaches.
+type summary struct {
+	Matched, Pending int32
+	Next             *time.Time
+	WouldDelete      []string
+}
+
+// summarize judges every Job with every policy and counts, for self, the
+// Jobs it matches and the finished ones it governs: waiting for their TTL (or
+// for self to resume) are pending; expired ones in dry run would be deleted.
+// An expired Job of an active watcher counts as pending until it is gone.
+func summarize(self *policy, policies []*policy, jobs []batchv1.Job, now time.Time) summary {
+	var s summary
+	uid := self.watcher.GetUID()
+	for i := range jobs {
+		job := &jobs[i]
+		if !job.DeletionTimestamp.IsZero() || !self.matches(job) {
+			continue
+		}
+		s.Matched++
+		d := decide(job, policies)
+		if d.Verdict != verdictExpires || d.Governor.watcher.GetUID() != uid {
+			continue
+		}
+		if d.due(now) && self.spec.DryRun && !self.spec.Suspend {
+			s.WouldDelete = append(s.WouldDelete, job.Namespace+"/"+job.Name)
+			continue
+		}
+		s.Pending++
+		if d.Expiry.After(now) && (s.Next == nil || d.Expiry.Before(*s.Next)) {
+			s.Next = &d.Expiry
+		}
+	}
+	slices.Sort(s.WouldDelete)
+	if len(s.WouldDelete) > deckhandbatchv1.MaxWouldDelete {
+		s.WouldDelete = s.WouldDelete[:deckhandbatchv1.MaxWouldDelete]
+	}
+	return s
+}
+
+// computeStatus is the watcher's status from old, what summarize found and
+// the deletions the running controller made. The run times are start and end
+// when anything else changed, else old's.
+func computeStatus(old deckhandbatchv1.JobWatcherStatus, self *policy, s summary, deleted deletions, start, end time.Time) deckhandbatchv1.JobWatcherStatus {
+	st := *old.DeepCopy()
+	st.ObservedGeneration = self.watcher.GetGeneration()
+	st.MatchedJobs, st.PendingDeletions = s.Matched, s.Pending
+	st.DeletedJobs, st.CountedDeletions = countDeleted(old, deleted)
+	st.NextDeletionTime = nil
+	if s.Next != nil {
+		st.NextDeletionTime = &metav1.Time{Time: s.Next.Truncate(time.Second)}
+	}
+	st.WouldDelete = s.WouldDelete
+
+	ready := metav1.Condition{Type: deckhandbatchv1.ConditionReady, Status: metav1.ConditionTrue,
+		ObservedGeneration: st.ObservedGeneration}
+	switch {
+	case self.err != nil:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, deckhandbatchv1.ReasonInvalidSpec, self.err.Error()+"; the watcher matches no Job"
+	case self.spec.Suspend:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, deckhandbatchv1.ReasonSuspended, "suspended: the Jobs this watcher governs are kept until it resumes"
+	case self.spec.DryRun:
+		ready.Reason, ready.Message = deckhandbatchv1.ReasonDryRun, "dry run: expired Jobs are listed in status.wouldDelete, none is deleted"
+	default:
+		ready.Reason, ready.Message = deckhandbatchv1.ReasonActive, "deleting the finished Jobs this watcher governs when they expire"
+	}
+	status.SetCondition(&st.Conditions, ready, metav1.NewTime(start))
+	if !equalButRunTimes(&old, &st) {
+		st.LastRunStartTime, st.LastRunEndTime = ptrTime(start), ptrTime(end)
+	}
+	return st
+}
+
+func ptrTime(t time.Time) *metav1.Time {
+	mt := metav1.NewTime(t).Rfc3339Copy()
+	return &mt
+}
+
+// equalButRunTimes compares two statuses but for the run times.
+func equalButRunTimes(a, b *deckhandbatchv1.JobWatcherStatus) bool {
+	a, b = a.DeepCopy(), b.DeepCopy()
+	a.LastRunStartTime, a.LastRunEndTime = nil, nil
+	b.LastRunStartTime, b.LastRunEndTime = nil, nil
+	return equality.Semantic.DeepEqual(a, b)
+}
