@@ -7,16 +7,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -25,19 +26,43 @@ import (
 
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
 	"github.com/deckhand-dev/deckhand/internal/setup"
+	"github.com/deckhand-dev/deckhand/internal/status"
 )
 
 // ControllerName names the controller, its Events and its metrics.
 const ControllerName = "modelbox"
 
-// Reconciler makes a ModelBox's children match its spec and reports their
-// state in its status.
-type Reconciler struct {
+// Event reasons on a ModelBox, one Event per child written.
+const (
+	EventCreated = "Created"
+	EventUpdated = "Updated"
+	EventDeleted = "Deleted"
+)
+
+// ModelBoxReconciler makes a ModelBox's children match its spec and reports
+// their state in its status.
+type ModelBoxReconciler struct {
 	client.Client
 	// APIReader reads past the cache, to check a child the cache does not
 	// show before creating it.
 	APIReader client.Reader
-	Recorder  eventRecorder
+	Recorder  events.EventRecorder
+	// Now is the clock for condition transition times.
+	Now func() time.Time
+
+	status *status.Writer[modelv1.ModelBoxStatus]
+}
+
+// NewModelBoxReconciler returns a reconciler that writes through c, reads
+// through c's cache and, for what the cache does not show, apiReader.
+func NewModelBoxReconciler(c client.Client, apiReader client.Reader, rec events.EventRecorder) *ModelBoxReconciler {
+	return &ModelBoxReconciler{
+		Client:    c,
+		APIReader: apiReader,
+		Recorder:  rec,
+		Now:       time.Now,
+		status:    status.NewWriter[modelv1.ModelBoxStatus](c),
+	}
 }
 
 // +kubebuilder:rbac:groups=model.deckhand.dev,resources=modelboxes,verbs=get;list;watch
@@ -50,11 +75,7 @@ type Reconciler struct {
 
 // Setup registers the ModelBox controller with mgr.
 func Setup(mgr ctrl.Manager, _ setup.Options) error {
-	r := &Reconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder(ControllerName),
-	}
+	r := NewModelBoxReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(ControllerName))
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&modelv1.ModelBox{}).
@@ -88,21 +109,25 @@ func CacheByObject() map[client.Object]cache.ByObject {
 
 // Reconcile makes one ModelBox's children match its spec, then records what
 // it saw in the status.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *ModelBoxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	box := &modelv1.ModelBox{}
 	if err := r.Get(ctx, req.NamespacedName, box); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("reading ModelBox %s: %w", req.NamespacedName, err)
 	}
 	if !box.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // garbage collection removes the children
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("modelbox", klog.KObj(box)))
 
-	cur, err := r.observe(ctx, box)
+	obs, err := r.observe(ctx, box)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	syncErr := r.sync(ctx, box, cur)
+	syncErr := r.sync(ctx, box, obs)
 
 	// A conflict only means another writer got there first: retry without
 	// calling the ModelBox degraded.
@@ -110,42 +135,45 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if apierrors.IsConflict(syncErr) {
 		shown = nil
 	}
-	status := statusFor(box, observed{deployment: cur.deployment, service: cur.service}, shown, metav1.Now())
-	if !equality.Semantic.DeepEqual(box.Status, status) {
-		patch := client.MergeFrom(box.DeepCopy())
-		box.Status = status
-		if err := r.Status().Patch(ctx, box, patch); err != nil {
-			return ctrl.Result{}, errors.Join(syncErr, fmt.Errorf("patching status: %w", err))
-		}
+	want := statusFor(box, obs, shown, metav1.NewTime(r.Now()))
+	if err := r.status.Write(ctx, box, &box.Status, want); err != nil {
+		return ctrl.Result{}, errors.Join(syncErr, fmt.Errorf("ModelBox %s: %w", req.NamespacedName, err))
 	}
 	// Refusals are retried with backoff too, not made terminal: some (a
 	// node port another Service holds) clear up without any change we watch.
 	return ctrl.Result{}, syncErr
 }
 
-// current holds the children as the cache shows them; nil means absent.
-type current struct {
+// forget drops what the controller keeps about a ModelBox that is gone.
+func (r *ModelBoxReconciler) forget(key client.ObjectKey) {
+	r.status.Forget(key)
+	forgetMetrics(key)
+}
+
+// observed holds a ModelBox's children as the cache shows them; nil means
+// absent.
+type observed struct {
 	deployment *appsv1.Deployment
 	service    *corev1.Service
 	hpa        *autoscalingv2.HorizontalPodAutoscaler
 	pdb        *policyv1.PodDisruptionBudget
 }
 
-func (r *Reconciler) observe(ctx context.Context, box *modelv1.ModelBox) (current, error) {
+func (r *ModelBoxReconciler) observe(ctx context.Context, box *modelv1.ModelBox) (observed, error) {
 	key := client.ObjectKeyFromObject(box)
-	var cur current
+	var obs observed
 	var err error
-	if cur.deployment, err = getCached(ctx, r.Client, key, &appsv1.Deployment{}); err != nil {
-		return cur, err
+	if obs.deployment, err = getCached(ctx, r.Client, key, &appsv1.Deployment{}); err != nil {
+		return obs, err
 	}
-	if cur.service, err = getCached(ctx, r.Client, key, &corev1.Service{}); err != nil {
-		return cur, err
+	if obs.service, err = getCached(ctx, r.Client, key, &corev1.Service{}); err != nil {
+		return obs, err
 	}
-	if cur.hpa, err = getCached(ctx, r.Client, key, &autoscalingv2.HorizontalPodAutoscaler{}); err != nil {
-		return cur, err
+	if obs.hpa, err = getCached(ctx, r.Client, key, &autoscalingv2.HorizontalPodAutoscaler{}); err != nil {
+		return obs, err
 	}
-	cur.pdb, err = getCached(ctx, r.Client, key, &policyv1.PodDisruptionBudget{})
-	return cur, err
+	obs.pdb, err = getCached(ctx, r.Client, key, &policyv1.PodDisruptionBudget{})
+	return obs, err
 }
 
 func getCached[T client.Object](ctx context.Context, c client.Reader, key client.ObjectKey, obj T) (T, error) {

@@ -13,18 +13,15 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
+	modelcontroller "github.com/deckhand-dev/deckhand/internal/controller/model"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
@@ -32,7 +29,7 @@ var env *testenv.Env
 
 func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
-const timeout = 30 * time.Second
+var ctx = context.Background()
 
 // seedBox is the seed's sample, with the node port given: node ports are
 // cluster-wide, and envtest never deletes a namespace's contents.
@@ -49,27 +46,44 @@ func seedBox(ns string, nodePort int32) *modelv1.ModelBox {
 	}
 }
 
-func start(t *testing.T) (Gomega, context.Context, string) {
+// startSeedBox runs a manager with the ModelBox controller for t and
+// creates, in a namespace of t's own, the seed's sample on nodePort after
+// change (if not nil) has edited it.
+func startSeedBox(t *testing.T, nodePort int32, change func(*modelv1.ModelBox)) (*WithT, *modelv1.ModelBox, client.ObjectKey) {
 	t.Helper()
-	ns := env.Namespace(t)
+	box := seedBox(env.Namespace(t), nodePort)
+	if change != nil {
+		change(box)
+	}
 	env.StartManager(t, env.ManagerOptions())
-	return NewWithT(t), context.Background(), ns
+	env.Create(t, box)
+	return testenv.NewG(t), box, client.ObjectKeyFromObject(box)
 }
 
-func get[T client.Object](ctx context.Context, key client.ObjectKey, obj T) func() (T, error) {
+// get reads obj afresh at key each time it is called, for Eventually.
+func get[T client.Object](key client.ObjectKey, obj T) func() (T, error) {
 	return func() (T, error) { return obj, env.Client.Get(ctx, key, obj) }
 }
 
+// gone is true once obj at key no longer exists.
+func gone(key client.ObjectKey, obj client.Object) func() (bool, error) {
+	exists := env.Exists(obj)
+	obj.SetNamespace(key.Namespace)
+	obj.SetName(key.Name)
+	return func() (bool, error) {
+		ok, err := exists()
+		return !ok, err
+	}
+}
+
 func TestSeedSampleBecomesDeploymentServiceAndPDB(t *testing.T) {
-	g, ctx, ns := start(t)
-	box := seedBox(ns, 30010)
-	g.Expect(env.Client.Create(ctx, box)).To(Succeed())
-	key := client.ObjectKeyFromObject(box)
+	g, box, key := startSeedBox(t, 30010, nil)
+	ns := key.Namespace
 	owner := HaveField("OwnerReferences", ConsistOf(And(
 		HaveField("UID", box.UID), HaveField("Controller", HaveValue(BeTrue())))))
 
 	deploy := &appsv1.Deployment{}
-	g.Eventually(get(ctx, key, deploy)).WithTimeout(timeout).Should(HaveField("ObjectMeta", owner))
+	g.Eventually(get(key, deploy)).Should(HaveField("ObjectMeta", owner))
 	g.Expect(deploy.Spec.Replicas).To(HaveValue(BeEquivalentTo(4)))
 	g.Expect(deploy.Spec.Strategy.RollingUpdate.MaxSurge).To(HaveValue(Equal(intstr.FromString("30%"))))
 	g.Expect(deploy.Spec.Template.Spec.Containers).To(ConsistOf(And(
@@ -79,45 +93,44 @@ func TestSeedSampleBecomesDeploymentServiceAndPDB(t *testing.T) {
 		HaveField("Resources.Requests", HaveKey(corev1.ResourceCPU)))))
 
 	svc := &corev1.Service{}
-	g.Eventually(get(ctx, key, svc)).WithTimeout(timeout).Should(HaveField("ObjectMeta", owner))
+	g.Eventually(get(key, svc)).Should(HaveField("ObjectMeta", owner))
 	g.Expect(svc.Spec.Type).To(Equal(corev1.ServiceTypeNodePort))
 	g.Expect(svc.Spec.Ports).To(ConsistOf(And(HaveField("Port", BeEquivalentTo(80)), HaveField("NodePort", BeEquivalentTo(30010)))))
 
 	pdb := &policyv1.PodDisruptionBudget{}
-	g.Eventually(get(ctx, key, pdb)).WithTimeout(timeout).Should(HaveField("Spec.MaxUnavailable", HaveValue(Equal(intstr.FromInt32(1)))))
-	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, key, &autoscalingv2.HorizontalPodAutoscaler{}))).To(BeTrue())
+	g.Eventually(get(key, pdb)).Should(HaveField("Spec.MaxUnavailable", HaveValue(Equal(intstr.FromInt32(1)))))
+	g.Expect(gone(key, &autoscalingv2.HorizontalPodAutoscaler{})()).To(BeTrue())
 
 	// No Deployment controller runs in envtest: play its part.
-	setDeploymentAvailable(g, ctx, deploy, 4)
+	setDeploymentAvailable(g, deploy, 4)
 
-	g.Eventually(get(ctx, key, box)).WithTimeout(timeout).Should(HaveField("Status", And(
+	g.Eventually(get(key, box)).Should(HaveField("Status", And(
 		HaveField("ObservedGeneration", box.Generation),
 		HaveField("ReadyReplicas", BeEquivalentTo(4)),
 		HaveField("ServiceName", "modelbox-sample"),
 		HaveField("ServiceType", corev1.ServiceTypeNodePort),
 		HaveField("ClusterIP", svc.Spec.ClusterIP),
 		HaveField("NodePorts", ConsistOf(HaveField("NodePort", BeEquivalentTo(30010)))),
-		HaveField("Conditions", ContainElements(
-			condition(modelv1.ConditionAvailable, metav1.ConditionTrue),
-			condition(modelv1.ConditionProgressing, metav1.ConditionFalse),
-			condition(modelv1.ConditionDegraded, metav1.ConditionFalse))))))
+		HaveField("Conditions", And(
+			testenv.HaveCondition(modelv1.ConditionAvailable, metav1.ConditionTrue, modelv1.ReasonMinimumReplicasAvailable),
+			testenv.HaveCondition(modelv1.ConditionProgressing, metav1.ConditionFalse, modelv1.ReasonRolloutComplete),
+			testenv.HaveCondition(modelv1.ConditionDegraded, metav1.ConditionFalse, modelv1.ReasonAsExpected))))))
 
-	g.Eventually(eventNotes(ctx, ns, box.Name)).WithTimeout(timeout).Should(ContainElements(
-		"Created Deployment modelbox-sample", "Created Service modelbox-sample", "Created PodDisruptionBudget modelbox-sample"))
+	g.Eventually(env.Events(ns, box)).Should(ContainElements(
+		"Created: Created Deployment modelbox-sample", "Created: Created Service modelbox-sample",
+		"Created: Created PodDisruptionBudget modelbox-sample"))
 }
 
 func TestDriftIsRepairedAndOthersFieldsAreLeftAlone(t *testing.T) {
-	g, ctx, ns := start(t)
-	box := seedBox(ns, 30011)
-	g.Expect(env.Client.Create(ctx, box)).To(Succeed())
-	key := client.ObjectKeyFromObject(box)
+	g, box, key := startSeedBox(t, 30011, nil)
+	ns := key.Namespace
 
 	// A Service deleted by hand comes back with the same spec.
 	svc := &corev1.Service{}
-	g.Eventually(exists(ctx, key, svc)).WithTimeout(timeout).Should(Succeed())
+	g.Eventually(get(key, svc)).Should(HaveField("UID", Not(BeEmpty())))
 	oldUID := svc.UID
 	g.Expect(env.Client.Delete(ctx, svc)).To(Succeed())
-	g.Eventually(get(ctx, key, &corev1.Service{})).WithTimeout(timeout).Should(And(
+	g.Eventually(get(key, &corev1.Service{})).Should(And(
 		HaveField("UID", Not(Equal(oldUID))),
 		HaveField("Spec.Type", corev1.ServiceTypeNodePort),
 		HaveField("Spec.Ports", ConsistOf(HaveField("NodePort", BeEquivalentTo(30011))))))
@@ -125,105 +138,89 @@ func TestDriftIsRepairedAndOthersFieldsAreLeftAlone(t *testing.T) {
 	// Someone edits the image (an Update, as kubectl edit does) and adds an
 	// annotation: the image is restored, the annotation stays.
 	deploy := &appsv1.Deployment{}
-	g.Eventually(exists(ctx, key, deploy)).WithTimeout(timeout).Should(Succeed())
+	g.Eventually(get(key, deploy)).Should(HaveField("UID", Not(BeEmpty())))
 	deploy.Spec.Template.Spec.Containers[0].Image = "nginx:evil"
 	deploy.Annotations = map[string]string{"team": "web"}
 	g.Expect(env.Client.Update(ctx, deploy, client.FieldOwner("kubectl-edit"))).To(Succeed())
-	g.Eventually(get(ctx, key, &appsv1.Deployment{})).WithTimeout(timeout).Should(And(
+	g.Eventually(get(key, &appsv1.Deployment{})).Should(And(
 		HaveField("Spec.Template.Spec.Containers", ContainElement(HaveField("Image", "nginx:1.7.9"))),
 		HaveField("Annotations", HaveKeyWithValue("team", "web"))))
-	g.Eventually(eventNotes(ctx, ns, box.Name)).WithTimeout(timeout).Should(ContainElement("Updated Deployment modelbox-sample"))
+	g.Eventually(env.Events(ns, box)).Should(ContainElement("Updated: Updated Deployment modelbox-sample"))
 
 	// A spec change keeps the Service's cluster IP.
-	g.Eventually(exists(ctx, key, svc)).WithTimeout(timeout).Should(Succeed())
+	g.Expect(get(key, svc)()).To(HaveField("Spec.ClusterIP", Not(BeEmpty())))
 	clusterIP := svc.Spec.ClusterIP
-	updateBox(g, ctx, key, func(box *modelv1.ModelBox) {
+	g.Expect(env.Update(box, func() {
 		box.Spec.Ports[0].Name = "http"
 		box.Spec.Ports = append(box.Spec.Ports, modelv1.ServicePort{Name: "admin", Port: 8081})
-	})
-	g.Eventually(get(ctx, key, &corev1.Service{})).WithTimeout(timeout).Should(And(
+	})).To(Succeed())
+	g.Eventually(get(key, &corev1.Service{})).Should(And(
 		HaveField("Spec.Ports", HaveLen(2)),
 		HaveField("Spec.ClusterIP", clusterIP)))
 }
 
 func TestHPAOwnsReplicas(t *testing.T) {
-	g, ctx, ns := start(t)
-	box := seedBox(ns, 30012)
-	box.Spec.Replicas = ptr.To[int32](3)
-	g.Expect(env.Client.Create(ctx, box)).To(Succeed())
-	key := client.ObjectKeyFromObject(box)
-	g.Eventually(get(ctx, key, &appsv1.Deployment{})).WithTimeout(timeout).Should(HaveField("Spec.Replicas", HaveValue(BeEquivalentTo(3))))
+	g, box, key := startSeedBox(t, 30012, func(box *modelv1.ModelBox) { box.Spec.Replicas = ptr.To[int32](3) })
+	g.Eventually(get(key, &appsv1.Deployment{})).Should(HaveField("Spec.Replicas", HaveValue(BeEquivalentTo(3))))
 
 	// Turn autoscaling on: the count stays 3 (dropping the field from the
 	// apply must not reset it to 1) and Deckhand stops owning it.
-	updateBox(g, ctx, key, func(box *modelv1.ModelBox) {
+	g.Expect(env.Update(box, func() {
 		box.Spec.Replicas = nil
 		box.Spec.Autoscaling = &modelv1.Autoscaling{MinReplicas: ptr.To[int32](2), MaxReplicas: 6}
-	})
+	})).To(Succeed())
 	hpa := &autoscalingv2.HorizontalPodAutoscaler{}
-	g.Eventually(get(ctx, key, hpa)).WithTimeout(timeout).Should(HaveField("Spec", And(
+	g.Eventually(get(key, hpa)).Should(HaveField("Spec", And(
 		HaveField("MinReplicas", HaveValue(BeEquivalentTo(2))),
 		HaveField("MaxReplicas", BeEquivalentTo(6)),
 		HaveField("ScaleTargetRef.Name", box.Name))))
-	g.Eventually(deckhandOwnsReplicas(ctx, key)).WithTimeout(timeout).Should(BeFalse())
-	g.Expect(get(ctx, key, &appsv1.Deployment{})()).To(HaveField("Spec.Replicas", HaveValue(BeEquivalentTo(3))))
+	g.Eventually(deckhandOwnsReplicas(key)).Should(BeFalse())
+	g.Expect(get(key, &appsv1.Deployment{})()).To(HaveField("Spec.Replicas", HaveValue(BeEquivalentTo(3))))
 
 	// The autoscaler scales through the scale subresource; a later spec
 	// change rolls the image and leaves its count alone.
-	scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: 5}}
-	g.Expect(env.Client.SubResource("scale").Update(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: box.Name}},
-		client.WithSubResourceBody(scale), client.FieldOwner("horizontal-pod-autoscaler"))).To(Succeed())
-	updateBox(g, ctx, key, func(box *modelv1.ModelBox) {
-		box.Spec.Image = "nginx:1.27"
-	})
-	g.Eventually(get(ctx, key, &appsv1.Deployment{})).WithTimeout(timeout).Should(
+	scaleDeployment(g, key, 5)
+	g.Expect(env.Update(box, func() { box.Spec.Image = "nginx:1.27" })).To(Succeed())
+	g.Eventually(get(key, &appsv1.Deployment{})).Should(
 		HaveField("Spec.Template.Spec.Containers", ContainElement(HaveField("Image", "nginx:1.27"))))
-	g.Consistently(get(ctx, key, &appsv1.Deployment{})).WithTimeout(2 * time.Second).Should(
+	g.Consistently(get(key, &appsv1.Deployment{})).Should(
 		HaveField("Spec.Replicas", HaveValue(BeEquivalentTo(5))))
 
 	// Autoscaling off again: the HPA goes and Deckhand sets the count.
-	updateBox(g, ctx, key, func(box *modelv1.ModelBox) {
+	g.Expect(env.Update(box, func() {
 		box.Spec.Autoscaling = nil
 		box.Spec.Replicas = ptr.To[int32](1)
-	})
-	g.Eventually(func() bool {
-		return apierrors.IsNotFound(env.Client.Get(ctx, key, &autoscalingv2.HorizontalPodAutoscaler{}))
-	}).WithTimeout(timeout).Should(BeTrue())
-	g.Eventually(get(ctx, key, &appsv1.Deployment{})).WithTimeout(timeout).Should(HaveField("Spec.Replicas", HaveValue(BeEquivalentTo(1))))
+	})).To(Succeed())
+	g.Eventually(gone(key, &autoscalingv2.HorizontalPodAutoscaler{})).Should(BeTrue())
+	g.Eventually(get(key, &appsv1.Deployment{})).Should(HaveField("Spec.Replicas", HaveValue(BeEquivalentTo(1))))
 	// One pod: no disruption budget.
-	g.Eventually(func() bool {
-		return apierrors.IsNotFound(env.Client.Get(ctx, key, &policyv1.PodDisruptionBudget{}))
-	}).WithTimeout(timeout).Should(BeTrue())
+	g.Eventually(gone(key, &policyv1.PodDisruptionBudget{})).Should(BeTrue())
 }
 
 func TestNewAutoscaledBoxStartsAtMinReplicas(t *testing.T) {
-	g, ctx, ns := start(t)
-	box := seedBox(ns, 30013)
-	box.Spec.Replicas = nil
-	box.Spec.Autoscaling = &modelv1.Autoscaling{MinReplicas: ptr.To[int32](3), MaxReplicas: 6}
-	g.Expect(env.Client.Create(ctx, box)).To(Succeed())
-	key := client.ObjectKeyFromObject(box)
-	g.Eventually(get(ctx, key, &appsv1.Deployment{})).WithTimeout(timeout).Should(HaveField("Spec.Replicas", HaveValue(BeEquivalentTo(3))))
-	g.Eventually(deckhandOwnsReplicas(ctx, key)).WithTimeout(timeout).Should(BeFalse())
-	g.Expect(get(ctx, key, &appsv1.Deployment{})()).To(HaveField("Spec.Replicas", HaveValue(BeEquivalentTo(3))))
+	g, _, key := startSeedBox(t, 30013, func(box *modelv1.ModelBox) {
+		box.Spec.Replicas = nil
+		box.Spec.Autoscaling = &modelv1.Autoscaling{MinReplicas: ptr.To[int32](3), MaxReplicas: 6}
+	})
+	g.Eventually(get(key, &appsv1.Deployment{})).Should(HaveField("Spec.Replicas", HaveValue(BeEquivalentTo(3))))
+	g.Eventually(deckhandOwnsReplicas(key)).Should(BeFalse())
+	g.Expect(get(key, &appsv1.Deployment{})()).To(HaveField("Spec.Replicas", HaveValue(BeEquivalentTo(3))))
 }
 
 // An idle ModelBox costs no writes: reconciles caused by unrelated changes
 // compare what Deckhand owns with what it wants and stop there.
 func TestIdleModelBoxWritesNothing(t *testing.T) {
-	g, ctx, ns := start(t)
-	box := seedBox(ns, 30014)
-	box.Spec.Replicas = nil
-	box.Spec.Size = modelv1.SizeCustom
-	box.Spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000m")}}
-	box.Spec.Autoscaling = &modelv1.Autoscaling{MinReplicas: ptr.To[int32](2), MaxReplicas: 3}
-	box.Spec.Envs = []corev1.EnvVar{{Name: "A", Value: "b"}}
-	// A port without a protocol: the apiserver defaults it to TCP.
-	box.Spec.Sidecars = []corev1.Container{{Name: "log", Image: "busybox", Args: []string{"sleep", "1d"}, Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9100}}}}
-	box.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox"}}
-	box.Spec.Probes = &modelv1.Probes{Readiness: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromString("http")}}}}
-	g.Expect(env.Client.Create(ctx, box)).To(Succeed())
-	key := client.ObjectKeyFromObject(box)
+	g, box, key := startSeedBox(t, 30014, func(box *modelv1.ModelBox) {
+		box.Spec.Replicas = nil
+		box.Spec.Size = modelv1.SizeCustom
+		box.Spec.Resources = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000m")}}
+		box.Spec.Autoscaling = &modelv1.Autoscaling{MinReplicas: ptr.To[int32](2), MaxReplicas: 3}
+		box.Spec.Envs = []corev1.EnvVar{{Name: "A", Value: "b"}}
+		// A port without a protocol: the apiserver defaults it to TCP.
+		box.Spec.Sidecars = []corev1.Container{{Name: "log", Image: "busybox", Args: []string{"sleep", "1d"}, Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9100}}}}
+		box.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox"}}
+		box.Spec.Probes = &modelv1.Probes{Readiness: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromString("http")}}}}
+	})
 
 	children := []client.Object{&appsv1.Deployment{}, &corev1.Service{}, &autoscalingv2.HorizontalPodAutoscaler{}, &policyv1.PodDisruptionBudget{}}
 	versions := func() ([]string, error) {
@@ -238,80 +235,85 @@ func TestIdleModelBoxWritesNothing(t *testing.T) {
 	}
 	// Settled: the replicas handover is done and the resource versions stop
 	// moving.
-	g.Eventually(deckhandOwnsReplicas(ctx, key)).WithTimeout(timeout).Should(BeFalse())
+	g.Eventually(deckhandOwnsReplicas(key)).Should(BeFalse())
 	var settled []string
 	g.Eventually(func() (bool, error) {
 		now, err := versions()
 		same := slices.Equal(now, settled)
 		settled = now
 		return same, err
-	}).WithTimeout(timeout).WithPolling(time.Second).Should(BeTrue())
+	}).WithPolling(time.Second).Should(BeTrue())
 
-	writes := counterSum(g, "deckhand_modelbox_child_writes_total", nil)
-	reconciles := counterSum(g, "controller_runtime_reconcile_total", map[string]string{"controller": "modelbox"})
+	reconcilesOfModelBoxes := map[string]string{"controller": modelcontroller.ControllerName}
+	writes := metric(g, "deckhand_modelbox_child_writes_total", nil)
+	reconciles := metric(g, "controller_runtime_reconcile_total", reconcilesOfModelBoxes)
 
 	// No hot loop: left alone, nothing reconciles.
-	g.Consistently(func() float64 {
-		return counterSum(g, "controller_runtime_reconcile_total", map[string]string{"controller": "modelbox"})
-	}).WithTimeout(3 * time.Second).Should(Equal(reconciles))
+	g.Consistently(testenv.Metric).WithArguments("controller_runtime_reconcile_total", reconcilesOfModelBoxes).
+		WithTimeout(3 * time.Second).Should(Equal(reconciles))
 
 	// Wake the controller three times with changes that need no child write.
 	for i := range 3 {
-		updateBox(g, ctx, key, func(box *modelv1.ModelBox) {
-			box.Annotations = map[string]string{"touch": fmt.Sprint(i)}
-		})
+		g.Expect(env.Update(box, func() { box.Annotations = map[string]string{"touch": fmt.Sprint(i)} })).To(Succeed())
 	}
-	g.Eventually(func() float64 {
-		return counterSum(g, "controller_runtime_reconcile_total", map[string]string{"controller": "modelbox"})
-	}).WithTimeout(timeout).Should(BeNumerically(">", reconciles))
-	g.Expect(counterSum(g, "deckhand_modelbox_child_writes_total", nil)).To(Equal(writes))
+	g.Eventually(testenv.Metric).WithArguments("controller_runtime_reconcile_total", reconcilesOfModelBoxes).
+		Should(BeNumerically(">", reconciles))
+	g.Expect(metric(g, "deckhand_modelbox_child_writes_total", nil)).To(Equal(writes))
 	now, err := versions()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(now[:len(children)]).To(Equal(settled[:len(children)]), "children's resource versions")
 }
 
 func TestForeignObjectIsNotTakenOver(t *testing.T) {
-	g, ctx, ns := start(t)
+	g, ns := testenv.NewG(t), env.Namespace(t)
+	env.StartManager(t, env.ManagerOptions())
 	mine := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "modelbox-sample"},
 		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 443}}},
 	}
-	g.Expect(env.Client.Create(ctx, mine)).To(Succeed())
+	env.Create(t, mine)
 	box := seedBox(ns, 30015)
-	g.Expect(env.Client.Create(ctx, box)).To(Succeed())
-	g.Eventually(get(ctx, client.ObjectKeyFromObject(box), box)).WithTimeout(timeout).Should(HaveField("Status.Conditions", ContainElement(And(
-		condition(modelv1.ConditionDegraded, metav1.ConditionTrue),
-		HaveField("Message", ContainSubstring("Service "+ns+"/modelbox-sample exists and is not controlled by this ModelBox"))))))
-	g.Expect(get(ctx, client.ObjectKeyFromObject(mine), &corev1.Service{})()).To(And(
+	env.Create(t, box)
+	g.Eventually(get(client.ObjectKeyFromObject(box), box)).Should(HaveField("Status.Conditions", And(
+		testenv.HaveCondition(modelv1.ConditionDegraded, metav1.ConditionTrue, modelv1.ReasonApplyFailed),
+		ContainElement(HaveField("Message", ContainSubstring("Service "+ns+"/modelbox-sample exists and is not controlled by this ModelBox"))))))
+	g.Expect(get(client.ObjectKeyFromObject(mine), &corev1.Service{})()).To(And(
 		HaveField("OwnerReferences", BeEmpty()),
 		HaveField("Spec.Ports", ConsistOf(HaveField("Port", BeEquivalentTo(443))))))
 	// The Deployment is still made.
-	g.Eventually(exists(ctx, client.ObjectKeyFromObject(box), &appsv1.Deployment{})).WithTimeout(timeout).Should(Succeed())
+	g.Eventually(env.Exists(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: box.Name}})).Should(BeTrue())
 }
 
-// updateBox changes the ModelBox at key, retrying when the controller's
-// status writes get in between.
-func updateBox(g Gomega, ctx context.Context, key client.ObjectKey, change func(*modelv1.ModelBox)) {
-	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		box := &modelv1.ModelBox{}
-		if err := env.Client.Get(ctx, key, box); err != nil {
-			return err
-		}
-		change(box)
-		return env.Client.Update(ctx, box)
-	})).To(Succeed())
+// A ModelBox's metric series go with it.
+func TestDeletedModelBoxLeavesNoMetricSeries(t *testing.T) {
+	g, box, key := startSeedBox(t, 30016, nil)
+	ns := key.Namespace
+	series := map[string]string{"namespace": ns, "modelbox": box.Name}
+	g.Eventually(testenv.MetricSeries).WithArguments("deckhand_modelbox_child_writes_total", series).Should(BeNumerically(">=", 3))
+	g.Expect(testenv.Metric("deckhand_modelbox_child_writes_total",
+		map[string]string{"namespace": ns, "modelbox": box.Name, "kind": "Deployment", "outcome": "created"})).To(BeEquivalentTo(1))
+
+	g.Expect(env.Client.Delete(ctx, box)).To(Succeed())
+	g.Eventually(testenv.MetricSeries).WithArguments("deckhand_modelbox_child_writes_total", series).Should(BeZero())
 }
 
-func exists(ctx context.Context, key client.ObjectKey, obj client.Object) func() error {
-	return func() error { return env.Client.Get(ctx, key, obj) }
+// metric reads a counter now, failing the test if it cannot.
+func metric(g Gomega, name string, labels map[string]string) float64 {
+	v, err := testenv.Metric(name, labels)
+	g.Expect(err).NotTo(HaveOccurred())
+	return v
 }
 
-func condition(t string, s metav1.ConditionStatus) OmegaMatcher {
-	return And(HaveField("Type", t), HaveField("Status", s))
+// scaleDeployment sets the Deployment's replicas through its scale
+// subresource, as the HorizontalPodAutoscaler and kubectl scale do.
+func scaleDeployment(g Gomega, key client.ObjectKey, n int32) {
+	scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: n}}
+	g.Expect(env.Client.SubResource("scale").Update(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}},
+		client.WithSubResourceBody(scale), client.FieldOwner("horizontal-pod-autoscaler"))).To(Succeed())
 }
 
 // setDeploymentAvailable writes the status the Deployment controller would.
-func setDeploymentAvailable(g Gomega, ctx context.Context, d *appsv1.Deployment, n int32) {
+func setDeploymentAvailable(g Gomega, d *appsv1.Deployment, n int32) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
 	d.Status = appsv1.DeploymentStatus{
 		ObservedGeneration: d.Generation,
@@ -326,61 +328,18 @@ func setDeploymentAvailable(g Gomega, ctx context.Context, d *appsv1.Deployment,
 
 // deckhandOwnsReplicas reports whether Deckhand's field manager owns the
 // Deployment's spec.replicas.
-func deckhandOwnsReplicas(ctx context.Context, key client.ObjectKey) func() (bool, error) {
+func deckhandOwnsReplicas(key client.ObjectKey) func() (bool, error) {
 	return func() (bool, error) {
 		d := &appsv1.Deployment{}
 		if err := env.Client.Get(ctx, key, d); err != nil {
 			return false, err
 		}
 		for _, m := range d.ManagedFields {
-			if m.Manager == "deckhand" && m.Operation == metav1.ManagedFieldsOperationApply && m.FieldsV1 != nil &&
+			if m.Manager == modelcontroller.FieldManager && m.Operation == metav1.ManagedFieldsOperationApply && m.FieldsV1 != nil &&
 				strings.Contains(m.FieldsV1.GetRawString(), `"f:replicas"`) {
 				return true, nil
 			}
 		}
 		return false, nil
 	}
-}
-
-func eventNotes(ctx context.Context, ns, name string) func() ([]string, error) {
-	return func() ([]string, error) {
-		list := &eventsv1.EventList{}
-		if err := env.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
-			return nil, err
-		}
-		var notes []string
-		for _, e := range list.Items {
-			if e.Regarding.Name == name && e.Regarding.Kind == "ModelBox" {
-				notes = append(notes, e.Note)
-			}
-		}
-		slices.Sort(notes)
-		return notes, nil
-	}
-}
-
-// counterSum adds up a counter's series whose labels include want.
-func counterSum(g Gomega, name string, want map[string]string) float64 {
-	families, err := metrics.Registry.Gather()
-	g.Expect(err).NotTo(HaveOccurred())
-	var sum float64
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range f.GetMetric() {
-			have := map[string]string{}
-			for _, l := range m.GetLabel() {
-				have[l.GetName()] = l.GetValue()
-			}
-			for k, v := range want {
-				if have[k] != v {
-					continue series
-				}
-			}
-			sum += m.GetCounter().GetValue()
-		}
-	}
-	return sum
 }

@@ -41,22 +41,22 @@ func requirements(reqCPU, reqMem, limCPU, limMem string) corev1.ResourceRequirem
 	}
 }
 
-// children are the objects a ModelBox should have; nil means the object
+// desired holds the children a ModelBox should have; nil means the child
 // must not exist.
-type children struct {
+type desired struct {
 	deployment *appsv1ac.DeploymentApplyConfiguration
 	service    *corev1ac.ServiceApplyConfiguration
 	hpa        *autoscalingv2ac.HorizontalPodAutoscalerApplyConfiguration
 	pdb        *policyv1ac.PodDisruptionBudgetApplyConfiguration
 }
 
-// childrenFor builds every child of box.
-func childrenFor(box *modelv1.ModelBox) (children, error) {
+// desiredFor builds every child of box.
+func desiredFor(box *modelv1.ModelBox) (desired, error) {
 	deploy, err := deploymentFor(box)
 	if err != nil {
-		return children{}, err
+		return desired{}, err
 	}
-	return children{deployment: deploy, service: serviceFor(box), hpa: hpaFor(box), pdb: pdbFor(box)}, nil
+	return desired{deployment: deploy, service: serviceFor(box), hpa: hpaFor(box), pdb: pdbFor(box)}, nil
 }
 
 // deploymentFor is the Deployment that runs box's pods. With autoscaling it

@@ -5,24 +5,18 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
+	"github.com/deckhand-dev/deckhand/internal/status"
 )
-
-// observed is what Deckhand saw of a ModelBox's children; nil means absent.
-type observed struct {
-	deployment *appsv1.Deployment
-	service    *corev1.Service
-}
 
 // maxMessage bounds a condition message well under the API's 32 KiB.
 const maxMessage = 1024
 
 // statusFor computes box's status from its children and the error, if any,
 // that making them match the spec ended with. now stamps conditions that
-// change.
+// change. It is pure: the same arguments give the same status.
 func statusFor(box *modelv1.ModelBox, obs observed, syncErr error, now metav1.Time) modelv1.ModelBoxStatus {
 	st := modelv1.ModelBoxStatus{
 		ObservedGeneration: box.Generation,
@@ -50,8 +44,7 @@ func statusFor(box *modelv1.ModelBox, obs observed, syncErr error, now metav1.Ti
 		degradedCondition(obs, syncErr),
 	} {
 		c.ObservedGeneration = box.Generation
-		c.LastTransitionTime = now
-		meta.SetStatusCondition(&st.Conditions, c)
+		status.SetCondition(&st.Conditions, c, now)
 	}
 	return st
 }

@@ -36,7 +36,7 @@ func TestChildrenGolden(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(in), ".yaml")
 		t.Run(name, func(t *testing.T) {
 			box := readBox(t, in)
-			kids, err := childrenFor(box)
+			kids, err := desiredFor(box)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -15,19 +14,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	autoscalingv2ac "k8s.io/client-go/applyconfigurations/autoscaling/v2"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
-	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
 )
-
-type eventRecorder = events.EventRecorder
 
 const (
 	// FieldManager owns, through server-side apply, every field Deckhand sets
@@ -46,29 +42,19 @@ var childGVKs = map[string]schema.GroupVersionKind{
 	"PodDisruptionBudget":     policyv1.SchemeGroupVersion.WithKind("PodDisruptionBudget"),
 }
 
-// childWrites counts Deckhand's writes to children by kind and outcome.
-// "unchanged" counts applies the apiserver found to change nothing: wasted
-// calls that a correct comparison avoids.
-var childWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Name: "deckhand_modelbox_child_writes_total",
-	Help: "Writes the ModelBox controller made to Deployments, Services, HorizontalPodAutoscalers and PodDisruptionBudgets, by kind and outcome (created, updated, unchanged, deleted, handover).",
-}, []string{"kind", "outcome"})
-
-func init() { metrics.Registry.MustRegister(childWrites) }
-
 // sync makes box's children match its spec: each one that differs in a
 // field Deckhand owns is applied, each one no longer wanted is deleted, and
 // one already right costs nothing.
-func (r *Reconciler) sync(ctx context.Context, box *modelv1.ModelBox, cur current) error {
-	want, err := childrenFor(box)
+func (r *ModelBoxReconciler) sync(ctx context.Context, box *modelv1.ModelBox, obs observed) error {
+	want, err := desiredFor(box)
 	if err != nil {
 		return fmt.Errorf("building children: %w", err)
 	}
 	return errors.Join(
-		r.syncDeployment(ctx, box, cur.deployment, want.deployment),
-		syncExtracted(ctx, r, box, "Service", cur.service, want.service, corev1ac.ExtractService),
-		syncExtracted(ctx, r, box, "HorizontalPodAutoscaler", cur.hpa, want.hpa, autoscalingv2ac.ExtractHorizontalPodAutoscaler),
-		syncExtracted(ctx, r, box, "PodDisruptionBudget", cur.pdb, want.pdb, policyv1ac.ExtractPodDisruptionBudget),
+		r.syncDeployment(ctx, box, obs.deployment, want.deployment),
+		syncExtracted(ctx, r, box, "Service", obs.service, want.service, corev1ac.ExtractService),
+		syncExtracted(ctx, r, box, "HorizontalPodAutoscaler", obs.hpa, want.hpa, autoscalingv2ac.ExtractHorizontalPodAutoscaler),
+		syncExtracted(ctx, r, box, "PodDisruptionBudget", obs.pdb, want.pdb, policyv1ac.ExtractPodDisruptionBudget),
 	)
 }
 
@@ -80,7 +66,7 @@ func syncExtracted[T any, PT interface {
 }, A any, PA interface {
 	*A
 	runtime.ApplyConfiguration
-}](ctx context.Context, r *Reconciler, box *modelv1.ModelBox, kind string, live PT, want PA, extract func(*T, string) (PA, error)) error {
+}](ctx context.Context, r *ModelBoxReconciler, box *modelv1.ModelBox, kind string, live PT, want PA, extract func(*T, string) (PA, error)) error {
 	var owned PA
 	if live != nil {
 		var err error
@@ -88,12 +74,12 @@ func syncExtracted[T any, PT interface {
 			return fmt.Errorf("reading the fields Deckhand owns on %s %s: %w", kind, client.ObjectKeyFromObject(live), err)
 		}
 	}
-	return r.syncChild(ctx, box, kind, orNil(live), acOrNil(want), acOrNil(owned))
+	return r.syncChild(ctx, box, kind, orNil[client.Object](live), orNil[runtime.ApplyConfiguration](want), orNil[runtime.ApplyConfiguration](owned))
 }
 
 // syncDeployment is syncChild for the Deployment, plus the replicas
 // handover when a HorizontalPodAutoscaler is in charge.
-func (r *Reconciler) syncDeployment(ctx context.Context, box *modelv1.ModelBox, live *appsv1.Deployment, want *appsv1ac.DeploymentApplyConfiguration) error {
+func (r *ModelBoxReconciler) syncDeployment(ctx context.Context, box *modelv1.ModelBox, live *appsv1.Deployment, want *appsv1ac.DeploymentApplyConfiguration) error {
 	if box.Spec.Autoscaling != nil {
 		if live == nil {
 			// Start at the autoscaler's floor rather than the default of one
@@ -123,7 +109,7 @@ func (r *Reconciler) syncDeployment(ctx context.Context, box *modelv1.ModelBox, 
 //
 // The apply does not force: if someone else already changed the count, it
 // conflicts, and the retry sees that Deckhand no longer owns the field.
-func (r *Reconciler) handOverReplicas(ctx context.Context, namespace, name string, replicas *int32) error {
+func (r *ModelBoxReconciler) handOverReplicas(ctx context.Context, namespace, name string, replicas *int32) error {
 	n := int32(1)
 	if replicas != nil {
 		n = *replicas
@@ -132,14 +118,14 @@ func (r *Reconciler) handOverReplicas(ctx context.Context, namespace, name strin
 	if err := r.Apply(ctx, ac, client.FieldOwner(handoverManager)); err != nil {
 		return fmt.Errorf("handing Deployment %s/%s replicas over to the autoscaler: %w", namespace, name, err)
 	}
-	childWrites.WithLabelValues("Deployment", "handover").Inc()
+	countWrite(types.NamespacedName{Namespace: namespace, Name: name}, "Deployment", outcomeHandover)
 	return nil
 }
 
 // syncChild makes one child match: live is the cached object (nil when
 // absent), want what it should be (nil when it should not exist) and owned
 // the fields Deckhand owns on live.
-func (r *Reconciler) syncChild(ctx context.Context, box *modelv1.ModelBox, kind string, live client.Object, want, owned runtime.ApplyConfiguration) error {
+func (r *ModelBoxReconciler) syncChild(ctx context.Context, box *modelv1.ModelBox, kind string, live client.Object, want, owned runtime.ApplyConfiguration) error {
 	key := client.ObjectKeyFromObject(box)
 	if live != nil && !metav1.IsControlledBy(live, box) {
 		return fmt.Errorf("%s %s exists and is not controlled by this ModelBox: rename or delete it", kind, key)
@@ -152,8 +138,8 @@ func (r *Reconciler) syncChild(ctx context.Context, box *modelv1.ModelBox, kind 
 		if err := r.Delete(ctx, live, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting %s %s: %w", kind, key, err)
 		}
-		childWrites.WithLabelValues(kind, "deleted").Inc()
-		r.Recorder.Eventf(box, live, corev1.EventTypeNormal, "Deleted", "Delete", "Deleted %s %s", kind, key.Name)
+		countWrite(key, kind, outcomeDeleted)
+		r.Recorder.Eventf(box, live, corev1.EventTypeNormal, EventDeleted, "Delete", "Deleted %s %s", kind, key.Name)
 		return nil
 	}
 	if live != nil && equality.Semantic.DeepEqual(want, owned) {
@@ -173,20 +159,20 @@ func (r *Reconciler) syncChild(ctx context.Context, box *modelv1.ModelBox, kind 
 	applied := appliedMeta(want, kind)
 	switch {
 	case live == nil:
-		childWrites.WithLabelValues(kind, "created").Inc()
-		r.Recorder.Eventf(box, applied, corev1.EventTypeNormal, "Created", "Apply", "Created %s %s", kind, key.Name)
+		countWrite(key, kind, outcomeCreated)
+		r.Recorder.Eventf(box, applied, corev1.EventTypeNormal, EventCreated, "Apply", "Created %s %s", kind, key.Name)
 	case applied.ResourceVersion != live.GetResourceVersion():
-		childWrites.WithLabelValues(kind, "updated").Inc()
-		r.Recorder.Eventf(box, applied, corev1.EventTypeNormal, "Updated", "Apply", "Updated %s %s", kind, key.Name)
+		countWrite(key, kind, outcomeUpdated)
+		r.Recorder.Eventf(box, applied, corev1.EventTypeNormal, EventUpdated, "Apply", "Updated %s %s", kind, key.Name)
 	default:
-		childWrites.WithLabelValues(kind, "unchanged").Inc()
+		countWrite(key, kind, outcomeUnchanged)
 	}
 	return nil
 }
 
 // checkUnowned fails when an object the cache does not show exists and
 // belongs to something else than box.
-func (r *Reconciler) checkUnowned(ctx context.Context, box *modelv1.ModelBox, kind string, key client.ObjectKey) error {
+func (r *ModelBoxReconciler) checkUnowned(ctx context.Context, box *modelv1.ModelBox, kind string, key client.ObjectKey) error {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(childGVKs[kind])
 	if err := r.APIReader.Get(ctx, key, obj); err != nil {
@@ -211,24 +197,12 @@ func appliedMeta(ac runtime.ApplyConfiguration, kind string) *metav1.PartialObje
 	return obj
 }
 
-// orNil and acOrNil turn a nil pointer into a nil interface, so that
-// syncChild can tell "absent" by comparing with nil.
-func orNil[T any, PT interface {
-	*T
-	client.Object
-}](p PT) client.Object {
+// orNil turns a nil pointer into a nil interface I, so that syncChild can
+// tell "absent" by comparing with nil.
+func orNil[I any, T any](p *T) I {
 	if p == nil {
-		return nil
+		var none I
+		return none
 	}
-	return p
-}
-
-func acOrNil[T any, PT interface {
-	*T
-	runtime.ApplyConfiguration
-}](p PT) runtime.ApplyConfiguration {
-	if p == nil {
-		return nil
-	}
-	return p
+	return any(p).(I)
 }
