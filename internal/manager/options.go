@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deckhand-dev/deckhand/internal/controller/debug/policy"
 	"github.com/deckhand-dev/deckhand/internal/setup"
-	debugwebhook "github.com/deckhand-dev/deckhand/internal/webhook/debug/v1alpha1"
 )
 
 // Options are the manager's settings, bound to command-line flags by BindFlags.
@@ -156,7 +156,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 			"e.g. 'docker.io/library/busybox:*'), or one Go regular expression prefixed with 're:' that must match the whole image. "+
 			"Empty allows no image.",
 		func(v string) error {
-			if strings.HasPrefix(v, debugwebhook.RegexpPrefix) {
+			if strings.HasPrefix(v, policy.RegexpPrefix) {
 				o.PodBuggerAllowedImages = append(o.PodBuggerAllowedImages, v)
 			} else {
 				o.PodBuggerAllowedImages = append(o.PodBuggerAllowedImages, splitList(v)...)
@@ -196,7 +196,7 @@ func (o *Options) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("--webhook-cert-mode: %q is neither %q nor %q", o.WebhookCertMode, CertModeSelfSigned, CertModeExternal))
 	}
-	if _, err := debugwebhook.PolicyFrom(o.Options); err != nil {
+	if _, err := policy.From(o.Options); err != nil {
 		errs = append(errs, fmt.Errorf("--podbugger-allowed-images: %w", err))
 	}
 	if o.WebhookPort < 1 || o.WebhookPort > 65535 {

@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,30 +25,37 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/controller/debug/policy"
 	"github.com/deckhand-dev/deckhand/internal/setup"
-	debugwebhook "github.com/deckhand-dev/deckhand/internal/webhook/debug/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/status"
 )
 
 // ControllerName is the PodBugger controller's name in --controllers, logs
 // and Events.
 const ControllerName = "podbugger"
 
+// Event reasons, besides debugv1alpha1.ReasonInjectionFailed.
+const (
+	// ReasonInjected: the container was added to a pod.
+	ReasonInjected = "Injected"
+	// ReasonTargetContainerNotFound: a pod lacks spec.targetContainerName.
+	ReasonTargetContainerNotFound = "TargetContainerNotFound"
+	// ReasonContainerNameTaken: a pod's own (init) container has the debug
+	// container's name.
+	ReasonContainerNameTaken = "ContainerNameTaken"
+)
+
 // fieldOwner names Deckhand in the pods' managedFields.
 const fieldOwner = "deckhand"
 
 // Setup registers the PodBugger controller.
 func Setup(mgr ctrl.Manager, opts setup.Options) error {
-	policy, err := debugwebhook.PolicyFrom(opts)
+	p, err := policy.From(opts)
 	if err != nil {
 		return err
 	}
-	r := &PodBuggerReconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder(ControllerName),
-		Policy:    policy,
-	}
-	return r.SetupWithManager(mgr)
+	return NewPodBuggerReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(ControllerName), p).
+		SetupWithManager(mgr)
 }
 
 // PodBuggerReconciler adds each PodBugger's ephemeral container to the
@@ -61,7 +67,24 @@ type PodBuggerReconciler struct {
 	// look like one in the cache yet.
 	APIReader client.Reader
 	Recorder  events.EventRecorder
-	Policy    debugwebhook.Policy
+	Now       func() time.Time
+	// Policy is what the operator allows.
+	Policy policy.Policy
+
+	status *status.Writer[debugv1alpha1.PodBuggerStatus]
+}
+
+// NewPodBuggerReconciler returns a reconciler that reads through c (the
+// manager's cache) and apiReader (the apiserver itself) and enforces p.
+func NewPodBuggerReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder, p policy.Policy) *PodBuggerReconciler {
+	return &PodBuggerReconciler{
+		Client:    c,
+		APIReader: apiReader,
+		Recorder:  recorder,
+		Now:       time.Now,
+		Policy:    p,
+		status:    status.NewWriter[debugv1alpha1.PodBuggerStatus](c),
+	}
 }
 
 // The controller reads pods and adds ephemeral containers to them; it never
@@ -77,127 +100,83 @@ type PodBuggerReconciler struct {
 func (r *PodBuggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pb := &debugv1alpha1.PodBugger{}
 	if err := r.Get(ctx, req.NamespacedName, pb); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !pb.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // nothing to undo: ephemeral containers cannot be removed
 	}
+	o, p, err := r.observe(ctx, pb)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	result, injectErrs := r.inject(ctx, pb, p, &o)
+	if err := r.status.Write(ctx, pb, &pb.Status, computeStatus(pb, o)); err != nil {
+		return ctrl.Result{}, errors.Join(o.injectErr, fmt.Errorf("writing status of PodBugger %s: %w", req, err))
+	}
+	return outcome(result, injectErrs)
+}
 
+// forget drops what the controller holds about a deleted PodBugger.
+func (r *PodBuggerReconciler) forget(key types.NamespacedName) {
+	r.status.Forget(key)
+	forgetMetrics(key)
+}
+
+// observe reads what pb's status and plan depend on: the safety rules it
+// breaks and the pods of its namespace. When the plan adds a container, it
+// is made again on what the apiserver holds now, not on the cache: an
+// ephemeral container can never be removed, and a lagging cache hides recent
+// carriers (maxPods would be overshot). Passes that add nothing cost no
+// extra request.
+func (r *PodBuggerReconciler) observe(ctx context.Context, pb *debugv1alpha1.PodBugger) (observation, plan, error) {
+	key := client.ObjectKeyFromObject(pb)
 	ns := &corev1.Namespace{}
 	if err := r.Get(ctx, client.ObjectKey{Name: pb.Namespace}, ns); err != nil {
-		return ctrl.Result{}, fmt.Errorf("reading namespace of PodBugger %s: %w", req, err)
+		return observation{}, plan{}, fmt.Errorf("reading namespace of PodBugger %s: %w", key, err)
 	}
 	selector, err := metav1.LabelSelectorAsSelector(&pb.Spec.Selector)
 	if err != nil {
 		// The webhook refuses such a selector; without it, retrying won't help.
-		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("PodBugger %s: spec.selector: %w", req, err))
+		return observation{}, plan{}, reconcile.TerminalError(fmt.Errorf("PodBugger %s: spec.selector: %w", key, err))
 	}
 	pods := &corev1.PodList{}
 	if err := r.List(ctx, pods, client.InNamespace(pb.Namespace)); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing pods for PodBugger %s: %w", req, err)
+		return observation{}, plan{}, fmt.Errorf("listing pods for PodBugger %s: %w", key, err)
 	}
-
-	o := observation{
-		carriers:   map[types.UID]carrier{},
-		violations: r.Policy.Check(pb, ns.Labels),
-		now:        time.Now(),
-	}
+	o := observation{violations: r.Policy.Violations(pb, ns.Labels), now: r.Now()}
 	p := planFor(pb, selector, pods.Items)
 	if len(p.inject) > 0 && len(o.violations) == 0 {
-		// An ephemeral container can never be removed, so the plan that adds
-		// one is made on what the apiserver holds now, not on the cache:
-		// otherwise a lagging cache hides recent carriers and maxPods is
-		// overshot. Passes with nothing to add cost no extra request.
 		if err := r.APIReader.List(ctx, pods, client.InNamespace(pb.Namespace)); err != nil {
-			return ctrl.Result{}, fmt.Errorf("listing pods for PodBugger %s: %w", req, err)
+			return observation{}, plan{}, fmt.Errorf("listing pods for PodBugger %s: %w", key, err)
 		}
 		p = planFor(pb, selector, pods.Items)
 	}
+	o.carriers = map[types.UID]carrier{}
 	for _, pod := range p.carriers {
 		o.carriers[pod.UID] = carrier{name: pod.Name}
 	}
-	var result ctrl.Result
-	var injectErrs []error
-	if len(o.violations) == 0 {
-		result, injectErrs = r.inject(ctx, pb, p, o.carriers)
-		o.injectErr = errors.Join(injectErrs...)
-	}
+	return o, p, nil
+}
 
-	status := computeStatus(pb, o)
-	if !equality.Semantic.DeepEqual(status, pb.Status) {
-		patch := client.MergeFrom(pb.DeepCopy())
-		pb.Status = status
-		if err := r.Status().Patch(ctx, pb, patch); err != nil {
-			return ctrl.Result{}, errors.Join(o.injectErr, fmt.Errorf("writing status of PodBugger %s: %w", req, err))
-		}
-	}
+// outcome is Reconcile's answer after the injections: errors other than
+// refusals are retried with the rate limiter's backoff; refusals, which
+// status and Events report, are not retried unless a pod is to be looked at
+// again (an error would discard the requeue).
+func outcome(result ctrl.Result, injectErrs []error) (ctrl.Result, error) {
+	err := errors.Join(injectErrs...)
 	switch {
-	case o.injectErr == nil:
+	case err == nil:
 		return result, nil
 	case slices.ContainsFunc(injectErrs, func(err error) bool { return !refused(err) }):
-		return ctrl.Result{}, o.injectErr // the rate limiter retries with backoff
+		return ctrl.Result{}, err
 	case result.RequeueAfter > 0:
-		// Only refusals, which status and Events report, and a pod to look
-		// at again: an error would discard the requeue.
 		return result, nil
 	default:
-		return ctrl.Result{}, reconcile.TerminalError(o.injectErr)
+		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
-}
-
-// inject adds pb's container to the pods the plan names, records them in
-// carriers, and tells about skipped pods with Events. A pod that changed
-// since the cache saw it is retried shortly; other failures are returned,
-// one per pod.
-func (r *PodBuggerReconciler) inject(ctx context.Context, pb *debugv1alpha1.PodBugger, p plan, carriers map[types.UID]carrier) (ctrl.Result, []error) {
-	logger := log.FromContext(ctx)
-	for _, s := range p.skipped {
-		r.Recorder.Eventf(pb, s.pod, corev1.EventTypeWarning, s.reason, "SkipPod", "Pod %s skipped: %s", s.pod.Name, s.note)
-		injections.WithLabelValues(pb.Namespace, resultSkipped).Inc()
-	}
-	var result ctrl.Result
-	var errs []error
-	for _, pod := range p.inject {
-		err := r.addContainer(ctx, pod, debugContainer(pb))
-		switch {
-		case err == nil:
-			carriers[pod.UID] = carrier{name: pod.Name, addedAt: time.Now()}
-			injections.WithLabelValues(pb.Namespace, resultAdded).Inc()
-			logger.Info("added debug container", "pod", klog.KObj(pod), "container", ContainerName(pb.Name))
-			r.Recorder.Eventf(pb, pod, corev1.EventTypeNormal, "Injected", "AddEphemeralContainer",
-				"Added ephemeral container %s (image %s, profile %s) to pod %s", ContainerName(pb.Name), pb.Spec.Image, pb.Spec.Profile, pod.Name)
-		case apierrors.IsNotFound(err):
-			// The pod is gone; its deletion brings us back if it matters.
-		case apierrors.IsConflict(err):
-			// The cache is behind the pod (or its UID changed): look again
-			// once the watch catches up, never on stale data.
-			result.RequeueAfter = time.Second
-		default:
-			injections.WithLabelValues(pb.Namespace, resultFailed).Inc()
-			r.Recorder.Eventf(pb, pod, corev1.EventTypeWarning, debugv1alpha1.ReasonInjectionFailed, "AddEphemeralContainer",
-				"Adding ephemeral container %s to pod %s failed: %v", ContainerName(pb.Name), pod.Name, err)
-			errs = append(errs, fmt.Errorf("adding debug container to pod %s: %w", pod.Name, err))
-		}
-	}
-	return result, errs
-}
-
-// refused reports whether the apiserver refused a request for good: Pod
-// Security or validation. Retrying the same request soon won't help; a change
-// to the pod, the namespace or the PodBugger brings the controller back.
-func refused(err error) bool {
-	return apierrors.IsForbidden(err) || apierrors.IsInvalid(err)
-}
-
-// addContainer adds c to pod's ephemeral containers through the
-// pods/ephemeralcontainers subresource. The update carries the cached pod's
-// UID and resourceVersion, so it fails with a conflict rather than act on a
-// pod the cache does not show as it is; and the apiserver refuses a second
-// container of the same name, so a pod can never get it twice.
-func (r *PodBuggerReconciler) addContainer(ctx context.Context, pod *corev1.Pod, c corev1.EphemeralContainer) error {
-	updated := pod.DeepCopy()
-	updated.Spec.EphemeralContainers = append(updated.Spec.EphemeralContainers, c)
-	return r.SubResource("ephemeralcontainers").Update(ctx, updated, client.FieldOwner(fieldOwner))
 }
 
 // SetupWithManager watches PodBuggers, the pods of their namespaces and the
@@ -216,16 +195,17 @@ func (r *PodBuggerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // podBuggersInNamespaceOf maps a pod to every PodBugger of its namespace.
 // There are few of those, and a pod that stops matching may still carry a
 // container a PodBugger counts.
-func (r *PodBuggerReconciler) podBuggersInNamespaceOf(ctx context.Context, obj client.Object) []reconcile.Request {
-	return r.list(ctx, obj.GetNamespace())
+func (r *PodBuggerReconciler) podBuggersInNamespaceOf(ctx context.Context, pod client.Object) []reconcile.Request {
+	return r.requestsForNamespace(ctx, pod.GetNamespace())
 }
 
 // podBuggersIn maps a namespace to its PodBuggers.
-func (r *PodBuggerReconciler) podBuggersIn(ctx context.Context, obj client.Object) []reconcile.Request {
-	return r.list(ctx, obj.GetName())
+func (r *PodBuggerReconciler) podBuggersIn(ctx context.Context, ns client.Object) []reconcile.Request {
+	return r.requestsForNamespace(ctx, ns.GetName())
 }
 
-func (r *PodBuggerReconciler) list(ctx context.Context, namespace string) []reconcile.Request {
+// requestsForNamespace is a request for each PodBugger of namespace.
+func (r *PodBuggerReconciler) requestsForNamespace(ctx context.Context, namespace string) []reconcile.Request {
 	list := &debugv1alpha1.PodBuggerList{}
 	if err := r.List(ctx, list, client.InNamespace(namespace)); err != nil {
 		log.FromContext(ctx).Error(err, "listing PodBuggers", "namespace", namespace)

@@ -4,13 +4,10 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/types"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -38,24 +35,6 @@ func options() manager.Options {
 	o.Controllers = []string{debugcontroller.ControllerName}
 	o.PodBuggerAllowedImages = []string{"docker.io/library/busybox:*"}
 	return o
-}
-
-// startManager runs a manager with opts until the test ends (or stop is
-// called), once its webhook server answers: PodBuggers can then be created.
-func startManager(t *testing.T, opts manager.Options) (stop func()) {
-	t.Helper()
-	mgr, stop := env.StartManager(t, opts)
-	serving := mgr.GetWebhookServer().StartedChecker()
-	NewWithT(t).Eventually(func() error { return serving(nil) }).WithTimeout(30 * time.Second).Should(Succeed())
-	return stop
-}
-
-func newG(t *testing.T) *WithT {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(30 * time.Second)
-	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
-	g.SetDefaultConsistentlyDuration(2 * time.Second)
-	return g
 }
 
 func enabledNamespace(t *testing.T) string {
@@ -97,14 +76,6 @@ func podBugger(ns, name string, selector map[string]string) *debugv1alpha1.PodBu
 	}
 }
 
-// patchSpec changes a PodBugger's spec with a merge patch: no conflict with
-// the controller's status writes.
-func patchSpec(pb *debugv1alpha1.PodBugger, change func(*debugv1alpha1.PodBugger)) error {
-	patch := client.MergeFrom(pb.DeepCopy())
-	change(pb)
-	return env.Client.Patch(ctx, pb, patch)
-}
-
 // ephemeral returns the names of a pod's ephemeral containers as the
 // apiserver holds them.
 func ephemeral(ns, name string) func() ([]string, error) {
@@ -132,16 +103,15 @@ func status(pb *debugv1alpha1.PodBugger) func() (debugv1alpha1.PodBuggerStatus, 
 
 func installed(n int) types.GomegaMatcher { return HaveField("Installed", int32(n)) }
 
+// condition matches a status with the condition typ at st for reason.
 func condition(typ string, st metav1.ConditionStatus, reason string) types.GomegaMatcher {
-	return WithTransform(func(s debugv1alpha1.PodBuggerStatus) *metav1.Condition {
-		return meta.FindStatusCondition(s.Conditions, typ)
-	}, And(Not(BeNil()), HaveField("Status", st), HaveField("Reason", reason)))
+	return HaveField("Conditions", testenv.HaveCondition(typ, st, reason))
 }
 
 func TestMatchingRunningPodsGetOneContainerEach(t *testing.T) {
-	g := newG(t)
+	g := testenv.NewG(t)
 	ns := enabledNamespace(t)
-	startManager(t, options())
+	env.StartManager(t, options())
 
 	pod(t, ns, "web-1", web, true)
 	pending := pod(t, ns, "web-2", web, false)
@@ -178,9 +148,9 @@ func TestMatchingRunningPodsGetOneContainerEach(t *testing.T) {
 }
 
 func TestOncePerPodUIDAcrossManagerRestart(t *testing.T) {
-	g := newG(t)
+	g := testenv.NewG(t)
 	ns := enabledNamespace(t)
-	stop := startManager(t, options())
+	_, stop := env.StartManager(t, options())
 
 	pod(t, ns, "web-1", web, true)
 	pb := podBugger(ns, "web-debug", web)
@@ -194,7 +164,7 @@ func TestOncePerPodUIDAcrossManagerRestart(t *testing.T) {
 	pb.Status = debugv1alpha1.PodBuggerStatus{}
 	g.Expect(env.Client.Status().Update(ctx, pb)).To(Succeed())
 
-	startManager(t, options())
+	env.StartManager(t, options())
 	g.Eventually(status(pb)).Should(And(installed(1), HaveField("Pods", HaveLen(1)),
 		condition(debugv1alpha1.ConditionReady, metav1.ConditionTrue, debugv1alpha1.ReasonActive)))
 	g.Consistently(ephemeral(ns, "web-1")).Should(Equal([]string{"web-debug"}))
@@ -215,9 +185,9 @@ func TestOncePerPodUIDAcrossManagerRestart(t *testing.T) {
 }
 
 func TestMaxPodsCapsCarriers(t *testing.T) {
-	g := newG(t)
+	g := testenv.NewG(t)
 	ns := enabledNamespace(t)
-	startManager(t, options())
+	env.StartManager(t, options())
 	for _, name := range []string{"web-1", "web-2", "web-3"} {
 		pod(t, ns, name, web, true)
 	}
@@ -243,9 +213,9 @@ func TestMaxPodsCapsCarriers(t *testing.T) {
 }
 
 func TestSuspendStopsNewInjections(t *testing.T) {
-	g := newG(t)
+	g := testenv.NewG(t)
 	ns := enabledNamespace(t)
-	startManager(t, options())
+	env.StartManager(t, options())
 
 	pod(t, ns, "web-1", web, true)
 	pb := podBugger(ns, "web-debug", web)
@@ -255,11 +225,11 @@ func TestSuspendStopsNewInjections(t *testing.T) {
 		condition(debugv1alpha1.ConditionReady, metav1.ConditionTrue, debugv1alpha1.ReasonSuspended)))
 	g.Consistently(ephemeral(ns, "web-1")).Should(BeEmpty())
 
-	g.Expect(patchSpec(pb, func(pb *debugv1alpha1.PodBugger) { pb.Spec.Suspend = false })).To(Succeed())
+	g.Expect(env.Update(pb, func() { pb.Spec.Suspend = false })).To(Succeed())
 	g.Eventually(ephemeral(ns, "web-1")).Should(Equal([]string{"web-debug"}))
 
 	// Suspended again: the container stays (it cannot be removed), a new pod gets none.
-	g.Expect(patchSpec(pb, func(pb *debugv1alpha1.PodBugger) { pb.Spec.Suspend = true })).To(Succeed())
+	g.Expect(env.Update(pb, func() { pb.Spec.Suspend = true })).To(Succeed())
 	g.Eventually(status(pb)).Should(condition(debugv1alpha1.ConditionReady, metav1.ConditionTrue, debugv1alpha1.ReasonSuspended))
 	pod(t, ns, "web-2", web, true)
 	g.Consistently(ephemeral(ns, "web-2")).Should(BeEmpty())
@@ -267,8 +237,8 @@ func TestSuspendStopsNewInjections(t *testing.T) {
 }
 
 func TestNamespaceMustOptIn(t *testing.T) {
-	g := newG(t)
-	startManager(t, options())
+	g := testenv.NewG(t)
+	env.StartManager(t, options())
 
 	// Refused at admission, naming the field.
 	plain := env.Namespace(t)
@@ -297,20 +267,16 @@ func TestNamespaceMustOptIn(t *testing.T) {
 
 func setNamespaceLabel(t *testing.T, name, value string) {
 	t.Helper()
-	ns := &corev1.Namespace{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
-		t.Fatal(err)
-	}
-	ns.Labels[debugv1alpha1.NamespaceEnabledLabel] = value
-	if err := env.Client.Update(ctx, ns); err != nil {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := env.Update(ns, func() { ns.Labels[debugv1alpha1.NamespaceEnabledLabel] = value }); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestImageAllowList(t *testing.T) {
-	g := newG(t)
+	g := testenv.NewG(t)
 	ns := enabledNamespace(t)
-	stop := startManager(t, options())
+	_, stop := env.StartManager(t, options())
 
 	// Refused at admission, naming the field.
 	evil := podBugger(ns, "evil", web)
@@ -326,7 +292,7 @@ func TestImageAllowList(t *testing.T) {
 
 	narrowed := options()
 	narrowed.PodBuggerAllowedImages = []string{"registry.example.com/debug/*"}
-	startManager(t, narrowed)
+	env.StartManager(t, narrowed)
 	pod(t, ns, "web-2", web, true)
 	g.Eventually(status(pb)).Should(And(installed(1),
 		condition(debugv1alpha1.ConditionBlocked, metav1.ConditionTrue, debugv1alpha1.ReasonImageNotAllowed)))
@@ -334,9 +300,9 @@ func TestImageAllowList(t *testing.T) {
 }
 
 func TestGeneralProfileNeedsTheOperatorFlag(t *testing.T) {
-	g := newG(t)
+	g := testenv.NewG(t)
 	ns := enabledNamespace(t)
-	stop := startManager(t, options())
+	_, stop := env.StartManager(t, options())
 	general := podBugger(ns, "web-debug", web)
 	general.Spec.Profile = debugv1alpha1.ProfileGeneral
 
@@ -345,7 +311,7 @@ func TestGeneralProfileNeedsTheOperatorFlag(t *testing.T) {
 
 	allowing := options()
 	allowing.PodBuggerAllowGeneralProfile = true
-	startManager(t, allowing)
+	env.StartManager(t, allowing)
 	pod(t, ns, "web-1", web, true)
 	g.Expect(env.Client.Create(ctx, general)).To(Succeed())
 	g.Eventually(ephemeral(ns, "web-1")).Should(HaveLen(1))
@@ -357,26 +323,20 @@ func TestGeneralProfileNeedsTheOperatorFlag(t *testing.T) {
 }
 
 func TestTargetContainerMustExist(t *testing.T) {
-	g := newG(t)
+	g := testenv.NewG(t)
 	ns := enabledNamespace(t)
-	startManager(t, options())
+	env.StartManager(t, options())
 
 	pod(t, ns, "web-1", web, true) // its container is "app"
 	pb := podBugger(ns, "web-debug", web)
 	pb.Spec.TargetContainerName = "nginx"
 	g.Expect(env.Client.Create(ctx, pb)).To(Succeed())
 
-	g.Eventually(func() ([]eventsv1.Event, error) {
-		list := &eventsv1.EventList{}
-		err := env.Client.List(ctx, list, client.InNamespace(ns))
-		return list.Items, err
-	}).Should(ContainElement(And(
-		HaveField("Reason", "TargetContainerNotFound"),
-		HaveField("Regarding.Name", "web-debug"),
-		HaveField("Related", HaveValue(HaveField("Name", "web-1"))))))
+	g.Eventually(env.Events(ns, pb)).Should(ContainElement(
+		debugcontroller.ReasonTargetContainerNotFound + ": Pod web-1 skipped: pod has no container named nginx (spec.targetContainerName)"))
 	g.Consistently(ephemeral(ns, "web-1")).Should(BeEmpty())
 
-	g.Expect(patchSpec(pb, func(pb *debugv1alpha1.PodBugger) { pb.Spec.TargetContainerName = "app" })).To(Succeed())
+	g.Expect(env.Update(pb, func() { pb.Spec.TargetContainerName = "app" })).To(Succeed())
 	g.Eventually(ephemeral(ns, "web-1")).Should(HaveLen(1))
 	got := &corev1.Pod{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-1"}, got)).To(Succeed())
@@ -384,9 +344,9 @@ func TestTargetContainerMustExist(t *testing.T) {
 }
 
 func TestLongNamesGiveValidContainerNames(t *testing.T) {
-	g := newG(t)
+	g := testenv.NewG(t)
 	ns := enabledNamespace(t)
-	startManager(t, options())
+	env.StartManager(t, options())
 
 	pod(t, ns, "web-1", web, true)
 	name := "incident-4711.web-tier." + strings.Repeat("x", 80)

@@ -1,7 +1,6 @@
 package debug_test
 
 import (
-	"context"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -11,36 +10,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	debugcontroller "github.com/deckhand-dev/deckhand/internal/controller/debug"
-	debugwebhook "github.com/deckhand-dev/deckhand/internal/webhook/debug/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/controller/debug/policy"
+	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
-
-// lagging is a client whose pod lists are a snapshot: a cache that has not
-// seen the latest pod updates yet.
-type lagging struct {
-	client.Client
-	pods *corev1.PodList
-}
-
-func (l lagging) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if pods, ok := list.(*corev1.PodList); ok {
-		l.pods.DeepCopyInto(pods)
-		return nil
-	}
-	return l.Client.List(ctx, list, opts...)
-}
 
 // An ephemeral container can never be removed, so maxPods must hold even
 // when the cache has not seen the containers just added: a pod that became
 // Running since (fresh in the cache) must not take a slot the stale view
 // shows as free.
 func TestMaxPodsHoldsWhenTheCacheLags(t *testing.T) {
-	g := newG(t)
+	g := testenv.NewG(t)
 	ns := enabledNamespace(t)
 	// The manager serves the webhook (so the PodBugger can be created) but
 	// watches another namespace: this test drives Reconcile itself.
 	opts := options()
 	opts.WatchNamespaces = []string{"kube-system"}
-	startManager(t, opts)
+	env.StartManager(t, opts)
 
 	for _, p := range []struct {
 		name    string
@@ -54,11 +39,10 @@ func TestMaxPodsHoldsWhenTheCacheLags(t *testing.T) {
 	beforeInjection := &corev1.PodList{}
 	g.Expect(env.Client.List(ctx, beforeInjection, client.InNamespace(ns))).To(Succeed())
 
-	images, err := debugwebhook.ParseImagePatterns(opts.PodBuggerAllowedImages)
+	p, err := policy.From(opts.Options)
 	g.Expect(err).NotTo(HaveOccurred())
 	reconciler := func(c client.Client) *debugcontroller.PodBuggerReconciler {
-		return &debugcontroller.PodBuggerReconciler{Client: c, APIReader: env.Client,
-			Recorder: events.NewFakeRecorder(100), Policy: debugwebhook.Policy{AllowedImages: images}}
+		return debugcontroller.NewPodBuggerReconciler(c, env.Client, events.NewFakeRecorder(100), p)
 	}
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pb)}
 
@@ -79,6 +63,6 @@ func TestMaxPodsHoldsWhenTheCacheLags(t *testing.T) {
 		}
 	}
 
-	_, _ = reconciler(lagging{Client: env.Client, pods: stale}).Reconcile(ctx, req)
+	_, _ = reconciler(testenv.StaleLists(env.Client, stale)).Reconcile(ctx, req)
 	g.Expect(ephemeral(ns, "web-b")()).To(BeEmpty(), "maxPods 2 is already reached by web-a and web-c")
 }

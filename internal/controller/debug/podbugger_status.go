@@ -6,12 +6,12 @@ import (
 	"slices"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
-	debugwebhook "github.com/deckhand-dev/deckhand/internal/webhook/debug/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/controller/debug/policy"
+	"github.com/deckhand-dev/deckhand/internal/status"
 )
 
 // observation is what one reconcile saw and did, the input of the status.
@@ -21,7 +21,7 @@ type observation struct {
 	// when this reconcile added it.
 	carriers map[types.UID]carrier
 	// violations are the safety rules the PodBugger breaks.
-	violations []debugwebhook.Violation
+	violations []policy.Violation
 	// injectErr is why adding the container to some pod failed.
 	injectErr error
 	now       time.Time
@@ -32,9 +32,10 @@ type carrier struct {
 	addedAt time.Time // zero unless added by this reconcile
 }
 
-// computeStatus is the whole status from an observation. Only the time each
-// pod got the container is carried over from the previous status: the pod
-// does not record it.
+// computeStatus is the whole status from an observation; it is pure (the
+// time is o.now). Only the time each pod got the container and the
+// conditions' transition times are carried over from the previous status:
+// the pod does not record the former.
 func computeStatus(pb *debugv1alpha1.PodBugger, o observation) debugv1alpha1.PodBuggerStatus {
 	s := debugv1alpha1.PodBuggerStatus{
 		ObservedGeneration: pb.Generation,
@@ -50,9 +51,9 @@ func computeStatus(pb *debugv1alpha1.PodBugger, o observation) debugv1alpha1.Pod
 		t, ok := known[string(uid)]
 		switch {
 		case !c.addedAt.IsZero():
-			t = metav1.NewTime(c.addedAt)
+			t = metav1.NewTime(c.addedAt).Rfc3339Copy()
 		case !ok:
-			t = metav1.NewTime(o.now)
+			t = metav1.NewTime(o.now).Rfc3339Copy()
 		}
 		s.Pods = append(s.Pods, debugv1alpha1.DebuggedPod{Name: c.name, UID: string(uid), Time: t})
 	}
@@ -83,7 +84,7 @@ func computeStatus(pb *debugv1alpha1.PodBugger, o observation) debugv1alpha1.Pod
 	}
 	for _, c := range []metav1.Condition{blocked, ready} {
 		c.ObservedGeneration = pb.Generation
-		meta.SetStatusCondition(&s.Conditions, c)
+		status.SetCondition(&s.Conditions, c, metav1.NewTime(o.now))
 	}
 	return s
 }

@@ -1,5 +1,6 @@
-// Package v1alpha1 holds the admission webhook of debug.deckhand.dev/v1alpha1
-// and the safety policy the PodBugger controller enforces too.
+// Package v1alpha1 holds the admission webhook of debug.deckhand.dev/v1alpha1:
+// it refuses a PodBugger that breaks PodBugger's safety policy (package
+// internal/controller/debug/policy, which the controller enforces too).
 package v1alpha1
 
 import (
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/controller/debug/policy"
 	"github.com/deckhand-dev/deckhand/internal/setup"
 )
 
@@ -24,12 +26,12 @@ import (
 // Setup registers the PodBugger validating webhook. It reads namespaces
 // straight from the apiserver, so a namespace labelled a moment ago is seen.
 func Setup(mgr ctrl.Manager, opts setup.Options) error {
-	policy, err := PolicyFrom(opts)
+	p, err := policy.From(opts)
 	if err != nil {
 		return err
 	}
 	return ctrl.NewWebhookManagedBy(mgr, &debugv1alpha1.PodBugger{}).
-		WithValidator(&PodBuggerValidator{Reader: mgr.GetAPIReader(), Policy: policy}).
+		WithValidator(&PodBuggerValidator{Reader: mgr.GetAPIReader(), Policy: p}).
 		Complete()
 }
 
@@ -39,7 +41,7 @@ type PodBuggerValidator struct {
 	// Reader reads the PodBugger's namespace.
 	Reader client.Reader
 	// Policy is what the operator allows.
-	Policy Policy
+	Policy policy.Policy
 }
 
 var _ admission.Validator[*debugv1alpha1.PodBugger] = &PodBuggerValidator{}
@@ -78,10 +80,10 @@ func (v *PodBuggerValidator) validate(ctx context.Context, pb *debugv1alpha1.Pod
 
 // ValidatePodBugger returns every problem of pb, each naming its field: what
 // the schema cannot say about the selector, and the policy's rules.
-func ValidatePodBugger(pb *debugv1alpha1.PodBugger, namespaceLabels map[string]string, policy Policy) field.ErrorList {
+func ValidatePodBugger(pb *debugv1alpha1.PodBugger, namespaceLabels map[string]string, p policy.Policy) field.ErrorList {
 	errs := metav1validation.ValidateLabelSelector(&pb.Spec.Selector,
 		metav1validation.LabelSelectorValidationOptions{}, field.NewPath("spec", "selector"))
-	for _, violation := range policy.Check(pb, namespaceLabels) {
+	for _, violation := range p.Violations(pb, namespaceLabels) {
 		errs = append(errs, violation.Err)
 	}
 	return errs

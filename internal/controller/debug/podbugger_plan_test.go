@@ -1,0 +1,138 @@
+package debug
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+)
+
+// testPod is a pod named name with one container, "app".
+func testPod(name string, phase corev1.PodPhase, lbls map[string]string, created int, ephemeral ...string) corev1.Pod {
+	p := corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), Labels: lbls,
+			CreationTimestamp: metav1.NewTime(time.Unix(int64(created), 0))},
+		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}},
+		Status: corev1.PodStatus{Phase: phase},
+	}
+	for _, e := range ephemeral {
+		p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers,
+			corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: e}})
+	}
+	return p
+}
+
+func names(pods []*corev1.Pod) []string {
+	out := make([]string, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+func TestPlanFor(t *testing.T) {
+	web := map[string]string{"app": "web"}
+	deleting := testPod("web-deleting", corev1.PodRunning, web, 1)
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Unix(9, 0)}
+	sidecar := testPod("web-sidecar", corev1.PodRunning, web, 1)
+	sidecar.Spec.InitContainers = []corev1.Container{{Name: "dbg"}}
+
+	tests := map[string]struct {
+		spec     debugv1alpha1.PodBuggerSpec
+		pods     []corev1.Pod
+		carriers []string
+		inject   []string
+		skipped  []string
+	}{
+		"running matching pods without the container, oldest first": {
+			spec: debugv1alpha1.PodBuggerSpec{MaxPods: 10},
+			pods: []corev1.Pod{
+				testPod("web-b", corev1.PodRunning, web, 2),
+				testPod("web-a", corev1.PodRunning, web, 1),
+				testPod("web-pending", corev1.PodPending, web, 1),
+				testPod("db", corev1.PodRunning, map[string]string{"app": "db"}, 1),
+				testPod("web-done", corev1.PodSucceeded, web, 1),
+				deleting,
+			},
+			inject: []string{"web-a", "web-b"},
+		},
+		"a pod with the container is a carrier, never injected twice": {
+			spec: debugv1alpha1.PodBuggerSpec{MaxPods: 10},
+			pods: []corev1.Pod{
+				testPod("web-a", corev1.PodRunning, web, 1, "other", "dbg"),
+				testPod("web-b", corev1.PodRunning, web, 2, "other"),
+			},
+			carriers: []string{"web-a"},
+			inject:   []string{"web-b"},
+		},
+		"a carrier that no longer matches still counts against maxPods": {
+			spec: debugv1alpha1.PodBuggerSpec{MaxPods: 2},
+			pods: []corev1.Pod{
+				testPod("relabelled", corev1.PodRunning, nil, 1, "dbg"),
+				testPod("web-a", corev1.PodRunning, web, 2),
+				testPod("web-b", corev1.PodRunning, web, 3),
+			},
+			carriers: []string{"relabelled"},
+			inject:   []string{"web-a"},
+		},
+		"maxPods reached: nothing more": {
+			spec: debugv1alpha1.PodBuggerSpec{MaxPods: 1},
+			pods: []corev1.Pod{
+				testPod("web-a", corev1.PodRunning, web, 1, "dbg"),
+				testPod("web-b", corev1.PodRunning, web, 2),
+			},
+			carriers: []string{"web-a"},
+		},
+		"suspended: nothing new": {
+			spec: debugv1alpha1.PodBuggerSpec{MaxPods: 10, Suspend: true},
+			pods: []corev1.Pod{
+				testPod("web-a", corev1.PodRunning, web, 1, "dbg"),
+				testPod("web-b", corev1.PodRunning, web, 2),
+			},
+			carriers: []string{"web-a"},
+		},
+		"a pod without the target container is skipped, and does not use up maxPods": {
+			spec: debugv1alpha1.PodBuggerSpec{MaxPods: 1, TargetContainerName: "app"},
+			pods: []corev1.Pod{
+				func() corev1.Pod {
+					p := testPod("web-a", corev1.PodRunning, web, 1)
+					p.Spec.Containers[0].Name = "nginx"
+					return p
+				}(),
+				testPod("web-b", corev1.PodRunning, web, 2),
+			},
+			inject:  []string{"web-b"},
+			skipped: []string{"web-a"},
+		},
+		"a pod whose own container has the name is skipped": {
+			spec:    debugv1alpha1.PodBuggerSpec{MaxPods: 10},
+			pods:    []corev1.Pod{sidecar},
+			skipped: []string{"web-sidecar"},
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			pb := &debugv1alpha1.PodBugger{ObjectMeta: metav1.ObjectMeta{Name: "dbg"}, Spec: tt.spec}
+			p := planFor(pb, labels.SelectorFromSet(web), tt.pods)
+			skipped := make([]*corev1.Pod, 0, len(p.skipped))
+			for _, s := range p.skipped {
+				skipped = append(skipped, s.pod)
+			}
+			for what, got := range map[string][2][]string{
+				"carriers": {names(p.carriers), tt.carriers},
+				"inject":   {names(p.inject), tt.inject},
+				"skipped":  {names(skipped), tt.skipped},
+			} {
+				if strings.Join(got[0], ",") != strings.Join(got[1], ",") {
+					t.Errorf("%s = %v, want %v", what, got[0], got[1])
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,72 @@
+package policy
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+)
+
+func TestChecks(t *testing.T) {
+	images, err := ParseImagePatterns([]string{"busybox:*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enabled := map[string]string{debugv1alpha1.NamespaceEnabledLabel: "true"}
+	input := func(image string, profile debugv1alpha1.Profile, nsLabels map[string]string, allowGeneral bool) Input {
+		return Input{
+			PodBugger: &debugv1alpha1.PodBugger{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "dbg"},
+				Spec:       debugv1alpha1.PodBuggerSpec{Image: image, Profile: profile},
+			},
+			NamespaceLabels: nsLabels,
+			Policy:          Policy{AllowedImages: images, AllowGeneralProfile: allowGeneral},
+		}
+	}
+	tests := map[string]struct {
+		check  Check
+		in     Input
+		reason string // empty: not violated
+		field  string
+	}{
+		"opted-in namespace":          {check: NamespaceOptedIn, in: input("busybox:1", "", enabled, false)},
+		"namespace without the label": {check: NamespaceOptedIn, in: input("busybox:1", "", nil, false), reason: debugv1alpha1.ReasonNamespaceNotEnabled, field: "metadata.namespace"},
+		"namespace label not true": {check: NamespaceOptedIn, in: input("busybox:1", "", map[string]string{debugv1alpha1.NamespaceEnabledLabel: "yes"}, false),
+			reason: debugv1alpha1.ReasonNamespaceNotEnabled, field: "metadata.namespace"},
+		"allowed image":            {check: ImageAllowed, in: input("busybox:1", "", enabled, false)},
+		"image off the list":       {check: ImageAllowed, in: input("evil:1", "", enabled, false), reason: debugv1alpha1.ReasonImageNotAllowed, field: "spec.image"},
+		"restricted profile":       {check: ProfileAllowed, in: input("busybox:1", debugv1alpha1.ProfileRestricted, enabled, false)},
+		"baseline needs no flag":   {check: ProfileAllowed, in: input("busybox:1", debugv1alpha1.ProfileBaseline, enabled, false)},
+		"general without the flag": {check: ProfileAllowed, in: input("busybox:1", debugv1alpha1.ProfileGeneral, enabled, false), reason: debugv1alpha1.ReasonProfileNotAllowed, field: "spec.profile"},
+		"general with the flag":    {check: ProfileAllowed, in: input("busybox:1", debugv1alpha1.ProfileGeneral, enabled, true)},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			v, violated := tt.check(tt.in)
+			if violated != (tt.reason != "") {
+				t.Fatalf("violated = %v, want %v (%+v)", violated, tt.reason != "", v)
+			}
+			if violated && (v.Reason != tt.reason || v.Err == nil || v.Err.Field != tt.field) {
+				t.Errorf("violation %s %v, want %s on %s", v.Reason, v.Err, tt.reason, tt.field)
+			}
+		})
+	}
+}
+
+func TestRulesReportEveryViolationInOrder(t *testing.T) {
+	pb := &debugv1alpha1.PodBugger{Spec: debugv1alpha1.PodBuggerSpec{Image: "evil:1", Profile: debugv1alpha1.ProfileGeneral}}
+	var reasons []string
+	for _, v := range (Policy{}).Violations(pb, nil) {
+		reasons = append(reasons, v.Reason)
+	}
+	want := []string{debugv1alpha1.ReasonNamespaceNotEnabled, debugv1alpha1.ReasonImageNotAllowed, debugv1alpha1.ReasonProfileNotAllowed}
+	if len(reasons) != len(want) {
+		t.Fatalf("reasons %v, want %v", reasons, want)
+	}
+	for i := range want {
+		if reasons[i] != want[i] {
+			t.Errorf("reasons %v, want %v", reasons, want)
+		}
+	}
+}
