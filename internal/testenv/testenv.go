@@ -82,6 +82,9 @@ func Start() (*Env, error) {
 		BinaryAssetsDirectory:    assets,
 		CRDDirectoryPaths:        []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing:    true,
+		// envtest waits 10 s for the CRDs to be served by default: too
+		// short on a loaded 2-core machine.
+		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: 2 * time.Minute, PollInterval: 100 * time.Millisecond},
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{
 			Paths:                    []string{filepath.Join(root, "config", "webhook")},
