@@ -79,12 +79,12 @@ func Start() (*Env, error) {
 		return nil, fmt.Errorf("no kube-apiserver in %s: run the tests with 'make test' (or 'make k8s-tools' first): %w", assets, err)
 	}
 	e := &envtest.Environment{
-		BinaryAssetsDirectory:    assets,
-		CRDDirectoryPaths:        []string{filepath.Join(root, "config", "crd", "bases")},
-		ErrorIfCRDPathMissing:    true,
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
 		// envtest waits 10 s for the CRDs to be served by default: too
 		// short on a loaded 2-core machine.
-		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: 2 * time.Minute, PollInterval: 100 * time.Millisecond},
+		CRDInstallOptions:        envtest.CRDInstallOptions{MaxTime: 2 * time.Minute, PollInterval: 100 * time.Millisecond},
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{
 			Paths:                    []string{filepath.Join(root, "config", "webhook")},
