@@ -46,6 +46,11 @@ func TestPodBugger(t *testing.T) {
 		g.Eventually(pbStatus).WithArguments(pb).Should(HaveField("Installed", int32(3)))
 		t.Logf("installed: 3 after %s", time.Since(start).Round(time.Millisecond))
 		g.Expect(pbEphemeralByPod(ns)).To(And(HaveLen(3), HaveEach(Equal([]string{"web-debug"}))))
+		// kwok reports no ephemeral container status: the PodBugger says it does not know.
+		g.Eventually(pbStatus).WithArguments(pb).Should(And(
+			HaveField("Pods", HaveEach(HaveField("State", debugv1alpha1.DebuggerUnknown))),
+			HaveField("Conditions", ContainElement(And(HaveField("Type", debugv1alpha1.ConditionStarted),
+				HaveField("Status", metav1.ConditionUnknown), HaveField("Reason", debugv1alpha1.ReasonStatusUnknown))))))
 
 		start = time.Now()
 		g.Expect(c.Kubectl("scale", "deployment/web", "-n", ns, "--replicas=5")).Error().NotTo(HaveOccurred())

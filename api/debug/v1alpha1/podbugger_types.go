@@ -14,9 +14,10 @@ const NamespaceEnabledLabel = "debug.deckhand.dev/enabled"
 type Profile string
 
 const (
-	// ProfileRestricted runs the container as non-root with no privilege
-	// escalation, every capability dropped and the RuntimeDefault seccomp
-	// profile: it passes the Pod Security "restricted" level.
+	// ProfileRestricted runs the container as user 65532 (non-root, whatever
+	// the image's user) with no privilege escalation, every capability
+	// dropped and the RuntimeDefault seccomp profile: it passes the Pod
+	// Security "restricted" level.
 	ProfileRestricted Profile = "restricted"
 	// ProfileBaseline leaves the container runtime's defaults (root allowed,
 	// default capabilities) but never privileged: it passes the Pod Security
@@ -101,7 +102,37 @@ type DebuggedPod struct {
 	// added before this status was written.
 	// +required
 	Time metav1.Time `json:"time"`
+	// state is what the pod's kubelet reports of the container: Running,
+	// Starting (being created, or its image pulled), Exited (its command
+	// ended with status 0), Failed (it could not start, or ended with an
+	// error; reason and message say why), or Unknown (no kubelet has
+	// reported it yet; simulated nodes never do).
+	// +optional
+	State DebuggerState `json:"state,omitempty"`
+	// reason is the kubelet's reason for a Starting, Exited or Failed
+	// container, e.g. CreateContainerConfigError or ErrImagePull.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Reason string `json:"reason,omitempty"`
+	// message is the kubelet's message for a Failed container, cut to 256
+	// characters.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Message string `json:"message,omitempty"`
 }
+
+// DebuggerState is the state of the debug container in one pod.
+// +kubebuilder:validation:Enum=Running;Starting;Exited;Failed;Unknown
+type DebuggerState string
+
+// States of a debug container.
+const (
+	DebuggerRunning  DebuggerState = "Running"
+	DebuggerStarting DebuggerState = "Starting"
+	DebuggerExited   DebuggerState = "Exited"
+	DebuggerFailed   DebuggerState = "Failed"
+	DebuggerUnknown  DebuggerState = "Unknown"
+)
 
 // MaxStatusPods bounds status.pods; status.installed always has the full count.
 const MaxStatusPods = 50
@@ -124,8 +155,9 @@ type PodBuggerStatus struct {
 	// +kubebuilder:validation:MaxItems=50
 	Pods []DebuggedPod `json:"pods,omitempty"`
 
-	// conditions: Ready (the PodBugger is doing what its spec says) and
-	// Blocked (a safety rule stops it; the reason says which).
+	// conditions: Ready (the PodBugger is doing what its spec says), Blocked
+	// (a safety rule stops it; the reason says which) and Started (the
+	// containers it added run, as far as the kubelets report).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -141,6 +173,10 @@ const (
 	// ConditionBlocked is True when a safety rule stops the PodBugger; it
 	// then touches no pod.
 	ConditionBlocked = "Blocked"
+	// ConditionStarted is True when every container the PodBugger added runs
+	// (or ran and exited 0), False when one could not start or failed,
+	// Unknown while one starts or no kubelet reports it.
+	ConditionStarted = "Started"
 )
 
 // Condition reasons.
@@ -165,6 +201,15 @@ const (
 	// ReasonInjectionFailed: the apiserver refused to add the container to
 	// a pod; the message and the pod's Events say why.
 	ReasonInjectionFailed = "InjectionFailed"
+	// ReasonAllStarted: every container added runs or exited 0.
+	ReasonAllStarted = "AllStarted"
+	// ReasonStartFailed: a container could not start or failed; status.pods
+	// and the message name the pod and the kubelet's reason.
+	ReasonStartFailed = "StartFailed"
+	// ReasonStarting: a container is being created or its image pulled.
+	ReasonStarting = "Starting"
+	// ReasonStatusUnknown: no kubelet reports a container's state.
+	ReasonStatusUnknown = "StatusUnknown"
 )
 
 // PodBugger adds one ephemeral debug container, named after the PodBugger,

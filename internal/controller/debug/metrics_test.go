@@ -5,16 +5,13 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
 func TestMetricSeriesGoWithThePodBugger(t *testing.T) {
 	g := testenv.NewG(t)
-	ns := enabledNamespace(t)
-	env.StartManager(t, options())
-	pod(t, ns, "web-1", web, true)
-	pb := podBugger(ns, "web-debug", web)
-	g.Expect(env.Client.Create(ctx, pb)).To(Succeed())
+	ns, _, pb := debugWeb1(t, func(*debugv1alpha1.PodBugger) {})
 
 	series := func() (int, error) {
 		return testenv.MetricSeries("deckhand_podbugger_injections_total", map[string]string{"namespace": ns, "podbugger": pb.Name})

@@ -49,6 +49,14 @@ func debugContainer(pb *debugv1alpha1.PodBugger) corev1.EphemeralContainer {
 	}
 }
 
+// restrictedUser is the user the restricted profile runs the container as.
+// runAsNonRoot alone makes a kubelet refuse every image whose user is root or
+// a name (busybox, most debug images), while status would count the
+// container as added; a numeric non-root user works with any image, and
+// 65532 is the "nonroot" user of distroless images, owning nothing of the
+// target's.
+const restrictedUser int64 = 65532
+
 // securityContext is the container's securityContext for a profile. No
 // profile is privileged or asks for a host namespace (ephemeral containers
 // cannot have the latter anyway).
@@ -65,6 +73,7 @@ func securityContext(profile debugv1alpha1.Profile) *corev1.SecurityContext {
 		return &corev1.SecurityContext{
 			Privileged:               ptr.To(false),
 			RunAsNonRoot:             ptr.To(true),
+			RunAsUser:                ptr.To(restrictedUser),
 			AllowPrivilegeEscalation: ptr.To(false),
 			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 
 	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
 )
@@ -53,13 +54,16 @@ func TestContainerName(t *testing.T) {
 func TestSecurityContextNeverPrivileged(t *testing.T) {
 	tests := map[debugv1alpha1.Profile]struct {
 		nonRoot  bool
+		user     int64 // 0: the image's
 		addCaps  []corev1.Capability
 		dropCaps []corev1.Capability
 	}{
-		debugv1alpha1.ProfileRestricted: {nonRoot: true, dropCaps: []corev1.Capability{"ALL"}},
+		// A numeric non-root user: with runAsNonRoot alone a kubelet refuses
+		// images whose user is root, busybox's among them.
+		debugv1alpha1.ProfileRestricted: {nonRoot: true, user: 65532, dropCaps: []corev1.Capability{"ALL"}},
 		debugv1alpha1.ProfileBaseline:   {},
 		debugv1alpha1.ProfileGeneral:    {addCaps: []corev1.Capability{"SYS_PTRACE"}},
-		"":                              {nonRoot: true, dropCaps: []corev1.Capability{"ALL"}},
+		"":                              {nonRoot: true, user: 65532, dropCaps: []corev1.Capability{"ALL"}},
 	}
 	for profile, tt := range tests {
 		t.Run(string(profile), func(t *testing.T) {
@@ -69,6 +73,9 @@ func TestSecurityContextNeverPrivileged(t *testing.T) {
 			}
 			if got := sc.RunAsNonRoot != nil && *sc.RunAsNonRoot; got != tt.nonRoot {
 				t.Errorf("runAsNonRoot = %v, want %v", got, tt.nonRoot)
+			}
+			if got := ptr.Deref(sc.RunAsUser, 0); got != tt.user {
+				t.Errorf("runAsUser = %d, want %d", got, tt.user)
 			}
 			if tt.nonRoot {
 				if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {

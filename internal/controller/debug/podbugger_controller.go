@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -72,6 +71,7 @@ type PodBuggerReconciler struct {
 	Policy policy.Policy
 
 	status *status.Writer[debugv1alpha1.PodBuggerStatus]
+	memory *memory
 }
 
 // NewPodBuggerReconciler returns a reconciler that reads through c (the
@@ -84,6 +84,7 @@ func NewPodBuggerReconciler(c client.Client, apiReader client.Reader, recorder e
 		Now:       time.Now,
 		Policy:    p,
 		status:    status.NewWriter[debugv1alpha1.PodBuggerStatus](c),
+		memory:    newMemory(),
 	}
 }
 
@@ -112,71 +113,63 @@ func (r *PodBuggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	result, injectErrs := r.inject(ctx, pb, p, &o)
-	if err := r.status.Write(ctx, pb, &pb.Status, computeStatus(pb, o)); err != nil {
-		return ctrl.Result{}, errors.Join(o.injectErr, fmt.Errorf("writing status of PodBugger %s: %w", req, err))
+	result, err := r.inject(ctx, pb, p, &o)
+	if werr := r.status.Write(ctx, pb, &pb.Status, computeStatus(pb, o)); werr != nil {
+		return ctrl.Result{}, errors.Join(err, fmt.Errorf("writing status of PodBugger %s: %w", req, werr))
 	}
-	return outcome(result, injectErrs)
+	return result, err
 }
 
 // forget drops what the controller holds about a deleted PodBugger.
 func (r *PodBuggerReconciler) forget(key types.NamespacedName) {
 	r.status.Forget(key)
+	r.memory.forget(key)
 	forgetMetrics(key)
 }
 
 // observe reads what pb's status and plan depend on: the safety rules it
-// breaks and the pods of its namespace. When the plan adds a container, it
-// is made again on what the apiserver holds now, not on the cache: an
-// ephemeral container can never be removed, and a lagging cache hides recent
+// breaks and the pods of its namespace. When the plan adds a container, the
+// namespace and the pods are read again from the apiserver, not the cache:
+// an ephemeral container can never be removed, so no injection may follow an
+// opt-out the cache has not seen yet, and a lagging cache hides recent
 // carriers (maxPods would be overshot). Passes that add nothing cost no
 // extra request.
 func (r *PodBuggerReconciler) observe(ctx context.Context, pb *debugv1alpha1.PodBugger) (observation, plan, error) {
-	key := client.ObjectKeyFromObject(pb)
-	ns := &corev1.Namespace{}
-	if err := r.Get(ctx, client.ObjectKey{Name: pb.Namespace}, ns); err != nil {
-		return observation{}, plan{}, fmt.Errorf("reading namespace of PodBugger %s: %w", key, err)
-	}
 	selector, err := metav1.LabelSelectorAsSelector(&pb.Spec.Selector)
 	if err != nil {
 		// The webhook refuses such a selector; without it, retrying won't help.
-		return observation{}, plan{}, reconcile.TerminalError(fmt.Errorf("PodBugger %s: spec.selector: %w", key, err))
+		return observation{}, plan{}, reconcile.TerminalError(fmt.Errorf("PodBugger %s: spec.selector: %w", client.ObjectKeyFromObject(pb), err))
 	}
-	pods := &corev1.PodList{}
-	if err := r.List(ctx, pods, client.InNamespace(pb.Namespace)); err != nil {
-		return observation{}, plan{}, fmt.Errorf("listing pods for PodBugger %s: %w", key, err)
+	nsLabels, pods, err := r.read(ctx, r.Client, pb)
+	if err != nil {
+		return observation{}, plan{}, err
 	}
-	o := observation{violations: r.Policy.Violations(pb, ns.Labels), now: r.Now()}
-	p := planFor(pb, selector, pods.Items)
+	o := observation{now: r.Now(), violations: r.Policy.Violations(pb, nsLabels),
+		memory: r.memory.of(client.ObjectKeyFromObject(pb), pb.Generation, nsLabels)}
+	o.memory.prune(pods)
+	p := planFor(pb, selector, pods, o.memory.passOver(o.now))
 	if len(p.inject) > 0 && len(o.violations) == 0 {
-		if err := r.APIReader.List(ctx, pods, client.InNamespace(pb.Namespace)); err != nil {
-			return observation{}, plan{}, fmt.Errorf("listing pods for PodBugger %s: %w", key, err)
+		if nsLabels, pods, err = r.read(ctx, r.APIReader, pb); err != nil {
+			return observation{}, plan{}, err
 		}
-		p = planFor(pb, selector, pods.Items)
+		o.violations = r.Policy.Violations(pb, nsLabels)
+		p = planFor(pb, selector, pods, o.memory.passOver(o.now))
 	}
-	o.carriers = map[types.UID]carrier{}
-	for _, pod := range p.carriers {
-		o.carriers[pod.UID] = carrier{name: pod.Name}
-	}
+	o.carriers = carriersOf(p.carriers, ContainerName(pb.Name))
 	return o, p, nil
 }
 
-// outcome is Reconcile's answer after the injections: errors other than
-// refusals are retried with the rate limiter's backoff; refusals, which
-// status and Events report, are not retried unless a pod is to be looked at
-// again (an error would discard the requeue).
-func outcome(result ctrl.Result, injectErrs []error) (ctrl.Result, error) {
-	err := errors.Join(injectErrs...)
-	switch {
-	case err == nil:
-		return result, nil
-	case slices.ContainsFunc(injectErrs, func(err error) bool { return !refused(err) }):
-		return ctrl.Result{}, err
-	case result.RequeueAfter > 0:
-		return result, nil
-	default:
-		return ctrl.Result{}, reconcile.TerminalError(err)
+// read returns, through reader, the labels of pb's namespace and its pods.
+func (r *PodBuggerReconciler) read(ctx context.Context, reader client.Reader, pb *debugv1alpha1.PodBugger) (map[string]string, []corev1.Pod, error) {
+	ns := &corev1.Namespace{}
+	if err := reader.Get(ctx, client.ObjectKey{Name: pb.Namespace}, ns); err != nil {
+		return nil, nil, fmt.Errorf("reading namespace of PodBugger %s: %w", client.ObjectKeyFromObject(pb), err)
 	}
+	pods := &corev1.PodList{}
+	if err := reader.List(ctx, pods, client.InNamespace(pb.Namespace)); err != nil {
+		return nil, nil, fmt.Errorf("listing pods for PodBugger %s: %w", client.ObjectKeyFromObject(pb), err)
+	}
+	return ns.Labels, pods.Items, nil
 }
 
 // SetupWithManager watches PodBuggers, the pods of their namespaces and the
@@ -219,8 +212,8 @@ func (r *PodBuggerReconciler) requestsForNamespace(ctx context.Context, namespac
 }
 
 // podChanged passes the pod events a PodBugger cares about: creation,
-// deletion, and updates of labels, phase, deletion or ephemeral containers.
-// Status churn (conditions, probes) is dropped.
+// deletion, and updates of labels, phase, deletion, ephemeral containers or
+// their statuses. Other status churn (conditions, probes) is dropped.
 var podChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		oldPod, okOld := e.ObjectOld.(*corev1.Pod)
@@ -231,6 +224,7 @@ var podChanged = predicate.Funcs{
 		return oldPod.Status.Phase != newPod.Status.Phase ||
 			!equality.Semantic.DeepEqual(oldPod.Labels, newPod.Labels) ||
 			len(oldPod.Spec.EphemeralContainers) != len(newPod.Spec.EphemeralContainers) ||
-			(oldPod.DeletionTimestamp == nil) != (newPod.DeletionTimestamp == nil)
+			(oldPod.DeletionTimestamp == nil) != (newPod.DeletionTimestamp == nil) ||
+			!equality.Semantic.DeepEqual(oldPod.Status.EphemeralContainerStatuses, newPod.Status.EphemeralContainerStatuses)
 	},
 }

@@ -37,6 +37,20 @@ func options() manager.Options {
 	return o
 }
 
+// debugWeb1 runs the controller, creates the running pod web-1 in an
+// opted-in namespace and the PodBugger web-debug, changed by change, that
+// selects it.
+func debugWeb1(t *testing.T, change func(*debugv1alpha1.PodBugger)) (ns string, web1 *corev1.Pod, pb *debugv1alpha1.PodBugger) {
+	t.Helper()
+	ns = enabledNamespace(t)
+	env.StartManager(t, options())
+	web1 = pod(t, ns, "web-1", web, true)
+	pb = podBugger(ns, "web-debug", web)
+	change(pb)
+	env.Create(t, pb)
+	return ns, web1, pb
+}
+
 func enabledNamespace(t *testing.T) string {
 	return env.NamespaceWithLabels(t, map[string]string{debugv1alpha1.NamespaceEnabledLabel: "true"})
 }
@@ -214,13 +228,7 @@ func TestMaxPodsCapsCarriers(t *testing.T) {
 
 func TestSuspendStopsNewInjections(t *testing.T) {
 	g := testenv.NewG(t)
-	ns := enabledNamespace(t)
-	env.StartManager(t, options())
-
-	pod(t, ns, "web-1", web, true)
-	pb := podBugger(ns, "web-debug", web)
-	pb.Spec.Suspend = true
-	g.Expect(env.Client.Create(ctx, pb)).To(Succeed())
+	ns, _, pb := debugWeb1(t, func(pb *debugv1alpha1.PodBugger) { pb.Spec.Suspend = true })
 	g.Eventually(status(pb)).Should(And(installed(0),
 		condition(debugv1alpha1.ConditionReady, metav1.ConditionTrue, debugv1alpha1.ReasonSuspended)))
 	g.Consistently(ephemeral(ns, "web-1")).Should(BeEmpty())
@@ -353,4 +361,36 @@ func TestLongNamesGiveValidContainerNames(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, podBugger(ns, name, web))).To(Succeed())
 	g.Eventually(ephemeral(ns, "web-1")).Should(Equal([]string{debugcontroller.ContainerName(name)}))
 	g.Expect(len(debugcontroller.ContainerName(name))).To(BeNumerically("<=", 63))
+}
+
+// The kubelet's report of the debug container is in status: a container that
+// could not start (here the kubelet refuses a root image under
+// runAsNonRoot) is Failed with the kubelet's reason, and Started says so.
+// envtest has no kubelet: the test writes the pod's status as one would.
+func TestStatusReportsADebuggerThatCouldNotStart(t *testing.T) {
+	g := testenv.NewG(t)
+	ns, p, pb := debugWeb1(t, func(*debugv1alpha1.PodBugger) {})
+	g.Eventually(ephemeral(ns, "web-1")).Should(HaveLen(1))
+	g.Eventually(status(pb)).Should(And(installed(1),
+		HaveField("Pods", ConsistOf(HaveField("State", debugv1alpha1.DebuggerUnknown))),
+		condition(debugv1alpha1.ConditionStarted, metav1.ConditionUnknown, debugv1alpha1.ReasonStatusUnknown)))
+
+	setDebuggerState := func(state corev1.ContainerState) {
+		t.Helper()
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
+		p.Status.EphemeralContainerStatuses = []corev1.ContainerStatus{{Name: "web-debug", Image: image, State: state}}
+		g.Expect(env.Client.Status().Update(ctx, p)).To(Succeed())
+	}
+	setDebuggerState(corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+		Reason: "CreateContainerConfigError", Message: "container has runAsNonRoot and image will run as root"}})
+	g.Eventually(status(pb)).Should(And(installed(1),
+		HaveField("Pods", ConsistOf(And(HaveField("State", debugv1alpha1.DebuggerFailed),
+			HaveField("Reason", "CreateContainerConfigError"),
+			HaveField("Message", "container has runAsNonRoot and image will run as root")))),
+		condition(debugv1alpha1.ConditionStarted, metav1.ConditionFalse, debugv1alpha1.ReasonStartFailed)))
+
+	setDebuggerState(corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}})
+	g.Eventually(status(pb)).Should(And(
+		HaveField("Pods", ConsistOf(HaveField("State", debugv1alpha1.DebuggerRunning))),
+		condition(debugv1alpha1.ConditionStarted, metav1.ConditionTrue, debugv1alpha1.ReasonAllStarted)))
 }

@@ -17,50 +17,76 @@ import (
 )
 
 // inject adds pb's container to the pods the plan names, unless a safety
-// rule blocks pb, records them in o.carriers and the failures in
-// o.injectErr, and tells about skipped pods with Events. A pod that changed
-// since the cache saw it is retried shortly; other failures are returned,
-// one per pod.
-func (r *PodBuggerReconciler) inject(ctx context.Context, pb *debugv1alpha1.PodBugger, p plan, o *observation) (ctrl.Result, []error) {
+// rule blocks pb, and records what happened in o. A pod the apiserver refuses
+// (Pod Security, validation) is remembered and retried later with a backoff,
+// and its place within maxPods goes to the next pod; a skipped pod is
+// reported once. A pod that changed since it was read is retried shortly.
+// The error joins the other failures, one per pod, for the rate limiter to
+// retry.
+func (r *PodBuggerReconciler) inject(ctx context.Context, pb *debugv1alpha1.PodBugger, p plan, o *observation) (ctrl.Result, error) {
+	defer func() { o.refused = o.memory.refusals() }()
 	if len(o.violations) > 0 {
 		return ctrl.Result{}, nil
 	}
 	key := client.ObjectKeyFromObject(pb)
 	for _, s := range p.skipped {
-		r.Recorder.Eventf(pb, s.pod, corev1.EventTypeWarning, s.reason, "SkipPod", "Pod %s skipped: %s", s.pod.Name, s.note)
-		injections.WithLabelValues(key.Namespace, key.Name, resultSkipped).Inc()
+		if o.memory.firstSkip(s.pod, s.reason) {
+			r.Recorder.Eventf(pb, s.pod, corev1.EventTypeWarning, s.reason, "SkipPod", "Pod %s skipped: %s", s.pod.Name, s.note)
+			injections.WithLabelValues(key.Namespace, key.Name, resultSkipped).Inc()
+		}
 	}
 	var result ctrl.Result
 	var errs []error
-	for _, pod := range p.inject {
+	queue, spare := p.inject, p.spare
+	for len(queue) > 0 {
+		pod := queue[0]
+		queue = queue[1:]
 		err := r.addContainer(ctx, pod, debugContainer(pb))
 		switch {
 		case err == nil:
-			o.carriers[pod.UID] = carrier{name: pod.Name, addedAt: r.Now()}
+			o.carriers[pod.UID] = carrier{name: pod.Name, addedAt: r.Now(), state: debugv1alpha1.DebuggerUnknown}
 			injections.WithLabelValues(key.Namespace, key.Name, resultAdded).Inc()
 			log.FromContext(ctx).Info("added debug container", "pod", klog.KObj(pod), "container", ContainerName(pb.Name))
 			r.Recorder.Eventf(pb, pod, corev1.EventTypeNormal, ReasonInjected, "AddEphemeralContainer",
 				"Added ephemeral container %s (image %s, profile %s) to pod %s", ContainerName(pb.Name), pb.Spec.Image, pb.Spec.Profile, pod.Name)
-		case apierrors.IsNotFound(err):
-			// The pod is gone; its deletion brings us back if it matters.
+			continue
 		case apierrors.IsConflict(err):
-			// The cache is behind the pod (or its UID changed): look again
+			// The pod changed (or its UID did) since it was read: look again
 			// once the watch catches up, never on stale data.
 			result.RequeueAfter = time.Second
+			continue
+		case apierrors.IsNotFound(err):
+			// The pod is gone; its place goes to the next pod.
+		case refused(err):
+			o.memory.refuse(pod, err, o.now)
+			r.failed(pb, pod, err)
 		default:
-			injections.WithLabelValues(key.Namespace, key.Name, resultFailed).Inc()
-			r.Recorder.Eventf(pb, pod, corev1.EventTypeWarning, debugv1alpha1.ReasonInjectionFailed, "AddEphemeralContainer",
-				"Adding ephemeral container %s to pod %s failed: %v", ContainerName(pb.Name), pod.Name, err)
+			r.failed(pb, pod, err)
 			errs = append(errs, fmt.Errorf("adding debug container to pod %s: %w", pod.Name, err))
+			continue
+		}
+		if len(spare) > 0 {
+			queue, spare = append(queue, spare[0]), spare[1:]
 		}
 	}
-	o.injectErr = errors.Join(errs...)
-	return result, errs
+	if o.injectErr = errors.Join(errs...); o.injectErr != nil {
+		return ctrl.Result{}, o.injectErr // never a requeue together with an error
+	}
+	if next := o.memory.nextRetry(o.now); next > 0 && (result.RequeueAfter == 0 || next < result.RequeueAfter) {
+		result.RequeueAfter = next
+	}
+	return result, o.injectErr
+}
+
+// failed tells that adding pb's container to pod failed with err.
+func (r *PodBuggerReconciler) failed(pb *debugv1alpha1.PodBugger, pod *corev1.Pod, err error) {
+	injections.WithLabelValues(pb.Namespace, pb.Name, resultFailed).Inc()
+	r.Recorder.Eventf(pb, pod, corev1.EventTypeWarning, debugv1alpha1.ReasonInjectionFailed, "AddEphemeralContainer",
+		"Adding ephemeral container %s to pod %s failed: %v", ContainerName(pb.Name), pod.Name, err)
 }
 
 // refused reports whether the apiserver refused a request for good: Pod
-// Security or validation. Retrying the same request soon won't help; a change
-// to the pod, the namespace or the PodBugger brings the controller back.
+// Security or validation. Retrying the same request soon won't help.
 func refused(err error) bool {
 	return apierrors.IsForbidden(err) || apierrors.IsInvalid(err)
 }

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
 	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
 )
@@ -19,6 +20,9 @@ type plan struct {
 	// inject are the running matching pods to add the container to now,
 	// within maxPods, oldest first.
 	inject []*corev1.Pod
+	// spare are the other pods that could take the container, oldest
+	// first: each takes the place of a pod in inject that cannot.
+	spare []*corev1.Pod
 	// skipped are matching running pods that cannot take the container.
 	skipped []skippedPod
 }
@@ -29,15 +33,11 @@ type skippedPod struct {
 	note   string
 }
 
-// Event reasons for pods that are skipped.
-const (
-	reasonTargetContainerNotFound = "TargetContainerNotFound"
-	reasonContainerNameTaken      = "ContainerNameTaken"
-)
-
 // planFor decides, from the pods of pb's namespace, which carry pb's
 // container and which get it now. A suspended PodBugger injects nothing.
-func planFor(pb *debugv1alpha1.PodBugger, selector labels.Selector, pods []corev1.Pod) plan {
+// Pods in passOver (refused a moment ago) are left out: they take no place
+// within maxPods.
+func planFor(pb *debugv1alpha1.PodBugger, selector labels.Selector, pods []corev1.Pod, passOver map[types.UID]bool) plan {
 	name := ContainerName(pb.Name)
 	var p plan
 	var candidates []*corev1.Pod
@@ -47,7 +47,7 @@ func planFor(pb *debugv1alpha1.PodBugger, selector labels.Selector, pods []corev
 		case hasEphemeralContainer(pod, name):
 			p.carriers = append(p.carriers, pod)
 		case pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil &&
-			selector.Matches(labels.Set(pod.Labels)):
+			selector.Matches(labels.Set(pod.Labels)) && !passOver[pod.UID]:
 			candidates = append(candidates, pod)
 		}
 	}
@@ -59,18 +59,17 @@ func planFor(pb *debugv1alpha1.PodBugger, selector labels.Selector, pods []corev
 	})
 	room := int(pb.Spec.MaxPods) - len(p.carriers)
 	for _, pod := range candidates {
-		if len(p.inject) >= room {
-			break
-		}
 		switch {
 		case hasContainer(pod, name):
-			p.skipped = append(p.skipped, skippedPod{pod, reasonContainerNameTaken,
+			p.skipped = append(p.skipped, skippedPod{pod, ReasonContainerNameTaken,
 				"pod already has a container named " + name})
 		case pb.Spec.TargetContainerName != "" && !hasContainer(pod, pb.Spec.TargetContainerName):
-			p.skipped = append(p.skipped, skippedPod{pod, reasonTargetContainerNotFound,
+			p.skipped = append(p.skipped, skippedPod{pod, ReasonTargetContainerNotFound,
 				"pod has no container named " + pb.Spec.TargetContainerName + " (spec.targetContainerName)"})
-		default:
+		case len(p.inject) < room:
 			p.inject = append(p.inject, pod)
+		default:
+			p.spare = append(p.spare, pod)
 		}
 	}
 	return p

@@ -42,12 +42,18 @@ func TestPlanFor(t *testing.T) {
 	deleting.DeletionTimestamp = &metav1.Time{Time: time.Unix(9, 0)}
 	sidecar := testPod("web-sidecar", corev1.PodRunning, web, 1)
 	sidecar.Spec.InitContainers = []corev1.Container{{Name: "dbg"}}
+	// running is a running pod labelled app=web, created at created.
+	running := func(name string, created int, ephemeral ...string) corev1.Pod {
+		return testPod(name, corev1.PodRunning, web, created, ephemeral...)
+	}
 
 	tests := map[string]struct {
 		spec     debugv1alpha1.PodBuggerSpec
 		pods     []corev1.Pod
+		passOver []types.UID
 		carriers []string
 		inject   []string
+		spare    []string
 		skipped  []string
 	}{
 		"running matching pods without the container, oldest first": {
@@ -63,11 +69,8 @@ func TestPlanFor(t *testing.T) {
 			inject: []string{"web-a", "web-b"},
 		},
 		"a pod with the container is a carrier, never injected twice": {
-			spec: debugv1alpha1.PodBuggerSpec{MaxPods: 10},
-			pods: []corev1.Pod{
-				testPod("web-a", corev1.PodRunning, web, 1, "other", "dbg"),
-				testPod("web-b", corev1.PodRunning, web, 2, "other"),
-			},
+			spec:     debugv1alpha1.PodBuggerSpec{MaxPods: 10},
+			pods:     []corev1.Pod{running("web-a", 1, "other", "dbg"), running("web-b", 2, "other")},
 			carriers: []string{"web-a"},
 			inject:   []string{"web-b"},
 		},
@@ -80,21 +83,29 @@ func TestPlanFor(t *testing.T) {
 			},
 			carriers: []string{"relabelled"},
 			inject:   []string{"web-a"},
+			spare:    []string{"web-b"},
 		},
 		"maxPods reached: nothing more": {
-			spec: debugv1alpha1.PodBuggerSpec{MaxPods: 1},
-			pods: []corev1.Pod{
-				testPod("web-a", corev1.PodRunning, web, 1, "dbg"),
-				testPod("web-b", corev1.PodRunning, web, 2),
-			},
+			spec:     debugv1alpha1.PodBuggerSpec{MaxPods: 1},
+			pods:     []corev1.Pod{running("web-a", 1, "dbg"), running("web-b", 2)},
 			carriers: []string{"web-a"},
+			spare:    []string{"web-b"},
+		},
+		"pods beyond maxPods are spare, oldest first": {
+			spec:   debugv1alpha1.PodBuggerSpec{MaxPods: 1},
+			pods:   []corev1.Pod{running("web-c", 3), running("web-a", 1), running("web-b", 2)},
+			inject: []string{"web-a"},
+			spare:  []string{"web-b", "web-c"},
+		},
+		"a refused pod is passed over and takes no place within maxPods": {
+			spec:     debugv1alpha1.PodBuggerSpec{MaxPods: 1},
+			pods:     []corev1.Pod{running("web-a", 1), running("web-b", 2)},
+			passOver: []types.UID{"uid-web-a"},
+			inject:   []string{"web-b"},
 		},
 		"suspended: nothing new": {
-			spec: debugv1alpha1.PodBuggerSpec{MaxPods: 10, Suspend: true},
-			pods: []corev1.Pod{
-				testPod("web-a", corev1.PodRunning, web, 1, "dbg"),
-				testPod("web-b", corev1.PodRunning, web, 2),
-			},
+			spec:     debugv1alpha1.PodBuggerSpec{MaxPods: 10, Suspend: true},
+			pods:     []corev1.Pod{running("web-a", 1, "dbg"), running("web-b", 2)},
 			carriers: []string{"web-a"},
 		},
 		"a pod without the target container is skipped, and does not use up maxPods": {
@@ -119,7 +130,11 @@ func TestPlanFor(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			pb := &debugv1alpha1.PodBugger{ObjectMeta: metav1.ObjectMeta{Name: "dbg"}, Spec: tt.spec}
-			p := planFor(pb, labels.SelectorFromSet(web), tt.pods)
+			passOver := map[types.UID]bool{}
+			for _, uid := range tt.passOver {
+				passOver[uid] = true
+			}
+			p := planFor(pb, labels.SelectorFromSet(web), tt.pods, passOver)
 			skipped := make([]*corev1.Pod, 0, len(p.skipped))
 			for _, s := range p.skipped {
 				skipped = append(skipped, s.pod)
@@ -127,6 +142,7 @@ func TestPlanFor(t *testing.T) {
 			for what, got := range map[string][2][]string{
 				"carriers": {names(p.carriers), tt.carriers},
 				"inject":   {names(p.inject), tt.inject},
+				"spare":    {names(p.spare), tt.spare},
 				"skipped":  {names(skipped), tt.skipped},
 			} {
 				if strings.Join(got[0], ",") != strings.Join(got[1], ",") {

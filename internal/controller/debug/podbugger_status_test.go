@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -49,6 +50,11 @@ func TestComputeStatus(t *testing.T) {
 		"injection failed": {
 			pb:        pb(debugv1alpha1.PodBuggerSpec{MaxPods: 10}),
 			o:         observation{now: now, carriers: map[types.UID]carrier{}, injectErr: errors.New("forbidden")},
+			installed: 0, ready: metav1.ConditionFalse, reason: debugv1alpha1.ReasonInjectionFailed, blocked: metav1.ConditionFalse,
+		},
+		"a remembered refusal keeps Ready false": {
+			pb:        pb(debugv1alpha1.PodBuggerSpec{MaxPods: 10}),
+			o:         observation{now: now, carriers: map[types.UID]carrier{}, refused: []refusal{{pod: "a", attempts: 1, err: "forbidden"}}},
 			installed: 0, ready: metav1.ConditionFalse, reason: debugv1alpha1.ReasonInjectionFailed, blocked: metav1.ConditionFalse,
 		},
 		"suspended": {
@@ -97,5 +103,62 @@ func TestComputeStatusBoundsThePodList(t *testing.T) {
 	}
 	if s.Pods[0].Name != "p" {
 		t.Errorf("the earliest pod should come first, got %s", s.Pods[0].Name)
+	}
+}
+
+func TestDebuggerState(t *testing.T) {
+	tests := map[string]struct {
+		state   corev1.ContainerState
+		want    debugv1alpha1.DebuggerState
+		reason  string
+		message string
+	}{
+		"no state": {want: debugv1alpha1.DebuggerUnknown},
+		"running":  {state: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}, want: debugv1alpha1.DebuggerRunning},
+		"creating": {state: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}, want: debugv1alpha1.DebuggerStarting, reason: "ContainerCreating"},
+		"exited 0": {state: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed"}}, want: debugv1alpha1.DebuggerExited, reason: "Completed"},
+		"exited 2": {state: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2}}, want: debugv1alpha1.DebuggerFailed, reason: "Error", message: "exited with status 2"},
+		"run as root refused": {
+			state: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError",
+				Message: "container has runAsNonRoot and image will run as root"}},
+			want: debugv1alpha1.DebuggerFailed, reason: "CreateContainerConfigError", message: "container has runAsNonRoot and image will run as root",
+		},
+		"image pull": {state: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: "not found"}},
+			want: debugv1alpha1.DebuggerFailed, reason: "ErrImagePull", message: "not found"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			state, reason, message := debuggerState(tt.state)
+			if state != tt.want || reason != tt.reason || message != tt.message {
+				t.Errorf("debuggerState = %s %q %q, want %s %q %q", state, reason, message, tt.want, tt.reason, tt.message)
+			}
+		})
+	}
+}
+
+func TestStartedCondition(t *testing.T) {
+	c := func(state debugv1alpha1.DebuggerState) carrier { return carrier{name: string(state), state: state} }
+	tests := map[string]struct {
+		carriers []carrier
+		status   metav1.ConditionStatus
+		reason   string
+	}{
+		"no carrier":                 {status: metav1.ConditionTrue, reason: debugv1alpha1.ReasonAllStarted},
+		"running and exited":         {carriers: []carrier{c(debugv1alpha1.DebuggerRunning), c(debugv1alpha1.DebuggerExited)}, status: metav1.ConditionTrue, reason: debugv1alpha1.ReasonAllStarted},
+		"not reported is unknown":    {carriers: []carrier{c(debugv1alpha1.DebuggerRunning), c(debugv1alpha1.DebuggerUnknown)}, status: metav1.ConditionUnknown, reason: debugv1alpha1.ReasonStatusUnknown},
+		"starting wins over unknown": {carriers: []carrier{c(debugv1alpha1.DebuggerStarting), c(debugv1alpha1.DebuggerUnknown)}, status: metav1.ConditionUnknown, reason: debugv1alpha1.ReasonStarting},
+		"a failure wins":             {carriers: []carrier{c(debugv1alpha1.DebuggerStarting), c(debugv1alpha1.DebuggerFailed), c(debugv1alpha1.DebuggerRunning)}, status: metav1.ConditionFalse, reason: debugv1alpha1.ReasonStartFailed},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			o := observation{carriers: map[types.UID]carrier{}}
+			for _, c := range tt.carriers {
+				o.carriers[types.UID(c.name)] = c
+			}
+			got := startedCondition(o)
+			if got.Type != debugv1alpha1.ConditionStarted || got.Status != tt.status || got.Reason != tt.reason {
+				t.Errorf("Started = %s %s (%s), want %s %s", got.Status, got.Reason, got.Message, tt.status, tt.reason)
+			}
+		})
 	}
 }
