@@ -2,6 +2,7 @@ package v1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Annotations a Job can carry to override the watchers' TTLs for itself.
@@ -15,6 +16,33 @@ const (
 
 // MaxWouldDelete bounds status.wouldDelete.
 const MaxWouldDelete = 50
+
+// Bounds of a failure record, so that status.recentFailures stays small
+// (at most about 10 KiB a record).
+const (
+	// MaxFailureRecords bounds spec.failureRecords and status.recentFailures.
+	MaxFailureRecords = 10
+	// MaxFailedPods is how many failed pods one record describes.
+	MaxFailedPods = 3
+	// MaxFailedContainers is how many containers of a pod it describes.
+	MaxFailedContainers = 3
+	// MaxMessageLength bounds each reason message kept.
+	MaxMessageLength = 256
+	// MaxLogTailLines and MaxLogTailBytes bound a container's log tail.
+	MaxLogTailLines = 5
+	MaxLogTailBytes = 512
+)
+
+// History groups: what a watcher's history limits count.
+const (
+	// HistoryByNamespace counts the Jobs the watcher matches in each
+	// namespace.
+	HistoryByNamespace = "Namespace"
+	// HistoryByNamePrefix counts them per namespace and name prefix: the
+	// name without its last dash-separated part, as a CronJob names its Jobs
+	// ("nightly-29012345" counts as "nightly").
+	HistoryByNamePrefix = "NamePrefix"
+)
 
 // Condition types and reasons of both watcher kinds.
 const (
@@ -34,7 +62,7 @@ const (
 
 // JobPolicy is what both watcher kinds share: which Jobs, and how long they
 // stay after they finish.
-// +kubebuilder:validation:XValidation:rule="has(self.ttlSecondsAfterSucceeded) || has(self.ttlSecondsAfterFailed)",message="at least one of ttlSecondsAfterSucceeded and ttlSecondsAfterFailed must be set"
+// +kubebuilder:validation:XValidation:rule="has(self.ttlSecondsAfterSucceeded) || has(self.ttlSecondsAfterFailed) || has(self.successfulJobsHistoryLimit) || has(self.failedJobsHistoryLimit)",message="at least one of ttlSecondsAfterSucceeded, ttlSecondsAfterFailed, successfulJobsHistoryLimit and failedJobsHistoryLimit must be set"
 type JobPolicy struct {
 	// ttlSecondsAfterSucceeded is how long a Job that completed successfully
 	// stays after it finished. Unset: this watcher has no say over succeeded
@@ -49,6 +77,39 @@ type JobPolicy struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	TTLSecondsAfterFailed *int32 `json:"ttlSecondsAfterFailed,omitempty"`
+
+	// successfulJobsHistoryLimit keeps only the newest N succeeded Jobs this
+	// watcher matches (by finish time, counted per historyGroupBy): older
+	// ones go at once, before their TTL, unless a policy or annotation that
+	// the precedence puts first keeps them longer. Without a succeeded TTL,
+	// the newest N stay until newer ones push them out. Unset: no limit.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	SuccessfulJobsHistoryLimit *int32 `json:"successfulJobsHistoryLimit,omitempty"`
+
+	// failedJobsHistoryLimit is the same for failed Jobs.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	FailedJobsHistoryLimit *int32 `json:"failedJobsHistoryLimit,omitempty"`
+
+	// historyGroupBy is what the history limits count: Namespace (default),
+	// the Jobs the watcher matches in each namespace; NamePrefix, those of
+	// each namespace and name prefix (the name without its last
+	// dash-separated part: a CronJob's Jobs, "nightly-29012345", count as
+	// "nightly").
+	// +optional
+	// +kubebuilder:validation:Enum=Namespace;NamePrefix
+	HistoryGroupBy string `json:"historyGroupBy,omitempty"`
+
+	// failureRecords is how many failure records status.recentFailures
+	// keeps, newest first: before the watcher deletes a failed Job it
+	// records why the Job failed (its reason and message, each failed pod's
+	// node, exit codes, termination reasons and last log lines). 0 records
+	// nothing. Unset: 5.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10
+	FailureRecords *int32 `json:"failureRecords,omitempty"`
 
 	// jobNamePatterns are RE2 regular expressions; a Job matches when its
 	// whole name matches one of them. Empty matches every name.
@@ -161,6 +222,13 @@ type JobWatcherStatus struct {
 	// +kubebuilder:validation:MaxItems=50
 	WouldDelete []string `json:"wouldDelete,omitempty"`
 
+	// recentFailures records, newest first, why the last failed Jobs this
+	// watcher deleted had failed (at most spec.failureRecords).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	RecentFailures []FailureRecord `json:"recentFailures,omitempty"`
+
 	// observedGeneration is the generation this status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -170,6 +238,80 @@ type JobWatcherStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// FailureRecord is what a failed Job taught before it was deleted.
+type FailureRecord struct {
+	// job is the Job's name.
+	// +required
+	Job string `json:"job"`
+	// namespace is the Job's namespace.
+	// +required
+	Namespace string `json:"namespace"`
+	// uid is the Job's UID.
+	// +required
+	UID types.UID `json:"uid"`
+	// failedAt is when the Job's Failed condition turned true.
+	// +optional
+	FailedAt metav1.Time `json:"failedAt,omitempty"`
+	// deletedAt is when the watcher deleted the Job.
+	// +optional
+	DeletedAt metav1.Time `json:"deletedAt,omitempty"`
+	// reason of the Job's Failed condition (BackoffLimitExceeded,
+	// DeadlineExceeded, PodFailurePolicy, ...).
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// message of the Job's Failed condition (shortened).
+	// +optional
+	Message string `json:"message,omitempty"`
+	// pods are the Job's failed pods that were still there (at most 3).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=3
+	Pods []PodFailure `json:"pods,omitempty"`
+}
+
+// PodFailure is one failed pod of a failed Job.
+type PodFailure struct {
+	// name of the pod.
+	// +required
+	Name string `json:"name"`
+	// node the pod ran on.
+	// +optional
+	Node string `json:"node,omitempty"`
+	// reason and message of the pod's status (Evicted, DeadlineExceeded, ...).
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// +optional
+	Message string `json:"message,omitempty"`
+	// containers are the pod's containers that terminated with an error
+	// (at most 3).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=3
+	Containers []ContainerFailure `json:"containers,omitempty"`
+}
+
+// ContainerFailure is how one container of a failed pod ended.
+type ContainerFailure struct {
+	// name of the container.
+	// +required
+	Name string `json:"name"`
+	// exitCode it ended with.
+	// +optional
+	ExitCode int32 `json:"exitCode"`
+	// reason of its termination (Error, OOMKilled, ...).
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// message of its termination (its termination log, shortened).
+	// +optional
+	Message string `json:"message,omitempty"`
+	// logTail is the end of its log (at most 5 lines, 512 bytes), when its
+	// node served it; logError says why not otherwise.
+	// +optional
+	LogTail string `json:"logTail,omitempty"`
+	// +optional
+	LogError string `json:"logError,omitempty"`
 }
 
 // JobWatcher deletes the finished Jobs of its own namespace after per-outcome

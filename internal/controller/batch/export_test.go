@@ -9,7 +9,7 @@ import (
 // RecordDeletion credits one deletion to watcher in r's ledger, as the Job
 // controller does after deleting a Job.
 func RecordDeletion(ctx context.Context, r *StatusReconciler, watcher client.Object) {
-	r.deleted.add(ctx, watcher)
+	r.deleted.add(ctx, watcher, nil)
 	<-r.deleted.notify
 }
 
@@ -18,4 +18,11 @@ func Tallies(r *StatusReconciler) int {
 	r.deleted.mu.Lock()
 	defer r.deleted.mu.Unlock()
 	return len(r.deleted.tallies)
+}
+
+// Evaluations is how many watchers r keeps an evaluation time for.
+func Evaluations(r *StatusReconciler) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.evaluated)
 }

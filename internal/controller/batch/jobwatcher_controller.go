@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -57,12 +58,23 @@ func Setup(mgr ctrl.Manager, _ setup.Options) error {
 	clusterJobWatchers := NewStatusReconciler(mgr.GetClient(), true)
 	jobs := NewJobReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(ControllerName),
 		jobWatchers.deleted, clusterJobWatchers.deleted)
+	clientset, err := kubernetes.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("creating the clientset that reads pod logs: %w", err)
+	}
+	jobs.Logs = ClientsetLogs(clientset)
 	watcherChanged := builder.WithPredicates(predicate.GenerationChangedPredicate{})
-	err := ctrl.NewControllerManagedBy(mgr).
+	err = ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&batchv1.Job{}, builder.WithPredicates(predicate.Funcs{
 			CreateFunc: func(e event.CreateEvent) bool { return governableObject(e.Object) },
 			UpdateFunc: func(e event.UpdateEvent) bool { return governableObject(e.ObjectNew) },
+			DeleteFunc: func(event.DeleteEvent) bool { return false },
+		})).
+		// A Job that finishes may push older ones beyond a history limit.
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobs.historyPeers), builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(e event.CreateEvent) bool { return governableObject(e.Object) },
+			UpdateFunc: func(e event.UpdateEvent) bool { return !governableObject(e.ObjectOld) && governableObject(e.ObjectNew) },
 			DeleteFunc: func(event.DeleteEvent) bool { return false },
 		})).
 		Watches(&deckhandbatchv1.JobWatcher{}, handler.EnqueueRequestsFromMapFunc(jobs.jobsInReach), watcherChanged).
@@ -99,6 +111,9 @@ type JobReconciler struct {
 	APIReader client.Reader
 	Recorder  events.EventRecorder
 	Now       func() time.Time
+	// Logs reads the end of a failed container's log for a failure record;
+	// nil records none.
+	Logs PodLogs
 
 	// deleted tells the status controllers of each kind which watcher
 	// deleted a Job.
@@ -118,11 +133,11 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err := r.Get(ctx, req.NamespacedName, job); err != nil || !job.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	policies, err := listPolicies(ctx, r.Client, job.Namespace)
+	policies, h, err := r.observe(ctx, job.Namespace)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	d := decide(job, policies)
+	d := decide(job, policies, h)
 	now := r.Now()
 	switch {
 	case d.Verdict == verdictBadAnnotation:
@@ -141,7 +156,21 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		r.reportWouldDelete(job, d)
 		return ctrl.Result{}, nil
 	}
-	return r.delete(ctx, job)
+	return r.delete(ctx, job, policies, h)
+}
+
+// observe reads from the cache the watchers that may govern the Jobs of
+// namespace ns and, when one has a history limit, which Jobs are beyond it.
+func (r *JobReconciler) observe(ctx context.Context, ns string) ([]*policy, history, error) {
+	policies, err := listPolicies(ctx, r.Client, ns)
+	if err != nil || !anyHistoryLimits(policies) {
+		return policies, nil, err
+	}
+	var jobs batchv1.JobList
+	if err := r.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
+		return nil, nil, fmt.Errorf("listing Jobs: %w", err)
+	}
+	return policies, historyOf(policies, jobs.Items), nil
 }
 
 // reportWouldDelete records, in dry run, that the governor would have

@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,7 +36,7 @@ func TestWebhookRefusesInvalidWatchers(t *testing.T) {
 
 	// What the schema refuses never reaches the webhook.
 	g.Expect(env.Client.Create(ctx, jobWatcher(ns, "no-ttl", nil, nil))).To(MatchError(ContainSubstring(
-		"at least one of ttlSecondsAfterSucceeded and ttlSecondsAfterFailed must be set")))
+		"at least one of ttlSecondsAfterSucceeded, ttlSecondsAfterFailed, successfulJobsHistoryLimit and failedJobsHistoryLimit must be set")))
 	g.Expect(env.Client.Create(ctx, jobWatcher(ns, "negative", i32(-1), nil))).To(MatchError(ContainSubstring(
 		"spec.ttlSecondsAfterSucceeded: Invalid value: -1: spec.ttlSecondsAfterSucceeded in body should be greater than or equal to 0")))
 
@@ -64,8 +65,9 @@ func TestDeletesFinishedJobsAfterTheirTTL(t *testing.T) {
 	own.Spec.TTLSecondsAfterFinished = i32(0)
 	createJob(t, own, batchv1.JobComplete, now.Add(-time.Hour))
 
-	// Not before its TTL...
-	g.Consistently(env.Exists(done)).Should(BeTrue())
+	// Not before its TTL (it expires at now + 3s; creating the Jobs took
+	// some of that)...
+	g.Consistently(env.Exists(done)).WithTimeout(time.Until(now.Add(3*time.Second)) - 100*time.Millisecond).Should(BeTrue())
 	// ...but soon after.
 	g.Eventually(env.Exists(done)).Should(BeFalse())
 	g.Expect(time.Since(now)).To(BeNumerically(">=", 3*time.Second))
@@ -250,4 +252,79 @@ func TestForegroundPropagationIsPassedOn(t *testing.T) {
 		err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(job), job)
 		return job.Finalizers, err
 	}).Should(ContainElement(metav1.FinalizerDeleteDependents))
+}
+
+// A Job whose finish condition carries no time, as a controller named in
+// its spec.managedBy may write it, is kept: like Kubernetes' TTL controller,
+// Deckhand cannot tell when it expires, and never deletes it at once.
+func TestJobFinishedAtNoTimeIsKept(t *testing.T) {
+	g := testenv.NewG(t)
+	ns := env.Namespace(t)
+	env.StartManager(t, env.ManagerOptions())
+	env.Create(t, jobWatcher(ns, "w", i32(0), i32(0)))
+
+	untimed := newJob(ns, "untimed")
+	untimed.Spec.ManagedBy = ptr.To("example.com/batch-scheduler")
+	env.Create(t, untimed)
+	start := metav1.NewTime(time.Now().Add(-time.Hour))
+	untimed.Status.StartTime, untimed.Status.CompletionTime, untimed.Status.Succeeded = &start, &start, 1
+	untimed.Status.Conditions = []batchv1.JobCondition{
+		{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, Reason: "Done"},
+		{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, Reason: "Done"},
+	}
+	g.Expect(env.Client.Status().Update(context.Background(), untimed)).To(Succeed())
+	g.Expect(untimed.Status.Conditions[1].LastTransitionTime.IsZero()).To(BeTrue(), "the apiserver stamped the condition")
+
+	// The watcher deletes a timed Job at once, so it saw the untimed one too.
+	timed := createJob(t, newJob(ns, "timed"), batchv1.JobComplete, time.Now().Add(-time.Hour))
+	g.Eventually(env.Exists(timed)).Should(BeFalse())
+	g.Consistently(env.Exists(untimed)).Should(BeTrue())
+}
+
+// History limits: a watcher keeps the newest N succeeded Jobs of each name
+// prefix (a CronJob's Jobs); older ones go at once, before their TTL, and a
+// newer Job pushes the oldest out. A Job whose own annotation allows it to
+// stay longer stays.
+func TestHistoryLimitsKeepTheNewest(t *testing.T) {
+	g := testenv.NewG(t)
+	ns := env.Namespace(t)
+	env.StartManager(t, env.ManagerOptions())
+	w := jobWatcher(ns, "w", i32(3600), nil)
+	w.Spec.SuccessfulJobsHistoryLimit = i32(2)
+	w.Spec.HistoryGroupBy = deckhandbatchv1.HistoryByNamePrefix
+	env.Create(t, w)
+
+	at := time.Now().Add(-10 * time.Minute).Truncate(time.Second)
+	job := func(name string, minutes int, mutate ...func(*batchv1.Job)) *batchv1.Job {
+		j := newJob(ns, name)
+		for _, m := range mutate {
+			m(j)
+		}
+		return createJob(t, j, batchv1.JobComplete, at.Add(time.Duration(minutes)*time.Minute))
+	}
+	annotated := job("nightly-0", 0, func(j *batchv1.Job) {
+		j.Annotations = map[string]string{deckhandbatchv1.TTLAnnotation: "24h"}
+	})
+	oldest, older := job("nightly-1", 1), job("nightly-2", 2)
+	newer, newest := job("nightly-3", 3), job("nightly-4", 4)
+	other := job("hourly-1", 0)
+
+	g.Eventually(env.Exists(oldest)).Should(BeFalse())
+	g.Eventually(env.Exists(older)).Should(BeFalse())
+	// Beyond the limit too, but its annotation lets it stay a day.
+	g.Consistently(func() []bool {
+		return []bool{exists(annotated), exists(newer), exists(newest), exists(other)}
+	}).Should(Equal([]bool{true, true, true, true}))
+
+	// A newer Job pushes the oldest of the two out.
+	job("nightly-5", 5)
+	g.Eventually(env.Exists(newer)).Should(BeFalse())
+	g.Expect(exists(newest)).To(BeTrue())
+	g.Expect(exists(annotated)).To(BeTrue())
+	g.Eventually(env.Events(ns, w)).Should(ContainElement(ContainSubstring("beyond the history limit")))
+}
+
+func exists(obj client.Object) bool {
+	ok, err := env.Exists(obj)()
+	return ok && err == nil
 }

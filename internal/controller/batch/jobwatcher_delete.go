@@ -16,14 +16,15 @@ import (
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
 )
 
-// delete deletes a due Job the way Kubernetes' TTL controller does: the cache
-// may be behind, so the Job is read from the API server and judged again,
-// and the delete carries its UID and resourceVersion as preconditions, so a
-// Job that was replaced or changed in between (annotated keep, given its own
-// TTL) is left alone. The watchers are read past the cache too: one created
-// a moment ago may keep the Job longer. All this costs requests only for
-// Jobs that are due.
-func (r *JobReconciler) delete(ctx context.Context, cached *batchv1.Job) (ctrl.Result, error) {
+// delete deletes a due Job the way Kubernetes' TTL controller does, in two
+// requests: the cache may be behind, so the Job is read from the API server
+// and judged again, and the delete carries its UID and resourceVersion as
+// preconditions, so a Job that was replaced or changed in between (annotated
+// keep, given its own TTL, finished again) is left alone. The watchers are
+// judged as the cache shows them, as every other decision of the
+// controller: a watcher change is in effect once the watcher's
+// status.observedGeneration shows it (docs/jobwatcher.md, "Safe deletion").
+func (r *JobReconciler) delete(ctx context.Context, cached *batchv1.Job, policies []*policy, h history) (ctrl.Result, error) {
 	fresh := &batchv1.Job{}
 	jobAPIRequests.WithLabelValues("get").Inc()
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cached), fresh); err != nil {
@@ -32,26 +33,24 @@ func (r *JobReconciler) delete(ctx context.Context, cached *batchv1.Job) (ctrl.R
 	if fresh.UID != cached.UID || !fresh.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	policies, err := listPolicies(ctx, r.APIReader, fresh.Namespace)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
 	now := r.Now()
-	d := decide(fresh, policies)
+	d := decide(fresh, policies, h)
 	switch {
-	case d.Verdict != verdictExpires:
+	case d.Verdict != verdictExpires || d.Governor.spec.Suspend || d.Governor.spec.DryRun:
+		// The Job changed after the cache saw it; its update event brings
+		// it back.
 		return ctrl.Result{}, nil
 	case !d.due(now):
 		return ctrl.Result{RequeueAfter: d.Expiry.Sub(now)}, nil
-	case d.Governor.spec.Suspend || d.Governor.spec.DryRun:
-		// The watcher changed after the cache saw it; its update event
-		// brings the Job back.
-		return ctrl.Result{}, nil
 	}
 
 	gov := d.Governor
+	var failure *deckhandbatchv1.FailureRecord
+	if d.Outcome == outcomeFailed && gov.failureRecords() > 0 {
+		failure = r.recordFailure(ctx, fresh, now)
+	}
 	jobAPIRequests.WithLabelValues("delete").Inc()
-	err = r.Delete(ctx, fresh,
+	err := r.Delete(ctx, fresh,
 		client.Preconditions{UID: &fresh.UID, ResourceVersion: &fresh.ResourceVersion},
 		client.PropagationPolicy(gov.propagation()))
 	switch {
@@ -64,27 +63,35 @@ func (r *JobReconciler) delete(ctx context.Context, cached *batchv1.Job) (ctrl.R
 			"deleting Job %s/%s: %v", fresh.Namespace, fresh.Name, err)
 		return ctrl.Result{}, fmt.Errorf("deleting Job %s: %w", klog.KObj(fresh), err)
 	}
-	r.recordDeleted(ctx, fresh, d, now)
+	r.recordDeleted(ctx, fresh, d, now, failure)
 	return ctrl.Result{}, nil
 }
 
-// recordDeleted counts a deletion for the governor, logs it and records it
-// in Events on the Job and the watcher.
-func (r *JobReconciler) recordDeleted(ctx context.Context, job *batchv1.Job, d decision, now time.Time) {
+// recordDeleted counts a deletion for the governor (with the failure record
+// of a failed Job), logs it and records it in Events on the Job and the
+// watcher.
+func (r *JobReconciler) recordDeleted(ctx context.Context, job *batchv1.Job, d decision, now time.Time, failure *deckhandbatchv1.FailureRecord) {
 	gov := d.Governor
 	countJob(d, resultDeleted)
-	deletionLag.Observe(now.Sub(d.Expiry).Seconds())
-	r.ledgerOf(gov).add(ctx, gov.watcher)
+	if !d.BeyondHistory {
+		deletionLag.Observe(now.Sub(d.Expiry).Seconds())
+	}
+	r.ledgerOf(gov).add(ctx, gov.watcher, failure)
 	finishedAt := d.Expiry.Add(-d.TTL)
+	why := fmt.Sprintf("TTL %s", d.TTL)
+	if d.BeyondHistory {
+		limit, _ := gov.historyLimit(d.Outcome)
+		why = fmt.Sprintf("beyond the history limit of %d", limit)
+	}
 	logf.FromContext(ctx).Info("deleted finished Job", "watcher", gov.key().String(), "outcome", d.Outcome,
 		"finished", finishedAt, "ttl", d.TTL, "propagation", gov.propagation())
 	r.Recorder.Eventf(job, gov.watcher, corev1.EventTypeNormal, EventDeleted, "Delete",
-		"deleted by %s: %s %s ago, TTL %s", gov.key(), d.Outcome, now.Sub(finishedAt).Round(time.Second), d.TTL)
+		"deleted by %s: %s %s ago, %s", gov.key(), d.Outcome, now.Sub(finishedAt).Round(time.Second), why)
 	r.Recorder.Eventf(gov.watcher, job, corev1.EventTypeNormal, EventDeleted, "Delete",
-		"deleted %s Job %s/%s (TTL %s)", d.Outcome, job.Namespace, job.Name, d.TTL)
+		"deleted %s Job %s/%s (%s)", d.Outcome, job.Namespace, job.Name, why)
 }
 
-// listPolicies compiles, from c, the JobWatchers of namespace ns (every
+// listPolicies compiles, from c (the cache), the JobWatchers of namespace ns (every
 // namespace when ns is empty) and every ClusterJobWatcher.
 func listPolicies(ctx context.Context, c client.Reader, ns string) ([]*policy, error) {
 	var jws deckhandbatchv1.JobWatcherList

@@ -53,7 +53,10 @@ func TestDeleteJudgesWhatTheServerHoldsNow(t *testing.T) {
 			withAnnotation(deckhandbatchv1.TTLAnnotation, "24h")(j)
 			return nil
 		}, false, true},
-		"a longer watcher added": {func(*batchv1.Job) []client.Object { return []client.Object{watcher("long", 86400)} }, false, true},
+		// Watchers are judged as the cache shows them: a watcher change is in
+		// effect once its status.observedGeneration shows it. Only the Job
+		// is read past the cache.
+		"a watcher the cache does not show yet": {func(*batchv1.Job) []client.Object { return []client.Object{watcher("long", 86400)} }, true, false},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

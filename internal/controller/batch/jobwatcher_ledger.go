@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,25 +34,30 @@ type ledger struct {
 	tallies map[types.UID]*tally
 }
 
-// tally is one watcher's deletions.
+// tally is one watcher's deletions: how many, and the failure records not
+// yet seen in its status.
 type tally struct {
-	key types.NamespacedName
-	n   int64
+	key      types.NamespacedName
+	n        int64
+	failures []deckhandbatchv1.FailureRecord
 }
 
 // deletions is how many Jobs a watcher had deleted when its status was
-// computed, by the controller instance.
+// computed, by the controller instance, and the failure records its status
+// does not show yet.
 type deletions struct {
 	instance string
 	n        int64
+	failures []deckhandbatchv1.FailureRecord
 }
 
 func newLedger() *ledger {
 	return &ledger{instance: string(uuid.NewUUID()), notify: make(chan event.GenericEvent, 1024), tallies: map[types.UID]*tally{}}
 }
 
-// add counts one deletion by watcher and wakes its status controller.
-func (l *ledger) add(ctx context.Context, watcher client.Object) {
+// add counts one deletion by watcher, with the failure record of the Job if
+// any, and wakes its status controller.
+func (l *ledger) add(ctx context.Context, watcher client.Object, failure *deckhandbatchv1.FailureRecord) {
 	l.mu.Lock()
 	t, ok := l.tallies[watcher.GetUID()]
 	if !ok {
@@ -59,6 +65,11 @@ func (l *ledger) add(ctx context.Context, watcher client.Object) {
 		l.tallies[watcher.GetUID()] = t
 	}
 	t.n++
+	if failure != nil {
+		// The newest records are the ones a status keeps.
+		t.failures = append(t.failures, *failure)
+		t.failures = t.failures[max(0, len(t.failures)-deckhandbatchv1.MaxFailureRecords):]
+	}
 	l.mu.Unlock()
 	select {
 	case l.notify <- event.GenericEvent{Object: watcher}:
@@ -66,13 +77,19 @@ func (l *ledger) add(ctx context.Context, watcher client.Object) {
 	}
 }
 
-// count returns the deletions by the watcher uid so far.
-func (l *ledger) count(uid types.UID) deletions {
+// count returns the deletions by the watcher uid so far, and the failure
+// records that shown (the failure records of the status the apiserver
+// held) does not hold. The ones it holds are dropped: once the apiserver
+// held them, every later status is computed from one that holds them.
+func (l *ledger) count(uid types.UID, shown []deckhandbatchv1.FailureRecord) deletions {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	d := deletions{instance: l.instance}
 	if t, ok := l.tallies[uid]; ok {
-		d.n = t.n
+		t.failures = slices.DeleteFunc(t.failures, func(f deckhandbatchv1.FailureRecord) bool {
+			return slices.ContainsFunc(shown, sameJob(f))
+		})
+		d.n, d.failures = t.n, slices.Clone(t.failures)
 	}
 	return d
 }

@@ -18,15 +18,15 @@ func TestCountDeleted(t *testing.T) {
 		wantN    int64
 		wantMark string
 	}{
-		"nothing deleted, nothing written":       {status(0, ""), deletions{"me", 0}, 0, ""},
-		"first deletions":                        {status(0, ""), deletions{"me", 2}, 2, "me/2"},
-		"counted before this instance":           {status(7, "earlier/4"), deletions{"me", 1}, 8, "me/1"},
-		"no new deletions keeps an earlier mark": {status(7, "earlier/4"), deletions{"me", 0}, 7, "earlier/4"},
-		"only the uncounted ones are added":      {status(5, "me/3"), deletions{"me", 4}, 6, "me/4"},
+		"nothing deleted, nothing written":       {status(0, ""), deletions{instance: "me", n: 0}, 0, ""},
+		"first deletions":                        {status(0, ""), deletions{instance: "me", n: 2}, 2, "me/2"},
+		"counted before this instance":           {status(7, "earlier/4"), deletions{instance: "me", n: 1}, 8, "me/1"},
+		"no new deletions keeps an earlier mark": {status(7, "earlier/4"), deletions{instance: "me", n: 0}, 7, "earlier/4"},
+		"only the uncounted ones are added":      {status(5, "me/3"), deletions{instance: "me", n: 4}, 6, "me/4"},
 		// The write that counted them landed, its response was lost: the
 		// status read back already counts them.
-		"a lost write already counted them": {status(5, "me/4"), deletions{"me", 4}, 5, "me/4"},
-		"a malformed mark counts from zero": {status(5, "me"), deletions{"me", 1}, 6, "me/1"},
+		"a lost write already counted them": {status(5, "me/4"), deletions{instance: "me", n: 4}, 5, "me/4"},
+		"a malformed mark counts from zero": {status(5, "me"), deletions{instance: "me", n: 1}, 6, "me/1"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -42,17 +42,17 @@ func TestCountDeleted(t *testing.T) {
 func TestLedgerForget(t *testing.T) {
 	l := newLedger()
 	a, b := jw("ns", "a", nil, nil).watcher, jw("ns", "b", nil, nil).watcher
-	l.add(t.Context(), a)
-	l.add(t.Context(), a)
-	l.add(t.Context(), b)
-	if got, want := l.count(a.GetUID()), (deletions{l.instance, 2}); got != want {
+	l.add(t.Context(), a, nil)
+	l.add(t.Context(), a, nil)
+	l.add(t.Context(), b, nil)
+	if got, want := l.count(a.GetUID(), nil), (deletions{instance: l.instance, n: 2}); got.instance != want.instance || got.n != want.n || len(got.failures) != 0 {
 		t.Fatalf("count = %+v, want %+v", got, want)
 	}
 	l.forget(types.NamespacedName{Namespace: "ns", Name: "a"})
-	if got := l.count(a.GetUID()).n; got != 0 {
+	if got := l.count(a.GetUID(), nil).n; got != 0 {
 		t.Errorf("forgotten watcher still counts %d", got)
 	}
-	if got := l.count(b.GetUID()).n; got != 1 {
+	if got := l.count(b.GetUID(), nil).n; got != 1 {
 		t.Errorf("other watcher counts %d, want 1", got)
 	}
 }

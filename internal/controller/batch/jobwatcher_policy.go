@@ -193,10 +193,18 @@ const (
 	verdictKeep verdict = "Keep"
 	// verdictBadAnnotation: batch.deckhand.dev/ttl does not parse; kept.
 	verdictBadAnnotation verdict = "InvalidTTLAnnotation"
+	// verdictNoFinishTime: the Job finished but its condition carries no
+	// time (lastTransitionTime unset, as a controller named in
+	// spec.managedBy may write it); like Kubernetes' TTL controller, which
+	// cannot tell when such a Job expires, Deckhand keeps it.
+	verdictNoFinishTime verdict = "NoFinishTime"
 	// verdictUnwatched: no watcher reaches the Job.
 	verdictUnwatched verdict = "Unwatched"
 	// verdictNoTTL: watchers match but none has a TTL for its outcome.
 	verdictNoTTL verdict = "NoTTL"
+	// verdictInHistory: the governing watcher keeps the Job as one of its
+	// newest (history limit, no TTL for the outcome).
+	verdictInHistory verdict = "InHistory"
 	// verdictExpires: the Job goes at decision.Expiry, by decision.Governor.
 	verdictExpires verdict = "Expires"
 )
@@ -210,6 +218,9 @@ type decision struct {
 	Governor *policy
 	TTL      time.Duration
 	Expiry   time.Time
+	// BeyondHistory: the Job goes at once because it is beyond the
+	// governor's history limit.
+	BeyondHistory bool
 }
 
 // due reports whether the Job should go now.
@@ -221,16 +232,20 @@ func (d decision) due(now time.Time) bool {
 // to Kubernetes) > its batch.deckhand.dev/keep and batch.deckhand.dev/ttl
 // annotations > the JobWatchers of its namespace > ClusterJobWatchers; within
 // a level the longest TTL wins, so no Job goes sooner than any matching
-// policy allows. Annotations only apply to Jobs some watcher reaches: a Job
+// policy allows. A watcher beyond whose history limit the Job is (h) allows
+// it to go at once; a watcher with a limit and no TTL keeps the Jobs within
+// it. The ttl annotation overrides both, as it overrides TTLs. Annotations only apply to Jobs some watcher reaches: a Job
 // no watcher matches is never Deckhand's to delete. policies may hold
 // watchers of any namespace; the ones that do not match the Job are skipped.
-func decide(job *batchv1.Job, policies []*policy) decision {
+func decide(job *batchv1.Job, policies []*policy, h history) decision {
 	o, at, ok := finished(job)
 	switch {
 	case job.Spec.TTLSecondsAfterFinished != nil:
 		return decision{Verdict: verdictOwnTTL, Outcome: o}
 	case !ok:
 		return decision{Verdict: verdictRunning}
+	case at.IsZero():
+		return decision{Verdict: verdictNoFinishTime, Outcome: o}
 	case job.Annotations[deckhandbatchv1.KeepAnnotation] == "true":
 		return decision{Verdict: verdictKeep, Outcome: o}
 	}
@@ -254,10 +269,12 @@ func decide(job *batchv1.Job, policies []*policy) decision {
 	}
 
 	d := decision{Verdict: verdictExpires, Outcome: o}
-	if g, ttl, ok := longest(namespaced, o); ok {
-		d.Governor, d.TTL = g, ttl
-	} else if g, ttl, ok := longest(cluster, o); ok {
-		d.Governor, d.TTL = g, ttl
+	beyond := func(p *policy) bool { return h.beyond(p, job) }
+	var forever bool
+	if g, a, ok := longest(namespaced, o, beyond); ok {
+		d.Governor, d.TTL, d.BeyondHistory, forever = g, a.ttl, a.beyond, a.forever
+	} else if g, a, ok := longest(cluster, o, beyond); ok {
+		d.Governor, d.TTL, d.BeyondHistory, forever = g, a.ttl, a.beyond, a.forever
 	}
 	if s, ok := job.Annotations[deckhandbatchv1.TTLAnnotation]; ok {
 		ttl, err := time.ParseDuration(s)
@@ -269,30 +286,67 @@ func decide(job *batchv1.Job, policies []*policy) decision {
 			// gives the reach and the mode.
 			d.Governor = matched[0]
 		}
-		d.TTL = ttl
+		d.TTL, d.BeyondHistory, forever = ttl, false, false
 	}
-	if d.Governor == nil {
+	switch {
+	case d.Governor == nil:
 		return decision{Verdict: verdictNoTTL, Outcome: o}
+	case forever:
+		return decision{Verdict: verdictInHistory, Outcome: o, Governor: d.Governor}
 	}
 	d.Expiry = at.Add(d.TTL)
 	return d
 }
 
-// longest returns the policy with the longest TTL for outcome o among ps
-// (sorted); ties go to the first, so every reader picks the same governor.
-func longest(ps []*policy, o outcome) (*policy, time.Duration, bool) {
+// allowance is how long one watcher lets a finished Job stay.
+type allowance struct {
+	ttl time.Duration
+	// beyond: the Job is beyond the watcher's history limit, so it may go
+	// at once.
+	beyond bool
+	// forever: the watcher has a history limit but no TTL for the outcome,
+	// and the Job is within the limit.
+	forever bool
+}
+
+// longer reports whether a lets a Job stay longer than b.
+func (a allowance) longer(b allowance) bool {
+	return (a.forever && !b.forever) || (!b.forever && a.ttl > b.ttl)
+}
+
+// allows is how long p lets a Job with outcome o stay (beyond says whether
+// it is beyond p's history limit); false when p has no say over o.
+func (p *policy) allows(o outcome, beyond bool) (allowance, bool) {
+	ttl, hasTTL := p.ttl(o)
+	_, hasLimit := p.historyLimit(o)
+	switch {
+	case hasLimit && beyond:
+		return allowance{beyond: true}, true
+	case hasTTL:
+		return allowance{ttl: ttl}, true
+	case hasLimit:
+		return allowance{forever: true}, true
+	}
+	return allowance{}, false
+}
+
+// longest returns the policy among ps (sorted) that lets a Job with outcome
+// o stay longest, and how long: no policy lets it go sooner than any other
+// with a say allows. A history limit shortens only its own watcher's
+// allowance. Ties go to the first, so every reader picks the same governor.
+func longest(ps []*policy, o outcome, beyond func(*policy) bool) (*policy, allowance, bool) {
 	var best *policy
-	var bestTTL time.Duration
+	var bestA allowance
 	for _, p := range ps {
-		ttl, ok := p.ttl(o)
+		a, ok := p.allows(o, beyond(p))
 		if !ok {
 			continue
 		}
-		if best == nil || ttl > bestTTL {
-			best, bestTTL = p, ttl
+		if best == nil || a.longer(bestA) {
+			best, bestA = p, a
 		}
 	}
-	return best, bestTTL, best != nil
+	return best, bestA, best != nil
 }
 
 func comparePolicies(a, b *policy) int {

@@ -126,8 +126,11 @@ func TestDecide(t *testing.T) {
 		governor string
 		ttl      time.Duration
 	}{
-		"running Job":                    {testJob(ns, "pi"), []*policy{short}, verdictRunning, "", 0},
-		"own TTL left to Kubernetes":     {testJob(ns, "pi", succeeded, func(j *batchv1.Job) { j.Spec.TTLSecondsAfterFinished = ptr.To[int32](3) }), []*policy{short}, verdictOwnTTL, "", 0},
+		"running Job":                {testJob(ns, "pi"), []*policy{short}, verdictRunning, "", 0},
+		"own TTL left to Kubernetes": {testJob(ns, "pi", succeeded, func(j *batchv1.Job) { j.Spec.TTLSecondsAfterFinished = ptr.To[int32](3) }), []*policy{short}, verdictOwnTTL, "", 0},
+		"finished at no time is kept": {testJob(ns, "pi", func(j *batchv1.Job) {
+			j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
+		}), []*policy{short}, verdictNoFinishTime, "", 0},
 		"no watcher":                     {testJob(ns, "pi", succeeded), nil, verdictUnwatched, "", 0},
 		"watcher of another namespace":   {testJob(ns, "pi", succeeded), []*policy{other}, verdictUnwatched, "", 0},
 		"succeeded TTL":                  {testJob(ns, "pi", succeeded), []*policy{short}, verdictExpires, "short", 10 * time.Second},
@@ -158,7 +161,7 @@ func TestDecide(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			d := decide(tc.job, tc.policies)
+			d := decide(tc.job, tc.policies, nil)
 			if d.Verdict != tc.verdict {
 				t.Fatalf("verdict = %s, want %s", d.Verdict, tc.verdict)
 			}

@@ -20,7 +20,8 @@ import (
 
 // TestNoRequestsForJobsThatAreNotDue checks the controller's cost: with
 // thousands of finished Jobs present, it sends the API server requests only
-// for the Jobs that are due (one GET, one DELETE each), none for the others,
+// for the Jobs that are due (one GET, one DELETE each, and no read of the
+// watchers past the cache), none for the others,
 // neither when it starts nor when a watcher changes. It counts twice: the
 // API server's own apiserver_request_total, and the controller's
 // deckhand_jobwatcher_job_api_requests_total.
@@ -62,7 +63,7 @@ func TestNoRequestsForJobsThatAreNotDue(t *testing.T) {
 	wg.Wait()
 	t.Logf("created %d finished Jobs (%d due) in %s", total, due, time.Since(began).Round(time.Millisecond))
 
-	before, ours := apiserverJobRequests(t), controllerJobRequests(t)
+	before, ours, lists := apiserverJobRequests(t), controllerJobRequests(t), apiserverWatcherLists(t)
 	opts := env.ManagerOptions()
 	opts.WatchNamespaces = []string{ns} // other tests' Jobs are not counted
 	started := time.Now()
@@ -95,6 +96,9 @@ func TestNoRequestsForJobsThatAreNotDue(t *testing.T) {
 	g.Expect(seen["GET"]).To(BeEquivalentTo(due), "GETs of single Jobs")
 	g.Expect(seen["DELETE"]).To(BeEquivalentTo(due), "DELETEs of Jobs")
 	g.Expect(counted).To(Equal(map[string]float64{"get": float64(due), "delete": float64(due)}))
+	// The watchers come from the cache: the API server saw only the
+	// informers' first LIST of each kind, none per deletion.
+	g.Expect(apiserverWatcherLists(t)-lists).To(BeNumerically("<=", 2), "LISTs of watchers")
 }
 
 var requestLine = regexp.MustCompile(`^apiserver_request_total\{(.*)\} ([0-9.e+]+)$`)
@@ -103,6 +107,20 @@ var requestLine = regexp.MustCompile(`^apiserver_request_total\{(.*)\} ([0-9.e+]
 // batch/v1 jobs (not their status), by verb.
 func apiserverJobRequests(t *testing.T) map[string]float64 {
 	t.Helper()
+	return apiserverRequests(t, "batch", "jobs")
+}
+
+// apiserverWatcherLists sums the API server's LISTs of both watcher kinds.
+func apiserverWatcherLists(t *testing.T) float64 {
+	t.Helper()
+	return apiserverRequests(t, "batch.deckhand.dev", "jobwatchers")["LIST"] +
+		apiserverRequests(t, "batch.deckhand.dev", "clusterjobwatchers")["LIST"]
+}
+
+// apiserverRequests sums the API server's apiserver_request_total for one
+// resource of group (not its subresources), by verb.
+func apiserverRequests(t *testing.T, group, resource string) map[string]float64 {
+	t.Helper()
 	raw, err := kubernetes.NewForConfigOrDie(env.Config).CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	if err != nil {
 		t.Fatalf("reading the API server's metrics: %v", err)
@@ -110,7 +128,7 @@ func apiserverJobRequests(t *testing.T) map[string]float64 {
 	out := map[string]float64{}
 	for line := range strings.SplitSeq(string(raw), "\n") {
 		m := requestLine.FindStringSubmatch(line)
-		if m == nil || !strings.Contains(m[1], `group="batch"`) || !strings.Contains(m[1], `resource="jobs"`) ||
+		if m == nil || !strings.Contains(m[1], `group="`+group+`"`) || !strings.Contains(m[1], `resource="`+resource+`"`) ||
 			!strings.Contains(m[1], `subresource=""`) {
 			continue
 		}

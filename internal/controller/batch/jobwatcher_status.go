@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -22,6 +23,13 @@ import (
 
 // +kubebuilder:rbac:groups=batch.deckhand.dev,resources=jobwatchers/status;clusterjobwatchers/status,verbs=get;update;patch
 
+// StatusInterval is the least time between two evaluations of one
+// watcher's Jobs. The Job events in between are coalesced into one
+// evaluation: a burst of events (a thousand Jobs finishing, a ClusterJobWatcher
+// over a busy cluster) costs one list and judgment of the watcher's Jobs per
+// interval, not one per event.
+const StatusInterval = time.Second
+
 // StatusReconciler keeps the status of one watcher kind. It reads only the
 // cache; it writes when the status changed, and comes back when the next Job
 // the watcher governs expires.
@@ -34,13 +42,18 @@ type StatusReconciler struct {
 	status  *status.Writer[deckhandbatchv1.JobWatcherStatus]
 	// deleted counts the deletions of this kind's watchers.
 	deleted *ledger
+
+	mu sync.Mutex
+	// evaluated is when each watcher's Jobs were last evaluated.
+	evaluated map[types.NamespacedName]time.Time
 }
 
 // NewStatusReconciler returns the status reconciler of JobWatchers, or with
 // cluster of ClusterJobWatchers.
 func NewStatusReconciler(c client.Client, cluster bool) *StatusReconciler {
 	return &StatusReconciler{Client: c, Now: time.Now, cluster: cluster,
-		status: status.NewWriter[deckhandbatchv1.JobWatcherStatus](c), deleted: newLedger()}
+		status: status.NewWriter[deckhandbatchv1.JobWatcherStatus](c), deleted: newLedger(),
+		evaluated: map[types.NamespacedName]time.Time{}}
 }
 
 // Reconcile recounts what one watcher matches and governs and writes its
@@ -55,12 +68,15 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, nil
 	}
 	start := r.Now()
+	if wait := r.untilDue(req.NamespacedName, start); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
 	policies, jobs, err := r.observe(ctx, req.Namespace)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	s := summarize(w.policy, policies, jobs, start)
-	want := computeStatus(*w.status, w.policy, s, r.deleted.count(w.obj.GetUID()), start, r.Now())
+	want := computeStatus(*w.status, w.policy, s, r.deleted.count(w.obj.GetUID(), w.status.RecentFailures), start, r.Now())
 	if err := r.status.Write(ctx, w.obj, w.status, want); err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing status of %s: %w", w.policy.key(), err)
 	}
@@ -68,6 +84,18 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{RequeueAfter: s.Next.Sub(start)}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// untilDue is how long the watcher key must wait for its next evaluation,
+// zero when it may run now, which it records.
+func (r *StatusReconciler) untilDue(key types.NamespacedName, now time.Time) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if last, ok := r.evaluated[key]; ok && now.Sub(last) < StatusInterval && !now.Before(last) {
+		return StatusInterval - now.Sub(last)
+	}
+	r.evaluated[key] = now
+	return 0
 }
 
 // watcher is a watcher of either kind as read, with its compiled policy.
@@ -114,6 +142,9 @@ func (r *StatusReconciler) observe(ctx context.Context, ns string) ([]*policy, [
 func (r *StatusReconciler) forget(key types.NamespacedName) {
 	r.status.Forget(key)
 	r.deleted.forget(key)
+	r.mu.Lock()
+	delete(r.evaluated, key)
+	r.mu.Unlock()
 	forgetMetrics(r.kind(), key)
 }
 
@@ -185,13 +216,14 @@ type summary struct {
 func summarize(self *policy, policies []*policy, jobs []batchv1.Job, now time.Time) summary {
 	var s summary
 	uid := self.watcher.GetUID()
+	h := historyOf(policies, jobs)
 	for i := range jobs {
 		job := &jobs[i]
 		if !job.DeletionTimestamp.IsZero() || !self.matches(job) {
 			continue
 		}
 		s.Matched++
-		d := decide(job, policies)
+		d := decide(job, policies, h)
 		if d.Verdict != verdictExpires || d.Governor.watcher.GetUID() != uid {
 			continue
 		}
@@ -219,6 +251,7 @@ func computeStatus(old deckhandbatchv1.JobWatcherStatus, self *policy, s summary
 	st.ObservedGeneration = self.watcher.GetGeneration()
 	st.MatchedJobs, st.PendingDeletions = s.Matched, s.Pending
 	st.DeletedJobs, st.CountedDeletions = countDeleted(old, deleted)
+	st.RecentFailures = mergeFailures(old.RecentFailures, deleted.failures, self.failureRecords())
 	st.NextDeletionTime = nil
 	if s.Next != nil {
 		st.NextDeletionTime = &metav1.Time{Time: s.Next.Truncate(time.Second)}

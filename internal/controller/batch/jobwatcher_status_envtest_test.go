@@ -2,6 +2,8 @@ package batch_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +29,8 @@ func TestDeletedJobsCountsEachDeletionOnce(t *testing.T) {
 	g.Eventually(status(w)).Should(HaveField("ObservedGeneration", w.Generation))
 
 	r := batchcontroller.NewStatusReconciler(testenv.LoseStatusResponses(env.Client, 1), false)
+	now := time.Now()
+	r.Now = func() time.Time { now = now.Add(batchcontroller.StatusInterval); return now } // no coalescing
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(w)}
 	batchcontroller.RecordDeletion(ctx, r, w)
 	batchcontroller.RecordDeletion(ctx, r, w)
@@ -63,12 +67,73 @@ func TestAWatcherThatGoesIsForgotten(t *testing.T) {
 
 	// The in-memory counts, on a status reconciler of the test's own.
 	r := batchcontroller.NewStatusReconciler(env.Client, false)
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(w)}
 	batchcontroller.RecordDeletion(ctx, r, w)
+	_, err := r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(batchcontroller.Tallies(r)).To(Equal(1))
+	g.Expect(batchcontroller.Evaluations(r)).To(Equal(1))
 
 	g.Expect(env.Client.Delete(ctx, w)).To(Succeed())
 	g.Eventually(series).Should(BeZero())
-	_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(w)})
+	_, err = r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(batchcontroller.Tallies(r)).To(BeZero())
+	g.Expect(batchcontroller.Evaluations(r)).To(BeZero())
+}
+
+// A ClusterJobWatcher's status does not re-list and re-judge every Job it
+// reaches on every Job event: the events of one StatusInterval are
+// coalesced into one evaluation, which the requeue brings.
+func TestClusterStatusCoalescesJobEvents(t *testing.T) {
+	g := testenv.NewG(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	env.StartManager(t, env.ManagerOptions()) // for the webhook
+	w := clusterJobWatcher(t, i32(3600), nil, ns)
+	env.Create(t, w)
+
+	c := &jobListCounter{Client: env.Client}
+	r := batchcontroller.NewStatusReconciler(c, true)
+	now := time.Now()
+	r.Now = func() time.Time { return now }
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(w)}
+	for i := range 20 {
+		createJob(t, newJob(ns, fmt.Sprintf("job-%02d", i)), batchv1.JobComplete, now)
+		// What the Job's event brings.
+		res, err := r.Reconcile(ctx, req)
+		g.Expect(err).NotTo(HaveOccurred())
+		if i > 0 {
+			g.Expect(res.RequeueAfter).To(BeNumerically("~", batchcontroller.StatusInterval, time.Millisecond), "coalesced, not dropped")
+		}
+	}
+	g.Expect(c.lists()).To(Equal(1), "Job lists for 20 Job events in one interval")
+
+	now = now.Add(batchcontroller.StatusInterval)
+	_, err := r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(c.lists()).To(Equal(2))
+	g.Expect(status(w)()).To(And(HaveField("MatchedJobs", BeEquivalentTo(20)), HaveField("PendingDeletions", BeEquivalentTo(20))))
+}
+
+// jobListCounter counts the Job lists sent through it.
+type jobListCounter struct {
+	client.Client
+	mu sync.Mutex
+	n  int
+}
+
+func (c *jobListCounter) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*batchv1.JobList); ok {
+		c.mu.Lock()
+		c.n++
+		c.mu.Unlock()
+	}
+	return c.Client.List(ctx, list, opts...)
+}
+
+func (c *jobListCounter) lists() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
 }

@@ -36,25 +36,25 @@ func TestComputeStatus(t *testing.T) {
 		want    deckhandbatchv1.JobWatcherStatus
 	}{
 		"first status": {
-			self: active, s: summary{Matched: 2, Pending: 1, Next: &next}, deleted: deletions{"me", 0},
+			self: active, s: summary{Matched: 2, Pending: 1, Next: &next}, deleted: deletions{instance: "me", n: 0},
 			want: deckhandbatchv1.JobWatcherStatus{MatchedJobs: 2, PendingDeletions: 1, ObservedGeneration: 3,
 				NextDeletionTime: ptr.To(metav1.NewTime(next.Truncate(time.Second))),
 				LastRunStartTime: ptr.To(metav1.NewTime(start)), LastRunEndTime: ptr.To(metav1.NewTime(end)),
 				Conditions: activeReady},
 		},
 		"nothing changed: the run times stay": {
-			old: settled, self: active, s: summary{Matched: 2, Pending: 1, Next: &next}, deleted: deletions{"me", 0},
+			old: settled, self: active, s: summary{Matched: 2, Pending: 1, Next: &next}, deleted: deletions{instance: "me", n: 0},
 			want: settled,
 		},
 		"a deletion counted": {
-			old: settled, self: active, s: summary{Matched: 1}, deleted: deletions{"me", 1},
+			old: settled, self: active, s: summary{Matched: 1}, deleted: deletions{instance: "me", n: 1},
 			want: deckhandbatchv1.JobWatcherStatus{MatchedJobs: 1, ObservedGeneration: 3, DeletedJobs: 1, CountedDeletions: "me/1",
 				LastRunStartTime: ptr.To(metav1.NewTime(start)), LastRunEndTime: ptr.To(metav1.NewTime(end)),
 				Conditions: settled.Conditions},
 		},
 		"dry run lists what it would delete": {
 			self: jw("ns", "w", ptr.To[int32](60), nil, func(p *deckhandbatchv1.JobPolicy) { p.DryRun = true }),
-			s:    summary{Matched: 1, WouldDelete: []string{"ns/pi"}}, deleted: deletions{"me", 0},
+			s:    summary{Matched: 1, WouldDelete: []string{"ns/pi"}}, deleted: deletions{instance: "me", n: 0},
 			want: deckhandbatchv1.JobWatcherStatus{MatchedJobs: 1, WouldDelete: []string{"ns/pi"},
 				LastRunStartTime: ptr.To(metav1.NewTime(start)), LastRunEndTime: ptr.To(metav1.NewTime(end)),
 				Conditions: []metav1.Condition{{Type: deckhandbatchv1.ConditionReady, Status: metav1.ConditionTrue, Reason: deckhandbatchv1.ReasonDryRun,
@@ -62,14 +62,14 @@ func TestComputeStatus(t *testing.T) {
 		},
 		"suspended": {
 			self: jw("ns", "w", ptr.To[int32](60), nil, func(p *deckhandbatchv1.JobPolicy) { p.Suspend = true }),
-			s:    summary{Matched: 1, Pending: 1}, deleted: deletions{"me", 0},
+			s:    summary{Matched: 1, Pending: 1}, deleted: deletions{instance: "me", n: 0},
 			want: deckhandbatchv1.JobWatcherStatus{MatchedJobs: 1, PendingDeletions: 1,
 				LastRunStartTime: ptr.To(metav1.NewTime(start)), LastRunEndTime: ptr.To(metav1.NewTime(end)),
 				Conditions: []metav1.Condition{{Type: deckhandbatchv1.ConditionReady, Status: metav1.ConditionFalse, Reason: deckhandbatchv1.ReasonSuspended,
 					Message: "suspended: the Jobs this watcher governs are kept until it resumes", LastTransitionTime: metav1.NewTime(start)}}},
 		},
 		"invalid spec": {
-			self: jw("ns", "w", ptr.To[int32](60), nil, names("([a-z")), deleted: deletions{"me", 0},
+			self: jw("ns", "w", ptr.To[int32](60), nil, names("([a-z")), deleted: deletions{instance: "me", n: 0},
 			want: deckhandbatchv1.JobWatcherStatus{
 				LastRunStartTime: ptr.To(metav1.NewTime(start)), LastRunEndTime: ptr.To(metav1.NewTime(end)),
 				Conditions: []metav1.Condition{{Type: deckhandbatchv1.ConditionReady, Status: metav1.ConditionFalse, Reason: deckhandbatchv1.ReasonInvalidSpec,
