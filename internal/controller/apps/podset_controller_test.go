@@ -382,8 +382,21 @@ func TestPodSetSchemaRefusesInvalidSpecsNamingTheField(t *testing.T) {
 		"no labels":         {spec: appsv1alpha1.PodSetSpec{Size: 1, Template: noLabels}, want: []string{"spec.template.metadata.labels", "at least one label"}},
 		"no containers":     {spec: appsv1alpha1.PodSetSpec{Size: 1, Template: noContainers}, want: []string{"spec.template.spec.containers", "at least one container"}},
 		"bad strategy type": {spec: appsv1alpha1.PodSetSpec{Size: 1, UpdateStrategy: appsv1alpha1.PodSetUpdateStrategy{Type: "Recreate"}}, want: []string{"spec.updateStrategy.type", "Unsupported value"}},
-		"maxUnavailable 0": {spec: appsv1alpha1.PodSetSpec{Size: 1, UpdateStrategy: appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.RollingUpdateStrategy, MaxUnavailable: &zero}},
-			want: []string{"spec.updateStrategy.maxUnavailable", "at least 1"}},
+		"maxUnavailable 0 without surge": {spec: appsv1alpha1.PodSetSpec{Size: 1, UpdateStrategy: appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.RollingUpdateStrategy, MaxUnavailable: &zero}},
+			want: []string{"spec.updateStrategy.maxUnavailable", "cannot both be 0"}},
+		"maxUnavailable 0% and maxSurge 0": {spec: appsv1alpha1.PodSetSpec{Size: 1, UpdateStrategy: appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.RollingUpdateStrategy, MaxUnavailable: new(intstr.FromString("0%")), MaxSurge: &zero}},
+			want: []string{"spec.updateStrategy.maxUnavailable", "cannot both be 0"}},
+		"negative maxSurge": {spec: appsv1alpha1.PodSetSpec{Size: 1, UpdateStrategy: appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.RollingUpdateStrategy, MaxSurge: new(intstr.FromInt32(-1))}},
+			want: []string{"spec.updateStrategy.maxSurge", "at least 0"}},
+		"maxSurge with OnDelete": {spec: appsv1alpha1.PodSetSpec{Size: 1, UpdateStrategy: appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.OnDeleteStrategy, MaxSurge: new(intstr.FromInt32(1))}},
+			want: []string{"spec.updateStrategy.maxSurge", "only allowed with type RollingUpdate"}},
+		"negative minReadySeconds": {spec: appsv1alpha1.PodSetSpec{Size: 1, MinReadySeconds: -1}, want: []string{"spec.minReadySeconds", "greater than or equal to 0"}},
+		"restartPolicy Never": {spec: appsv1alpha1.PodSetSpec{Size: 1, Template: withSpec(func(s *corev1.PodSpec) { s.RestartPolicy = corev1.RestartPolicyNever })},
+			want: []string{"spec.template.spec.restartPolicy", "must be Always"}},
+		"activeDeadlineSeconds": {spec: appsv1alpha1.PodSetSpec{Size: 1, Template: withSpec(func(s *corev1.PodSpec) { s.ActiveDeadlineSeconds = new(int64(60)) })},
+			want: []string{"spec.template.spec.activeDeadlineSeconds", "forbidden"}},
+		"container without image": {spec: appsv1alpha1.PodSetSpec{Size: 1, Template: withSpec(func(s *corev1.PodSpec) { s.Containers[0].Image = "" })},
+			want: []string{"spec.template.spec.containers", "every container needs an image"}},
 		"maxUnavailable 150%": {spec: appsv1alpha1.PodSetSpec{Size: 1, UpdateStrategy: appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.RollingUpdateStrategy, MaxUnavailable: &tooMany}},
 			want: []string{"spec.updateStrategy.maxUnavailable", "percentage"}},
 		"maxUnavailable with OnDelete": {spec: appsv1alpha1.PodSetSpec{Size: 1, UpdateStrategy: appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.OnDeleteStrategy, MaxUnavailable: new(intstr.FromInt32(1))}},
@@ -403,6 +416,13 @@ func TestPodSetSchemaRefusesInvalidSpecsNamingTheField(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withSpec is the seed template changed by mutate.
+func withSpec(mutate func(*corev1.PodSpec)) *corev1.PodTemplateSpec {
+	t := seedTemplate("busybox")
+	mutate(&t.Spec)
+	return t
 }
 
 func seedTemplate(image string) *corev1.PodTemplateSpec {
