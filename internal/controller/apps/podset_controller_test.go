@@ -500,6 +500,7 @@ func TestPodSetStatusIsWrittenWhenAStaleCopyLooksEqual(t *testing.T) {
 	stale := get(g, set)
 	g.Expect(stale.Status.Replicas).To(BeZero())
 	r.Client = testenv.StaleGets(withoutIndexes{env.Client}, stale)
+	r.CacheCaughtUp(req.NamespacedName) // its pod reads are uncached
 	// The pod it created shows: status B (1 of 1) is written, though the
 	// cache still has A.
 	_, err = r.Reconcile(ctx, req)

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -74,20 +75,21 @@ func (r *PodSetReconciler) manage(ctx context.Context, set *appsv1alpha1.PodSet,
 	if err := r.deletePods(ctx, set, doomed); err != nil {
 		return wait, &syncFailure{reason: appsv1alpha1.ReasonFailedDelete, err: err}
 	}
-	if err := r.createPods(ctx, set, tmpl, hash, creations); err != nil {
+	failing := meta.IsStatusConditionTrue(set.Status.Conditions, appsv1alpha1.ConditionReplicaFailure)
+	if err := r.createPods(ctx, set, tmpl, hash, creations, firstBatch(len(active), failing)); err != nil {
 		return wait, &syncFailure{reason: appsv1alpha1.ReasonFailedCreate, err: err}
 	}
 	return wait, nil
 }
 
-// createPods creates n pods in slow-start batches, and stops at the first
-// batch that fails.
-func (r *PodSetReconciler) createPods(ctx context.Context, set *appsv1alpha1.PodSet, tmpl corev1.PodTemplateSpec, hash string, n int) error {
+// createPods creates n pods in slow-start batches from initial, and stops
+// at the first batch that fails.
+func (r *PodSetReconciler) createPods(ctx context.Context, set *appsv1alpha1.PodSet, tmpl corev1.PodTemplateSpec, hash string, n, initial int) error {
 	if n == 0 {
 		return nil
 	}
 	key := client.ObjectKeyFromObject(set)
-	created, errs := slowStartBatch(n, func() error {
+	created, errs := slowStartBatch(n, initial, func() error {
 		pod := podFor(set, tmpl, hash)
 		if err := r.Create(ctx, pod); err != nil {
 			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {

@@ -32,13 +32,13 @@ func slowStartBatchSizes(n, initial int) []int {
 	return sizes
 }
 
-// slowStartBatch calls fn n times, in batches that double in size (1, 2, 4,
-// …), the calls of a batch in parallel. It stops after the first batch in
+// slowStartBatch calls fn n times, in batches that double in size (initial,
+// 2×initial, …), the calls of a batch in parallel. It stops after the first batch in
 // which a call fails, so that a request that fails for every pod (a quota, a
 // webhook that refuses them) is made a handful of times, not n times. It
 // returns how many calls succeeded and the errors of the failed ones.
-func slowStartBatch(n int, fn func() error) (succeeded int, errs []error) {
-	for _, size := range slowStartBatchSizes(n, 1) {
+func slowStartBatch(n, initial int, fn func() error) (succeeded int, errs []error) {
+	for _, size := range slowStartBatchSizes(n, initial) {
 		var (
 			mu sync.Mutex
 			wg sync.WaitGroup
@@ -61,6 +61,24 @@ func slowStartBatch(n int, fn func() error) (succeeded int, errs []error) {
 		}
 	}
 	return succeeded, nil
+}
+
+// maxWarmBatch caps the first creation batch of a PodSet whose template is
+// known to be creatable.
+const maxWarmBatch = 64
+
+// firstBatch is the size of a sync's first creation batch. A PodSet whose
+// last attempts did not fail (no ReplicaFailure) and that already has active
+// pods has shown that its pods are admitted: it starts at as many as it has,
+// up to maxWarmBatch, instead of at one, so the second round of a large
+// scale-up does not ramp up from a single pod again. A new PodSet, or one
+// whose creations failed, starts at one: a quota or webhook that refuses
+// every pod is asked once per attempt.
+func firstBatch(active int, failing bool) int {
+	if failing {
+		return 1
+	}
+	return max(1, min(active, maxWarmBatch))
 }
 
 // deletionOrder sorts pods so that the ones to delete first come first:

@@ -197,7 +197,7 @@ func TestSlowStartBatchStopsAtTheFirstFailingBatch(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			var calls atomic.Int32
-			succeededN, errs := slowStartBatch(tc.n, func() error {
+			succeededN, errs := slowStartBatch(tc.n, 1, func() error {
 				if n := int(calls.Add(1)); tc.failFrom > 0 && n >= tc.failFrom {
 					return errors.New("exceeded quota")
 				}
@@ -208,6 +208,26 @@ func TestSlowStartBatchStopsAtTheFirstFailingBatch(t *testing.T) {
 			}
 			if wantErrs := tc.wantCalls - tc.wantSucceeded; len(errs) != wantErrs {
 				t.Errorf("errors = %d, want %d", len(errs), wantErrs)
+			}
+		})
+	}
+}
+
+func TestFirstBatch(t *testing.T) {
+	tests := map[string]struct {
+		active  int
+		failing bool
+		want    int
+	}{
+		"new PodSet starts at one":           {active: 0, want: 1},
+		"a few pods":                         {active: 3, want: 3},
+		"capped":                             {active: 500, want: maxWarmBatch},
+		"failing starts at one however many": {active: 500, failing: true, want: 1},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := firstBatch(tc.active, tc.failing); got != tc.want {
+				t.Errorf("firstBatch(%d, %v) = %d, want %d", tc.active, tc.failing, got, tc.want)
 			}
 		})
 	}
