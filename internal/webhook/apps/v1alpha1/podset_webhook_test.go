@@ -15,12 +15,12 @@ func TestValidateTemplate(t *testing.T) {
 		mutate func(*corev1.PodSpec)
 		want   []string
 	}{
-		"valid":                   {mutate: func(*corev1.PodSpec) {}},
-		"Always is valid":         {mutate: func(s *corev1.PodSpec) { s.RestartPolicy = corev1.RestartPolicyAlways }},
-		"Never":                   {mutate: func(s *corev1.PodSpec) { s.RestartPolicy = corev1.RestartPolicyNever }, want: []string{`spec.template.spec.restartPolicy: Unsupported value: "Never": supported values: "Always"`}},
-		"OnFailure":               {mutate: func(s *corev1.PodSpec) { s.RestartPolicy = corev1.RestartPolicyOnFailure }, want: []string{`spec.template.spec.restartPolicy: Unsupported value: "OnFailure"`}},
-		"activeDeadlineSeconds":   {mutate: func(s *corev1.PodSpec) { s.ActiveDeadlineSeconds = new(int64(60)) }, want: []string{"spec.template.spec.activeDeadlineSeconds: Forbidden"}},
-		"both, each named":        {mutate: func(s *corev1.PodSpec) { s.RestartPolicy = "Never"; s.ActiveDeadlineSeconds = new(int64(1)) }, want: []string{"restartPolicy", "activeDeadlineSeconds"}},
+		"valid":                 {mutate: func(*corev1.PodSpec) {}},
+		"Always is valid":       {mutate: func(s *corev1.PodSpec) { s.RestartPolicy = corev1.RestartPolicyAlways }},
+		"Never":                 {mutate: func(s *corev1.PodSpec) { s.RestartPolicy = corev1.RestartPolicyNever }, want: []string{`spec.template.spec.restartPolicy: Unsupported value: "Never": supported values: "Always"`}},
+		"OnFailure":             {mutate: func(s *corev1.PodSpec) { s.RestartPolicy = corev1.RestartPolicyOnFailure }, want: []string{`spec.template.spec.restartPolicy: Unsupported value: "OnFailure"`}},
+		"activeDeadlineSeconds": {mutate: func(s *corev1.PodSpec) { s.ActiveDeadlineSeconds = new(int64(60)) }, want: []string{"spec.template.spec.activeDeadlineSeconds: Forbidden"}},
+		"both, each named":      {mutate: func(s *corev1.PodSpec) { s.RestartPolicy = "Never"; s.ActiveDeadlineSeconds = new(int64(1)) }, want: []string{"restartPolicy", "activeDeadlineSeconds"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
