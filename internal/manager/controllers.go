@@ -15,6 +15,7 @@ import (
 	debugcontroller "github.com/deckhand-dev/deckhand/internal/controller/debug"
 	modelcontroller "github.com/deckhand-dev/deckhand/internal/controller/model"
 	"github.com/deckhand-dev/deckhand/internal/setup"
+	appswebhook "github.com/deckhand-dev/deckhand/internal/webhook/apps/v1alpha1"
 	batchwebhook "github.com/deckhand-dev/deckhand/internal/webhook/batch/v1"
 	debugwebhook "github.com/deckhand-dev/deckhand/internal/webhook/debug/v1alpha1"
 )
@@ -44,7 +45,7 @@ type Controller struct {
 // controllers lists every controller Deckhand can run, in start order.
 // A new kind adds one line here (docs/contributing.md has the checklist).
 var controllers = []Controller{
-	{Name: appscontroller.ControllerName, AddToScheme: appsv1alpha1.AddToScheme, Setup: appscontroller.Setup},
+	{Name: appscontroller.ControllerName, AddToScheme: appsv1alpha1.AddToScheme, Setup: appscontroller.Setup, SetupWebhooks: appswebhook.Setup},
 	{Name: modelcontroller.ControllerName, AddToScheme: modelv1.AddToScheme, Setup: modelcontroller.Setup, CacheByObject: modelcontroller.CacheByObject},
 	{Name: batchcontroller.ControllerName, AddToScheme: deckhandbatchv1.AddToScheme, Setup: batchcontroller.Setup, SetupWebhooks: batchwebhook.Setup, CacheByObject: batchcontroller.CacheByObject},
 	{Name: debugcontroller.ControllerName, AddToScheme: debugv1alpha1.AddToScheme, Setup: debugcontroller.Setup, SetupWebhooks: debugwebhook.Setup},

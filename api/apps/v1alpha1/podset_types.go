@@ -49,11 +49,25 @@ type PodSetSpec struct {
 	Size int32 `json:"size"`
 
 	// template describes the pods. Without it the pods run busybox with
-	// `sleep 3600`. A template needs at least one label and one container.
+	// `sleep 3600`. A template needs at least one label and one container,
+	// every container an image; restartPolicy must be Always (the default)
+	// and activeDeadlineSeconds is refused. Admission also checks the pod the
+	// template makes as the apiserver checks any pod.
 	// +kubebuilder:validation:XValidation:rule="has(self.metadata) && has(self.metadata.labels) && size(self.metadata.labels) > 0",message="must have at least one label",fieldPath=".metadata.labels"
 	// +kubebuilder:validation:XValidation:rule="has(self.spec) && size(self.spec.containers) > 0",message="must have at least one container",fieldPath=".spec.containers"
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.restartPolicy) || self.spec.restartPolicy == 'Always'",message="must be Always: a PodSet replaces pods that end",fieldPath=".spec.restartPolicy"
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.activeDeadlineSeconds)",message="is forbidden: a PodSet's pods run until they are replaced",fieldPath=".spec.activeDeadlineSeconds"
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec) || self.spec.containers.all(c, has(c.image) && c.image != '')",message="every container needs an image",fieldPath=".spec.containers"
 	// +optional
 	Template *corev1.PodTemplateSpec `json:"template,omitempty"`
+
+	// minReadySeconds is how long a pod must have been ready, with no
+	// container crashing, to count as available (status.availableReplicas,
+	// the Available condition, and a rolling update's maxUnavailable). The
+	// default 0 makes a pod available as soon as it is ready.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MinReadySeconds int32 `json:"minReadySeconds,omitempty"`
 
 	// updateStrategy says how pods made from an older template are replaced
 	// after the template changes. The default is RollingUpdate with
@@ -65,6 +79,8 @@ type PodSetSpec struct {
 
 // PodSetUpdateStrategy says how outdated pods are replaced.
 // +kubebuilder:validation:XValidation:rule="self.type == 'RollingUpdate' || !has(self.maxUnavailable)",message="maxUnavailable is only allowed with type RollingUpdate",fieldPath=".maxUnavailable"
+// +kubebuilder:validation:XValidation:rule="self.type == 'RollingUpdate' || !has(self.maxSurge)",message="maxSurge is only allowed with type RollingUpdate",fieldPath=".maxSurge"
+// +kubebuilder:validation:XValidation:rule="!has(self.maxUnavailable) || !(string(self.maxUnavailable) in ['0', '0%']) || (has(self.maxSurge) && !(string(self.maxSurge) in ['0', '0%']))",message="maxUnavailable and maxSurge cannot both be 0: no rollout could start",fieldPath=".maxUnavailable"
 type PodSetUpdateStrategy struct {
 	// type is RollingUpdate (the default: outdated pods are replaced by the
 	// controller) or OnDelete (only once a user deletes them).
@@ -72,14 +88,22 @@ type PodSetUpdateStrategy struct {
 	// +optional
 	Type PodSetUpdateStrategyType `json:"type,omitempty"`
 
-	// maxUnavailable is how many of the desired pods may be not ready while
-	// a rolling update replaces pods: a number (at least 1) or a percentage
-	// of size (rounded down, but never below one pod). Only ready pods count
-	// as available. The default is 1.
+	// maxUnavailable is how many of the desired pods may be unavailable while
+	// a rolling update replaces pods: a number or a percentage of size
+	// (rounded down). It may be 0 only with a maxSurge above 0. The default
+	// is 1.
 	// +kubebuilder:validation:XIntOrString
-	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 : self.matches('^([1-9][0-9]?|100)%$')",message="must be an integer of at least 1 or a percentage from 1% to 100%"
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^([0-9]|[1-9][0-9]|100)%$')",message="must be an integer of at least 0 or a percentage from 0% to 100%"
 	// +optional
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+
+	// maxSurge is how many pods beyond size a rolling update may create
+	// before it removes outdated ones: a number or a percentage of size
+	// (rounded up). The default is 0: outdated pods are removed first.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 0 : self.matches('^([0-9]|[1-9][0-9]|100)%$')",message="must be an integer of at least 0 or a percentage from 0% to 100%"
+	// +optional
+	MaxSurge *intstr.IntOrString `json:"maxSurge,omitempty"`
 }
 
 // PodSetStatus is the observed state of a PodSet.
@@ -99,10 +123,15 @@ type PodSetStatus struct {
 	// +optional
 	ReadyReplicas int32 `json:"readyReplicas"`
 
-	// availableReplicas is how many of those pods are available: ready (a
-	// PodSet has no minReadySeconds, so available is ready).
+	// availableReplicas is how many of those pods are available: ready for
+	// at least minReadySeconds.
 	// +optional
 	AvailableReplicas int32 `json:"availableReplicas"`
+
+	// terminatingReplicas is how many of the PodSet's pods are being deleted
+	// (graceful termination) and have not finished.
+	// +optional
+	TerminatingReplicas int32 `json:"terminatingReplicas"`
 
 	// updatedReplicas is how many of those pods run the current template.
 	// +optional

@@ -1,14 +1,11 @@
 package apps
 
 import (
-	"encoding/json"
-	"fmt"
-	"hash/fnv"
 	"maps"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/rand"
 
 	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
 )
@@ -35,20 +32,6 @@ func templateOf(set *appsv1alpha1.PodSet) corev1.PodTemplateSpec {
 		return defaultTemplate()
 	}
 	return *set.Spec.Template.DeepCopy()
-}
-
-// templateHash names a template: pods whose hash label differs from the
-// PodSet's are outdated. It hashes the template as written, so defaulting by
-// the apiserver on the pods does not make them look outdated.
-func templateHash(t corev1.PodTemplateSpec) string {
-	b, err := json.Marshal(t)
-	if err != nil {
-		// A PodTemplateSpec always marshals; this is unreachable.
-		panic(fmt.Sprintf("marshalling a pod template: %v", err))
-	}
-	h := fnv.New32a()
-	_, _ = h.Write(b)
-	return rand.SafeEncodeString(fmt.Sprint(h.Sum32()))
 }
 
 // selectorOf is the label selector of a PodSet's pods, in string form.
@@ -106,7 +89,42 @@ func readyCondition(p *corev1.Pod) *corev1.PodCondition {
 	return nil
 }
 
+// isAvailable reports whether a pod has been ready for at least
+// minReadySeconds at now.
+func isAvailable(p *corev1.Pod, minReadySeconds int32, now time.Time) bool {
+	c := readyCondition(p)
+	return c != nil && availableAt(c, minReadySeconds).Compare(now) <= 0
+}
+
+// availableAt is when a pod ready since c's transition becomes available.
+func availableAt(c *corev1.PodCondition, minReadySeconds int32) time.Time {
+	return c.LastTransitionTime.Add(time.Duration(minReadySeconds) * time.Second)
+}
+
+// untilAvailable is how long until the next ready but not yet available
+// active pod becomes available; 0 when none is waiting.
+func untilAvailable(pods []*corev1.Pod, minReadySeconds int32, now time.Time) time.Duration {
+	var next time.Duration
+	for _, p := range pods {
+		c := readyCondition(p)
+		if c == nil || !isActive(p) {
+			continue
+		}
+		if d := availableAt(c, minReadySeconds).Sub(now); d > 0 && (next == 0 || d < next) {
+			next = d
+		}
+	}
+	return next
+}
+
 // isUpdated reports whether a pod was made from the template with this hash.
 func isUpdated(p *corev1.Pod, hash string) bool {
 	return p.Labels[appsv1alpha1.PodTemplateHashLabel] == hash
+}
+
+// PodFor is the pod the PodSet creates next (its name still to be
+// generated): what its admission webhook validates.
+func PodFor(set *appsv1alpha1.PodSet) *corev1.Pod {
+	tmpl := templateOf(set)
+	return podFor(set, tmpl, templateHash(tmpl))
 }

@@ -39,6 +39,9 @@ const (
 	EventFailedCreate     = "FailedCreate"
 	EventSuccessfulDelete = "SuccessfulDelete"
 	EventFailedDelete     = "FailedDelete"
+	// EventFinishedPod says why a pod ended (phase, reason, each
+	// container's exit code), when the PodSet replaces and deletes it.
+	EventFinishedPod = "FinishedPod"
 )
 
 // PodSetReconciler keeps each PodSet's pods at spec.size, made from its
@@ -46,17 +49,22 @@ const (
 type PodSetReconciler struct {
 	// Client writes to the apiserver and reads from the manager's cache.
 	client.Client
-	Recorder events.EventRecorder
+	// APIReader reads past the cache: a PodSet is checked afresh before it
+	// adopts pods.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
 	// Now is the clock for condition transition times and expectations.
 	Now func() time.Time
 
 	status       *status.Writer[appsv1alpha1.PodSetStatus]
 	expectations *expectations
+	backoff      *finishedBackoff
 }
 
 // NewPodSetReconciler returns a reconciler that reads and writes through c.
 func NewPodSetReconciler(c client.Client, rec events.EventRecorder) *PodSetReconciler {
-	r := &PodSetReconciler{Client: c, Recorder: rec, Now: time.Now, status: status.NewWriter[appsv1alpha1.PodSetStatus](c)}
+	r := &PodSetReconciler{Client: c, APIReader: c, Recorder: rec, Now: time.Now, status: status.NewWriter[appsv1alpha1.PodSetStatus](c),
+		backoff: newFinishedBackoff()}
 	r.expectations = newExpectations(func() time.Time { return r.Now() })
 	return r
 }
@@ -72,6 +80,7 @@ func Setup(mgr ctrl.Manager, _ setup.Options) error {
 		return fmt.Errorf("indexing pods by their PodSet: %w", err)
 	}
 	r := NewPodSetReconciler(mgr.GetClient(), mgr.GetEventRecorder(ControllerName))
+	r.APIReader = mgr.GetAPIReader()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		// Not woken by its own status writes: only spec, label and
@@ -86,7 +95,7 @@ func Setup(mgr ctrl.Manager, _ setup.Options) error {
 // +kubebuilder:rbac:groups=apps.deckhand.dev,resources=podsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps.deckhand.dev,resources=podsets/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=apps.deckhand.dev,resources=podsets/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
 
 // Reconcile brings one PodSet's pods to its spec and reports what it sees.
 func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -103,44 +112,61 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		// only race it.
 		return ctrl.Result{}, nil
 	}
+	// While the cache has not shown this PodSet's last creations and
+	// deletions, what it shows is stale: act on it and pods would be
+	// created twice. Only report status until it has caught up. Checked
+	// before the list, as the ReplicaSet controller does: checked after, an
+	// event handled in between would let an older list pass as synced.
+	synced := r.expectations.satisfied(set.UID)
 	pods, err := r.podsOf(ctx, set)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	// While the cache has not shown this PodSet's last creations and
-	// deletions, what it shows is stale: act on it and pods would be
-	// created twice. Only report status until it has caught up.
-	synced := r.expectations.satisfied(set.UID)
+	if pods, err = r.claimPods(ctx, set, pods); err != nil {
+		return ctrl.Result{}, err
+	}
 	tmpl := templateOf(set)
 	hash := templateHash(tmpl)
+	relabelLegacyHash(pods, tmpl, hash)
 	var failure *syncFailure
+	requeue := expectationsTTL // pod events end the wait; this bounds it if one was lost
 	if synced {
-		failure = r.manage(ctx, set, pods, tmpl, hash)
+		requeue, failure = r.manage(ctx, set, pods, tmpl, hash)
 	}
-	want := calculateStatus(set, pods, hash, synced, failure, metav1.NewTime(r.Now()))
-	if err := r.status.Write(ctx, set, &set.Status, want); err != nil {
-		return ctrl.Result{}, fmt.Errorf("PodSet %s: %w", req.NamespacedName, err)
+	now := r.Now()
+	// While the cache lags behind the PodSet's own writes, a status computed
+	// from it is stale too: it waits for the cache (a few pod events),
+	// unless a new spec generation must be acknowledged. A 1,000-pod
+	// scale-up then writes status a few times, not once per pod event.
+	if synced || set.Status.ObservedGeneration != set.Generation {
+		want := calculateStatus(set, pods, hash, synced, failure, metav1.NewTime(now))
+		if err := r.status.Write(ctx, set, &set.Status, want); err != nil {
+			return ctrl.Result{}, fmt.Errorf("PodSet %s: %w", req.NamespacedName, err)
+		}
 	}
-	return resultOf(synced, failure)
+	return resultOf(failure, requeue, untilAvailable(pods, set.Spec.MinReadySeconds, now))
 }
 
-// resultOf says when to look at a PodSet again after a sync.
-func resultOf(synced bool, failure *syncFailure) (ctrl.Result, error) {
-	switch {
-	case failure != nil:
-		// Retried with backoff: a quota or webhook may let pods in later.
+// resultOf says when to look at a PodSet again after a sync: at the
+// earliest of the positive delays, or with the workqueue's backoff after a
+// failure (a quota or webhook may let pods in later).
+func resultOf(failure *syncFailure, delays ...time.Duration) (ctrl.Result, error) {
+	if failure != nil {
 		return ctrl.Result{}, failure.err
-	case !synced:
-		// Pod events end the wait; this bounds it if one was lost.
-		return ctrl.Result{RequeueAfter: expectationsTTL}, nil
-	default:
-		return ctrl.Result{}, nil
 	}
+	var next time.Duration
+	for _, d := range delays {
+		if d > 0 && (next == 0 || d < next) {
+			next = d
+		}
+	}
+	return ctrl.Result{RequeueAfter: next}, nil
 }
 
 // forget drops what the controller keeps for a PodSet that is gone.
 func (r *PodSetReconciler) forget(key types.NamespacedName) {
 	r.expectations.forget(key)
+	r.backoff.forget(key)
 	r.status.Forget(key)
 	forgetMetrics(key)
 }
@@ -172,6 +198,7 @@ func (r *PodSetReconciler) podEventHandler() handler.Funcs {
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			ref := podSetRef(e.Object)
 			if ref == nil {
+				enqueueAdopter(q, e.Object)
 				return
 			}
 			if e.Object.GetDeletionTimestamp() != nil {
@@ -193,6 +220,7 @@ func (r *PodSetReconciler) podEventHandler() handler.Funcs {
 			}
 			ref := podSetRef(e.ObjectNew)
 			if ref == nil {
+				enqueueAdopter(q, e.ObjectNew)
 				return
 			}
 			if e.ObjectNew.GetDeletionTimestamp() != nil {
@@ -211,6 +239,16 @@ func (r *PodSetReconciler) podEventHandler() handler.Funcs {
 			enqueue(q, e.Object, ref)
 		},
 	}
+}
+
+// enqueueAdopter queues the PodSet that would adopt pod, an orphan that
+// carries a PodSet's label.
+func enqueueAdopter(q workqueue.TypedRateLimitingInterface[reconcile.Request], pod client.Object) {
+	name := pod.GetLabels()[appsv1alpha1.PodSetLabel]
+	if name == "" || metav1.GetControllerOfNoCopy(pod) != nil || pod.GetDeletionTimestamp() != nil {
+		return
+	}
+	q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: pod.GetNamespace(), Name: name}})
 }
 
 // podSetRef returns the owner reference of the PodSet controlling o, if any.

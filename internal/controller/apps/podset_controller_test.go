@@ -382,8 +382,21 @@ func TestPodSetSchemaRefusesInvalidSpecsNamingTheField(t *testing.T) {
 		"no labels":         {spec: appsv1alpha1.PodSetSpec{Size: 1, Template: noLabels}, want: []string{"spec.template.metadata.labels", "at least one label"}},
 		"no containers":     {spec: appsv1alpha1.PodSetSpec{Size: 1, Template: noContainers}, want: []string{"spec.template.spec.containers", "at least one container"}},
 		"bad strategy type": {spec: appsv1alpha1.PodSetSpec{Size: 1, UpdateStrategy: appsv1alpha1.PodSetUpdateStrategy{Type: "Recreate"}}, want: []string{"spec.updateStrategy.type", "Unsupported value"}},
-		"maxUnavailable 0": {spec: appsv1alpha1.PodSetSpec{Size: 1, UpdateStrategy: appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.RollingUpdateStrategy, MaxUnavailable: &zero}},
-			want: []string{"spec.updateStrategy.maxUnavailable", "at least 1"}},
+		"maxUnavailable 0 without surge": {spec: appsv1alpha1.PodSetSpec{Size: 1, UpdateStrategy: appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.RollingUpdateStrategy, MaxUnavailable: &zero}},
+			want: []string{"spec.updateStrategy.maxUnavailable", "cannot both be 0"}},
+		"maxUnavailable 0% and maxSurge 0": {spec: appsv1alpha1.PodSetSpec{Size: 1, UpdateStrategy: appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.RollingUpdateStrategy, MaxUnavailable: new(intstr.FromString("0%")), MaxSurge: &zero}},
+			want: []string{"spec.updateStrategy.maxUnavailable", "cannot both be 0"}},
+		"negative maxSurge": {spec: appsv1alpha1.PodSetSpec{Size: 1, UpdateStrategy: appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.RollingUpdateStrategy, MaxSurge: new(intstr.FromInt32(-1))}},
+			want: []string{"spec.updateStrategy.maxSurge", "at least 0"}},
+		"maxSurge with OnDelete": {spec: appsv1alpha1.PodSetSpec{Size: 1, UpdateStrategy: appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.OnDeleteStrategy, MaxSurge: new(intstr.FromInt32(1))}},
+			want: []string{"spec.updateStrategy.maxSurge", "only allowed with type RollingUpdate"}},
+		"negative minReadySeconds": {spec: appsv1alpha1.PodSetSpec{Size: 1, MinReadySeconds: -1}, want: []string{"spec.minReadySeconds", "greater than or equal to 0"}},
+		"restartPolicy Never": {spec: appsv1alpha1.PodSetSpec{Size: 1, Template: withSpec(func(s *corev1.PodSpec) { s.RestartPolicy = corev1.RestartPolicyNever })},
+			want: []string{"spec.template.spec.restartPolicy", "must be Always"}},
+		"activeDeadlineSeconds": {spec: appsv1alpha1.PodSetSpec{Size: 1, Template: withSpec(func(s *corev1.PodSpec) { s.ActiveDeadlineSeconds = new(int64(60)) })},
+			want: []string{"spec.template.spec.activeDeadlineSeconds", "forbidden"}},
+		"container without image": {spec: appsv1alpha1.PodSetSpec{Size: 1, Template: withSpec(func(s *corev1.PodSpec) { s.Containers[0].Image = "" })},
+			want: []string{"spec.template.spec.containers", "every container needs an image"}},
 		"maxUnavailable 150%": {spec: appsv1alpha1.PodSetSpec{Size: 1, UpdateStrategy: appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.RollingUpdateStrategy, MaxUnavailable: &tooMany}},
 			want: []string{"spec.updateStrategy.maxUnavailable", "percentage"}},
 		"maxUnavailable with OnDelete": {spec: appsv1alpha1.PodSetSpec{Size: 1, UpdateStrategy: appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.OnDeleteStrategy, MaxUnavailable: new(intstr.FromInt32(1))}},
@@ -403,6 +416,13 @@ func TestPodSetSchemaRefusesInvalidSpecsNamingTheField(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withSpec is the seed template changed by mutate.
+func withSpec(mutate func(*corev1.PodSpec)) *corev1.PodTemplateSpec {
+	t := seedTemplate("busybox")
+	mutate(&t.Spec)
+	return t
 }
 
 func seedTemplate(image string) *corev1.PodTemplateSpec {
@@ -435,4 +455,152 @@ func TestPodSetSeriesGoWithThePodSet(t *testing.T) {
 
 	g.Expect(env.Client.Delete(context.Background(), set)).To(Succeed())
 	g.Eventually(func() (int, error) { return testenv.MetricSeries("deckhand_podset_pods_created_total", series) }).Should(BeZero())
+}
+
+func TestPodSetChecksItsExpectationsBeforeItLists(t *testing.T) {
+	g := testenv.NewG(t)
+	ctx := context.Background()
+	set := newPodSet(env.Namespace(t), "order", 3)
+	env.Create(t, set)
+
+	// The cache never shows a pod (StaleLists); once armed, the pod
+	// informer delivers the three creations while the list is on its way
+	// back, after its snapshot was taken.
+	var r *appscontroller.PodSetReconciler
+	armed := false
+	c := testenv.DelayedLists(testenv.StaleLists(env.Client, &corev1.PodList{}), func() {
+		if armed {
+			r.ObserveCreations(set.UID, 3)
+		}
+	})
+	r = appscontroller.NewPodSetReconciler(c, &events.FakeRecorder{})
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(set)}
+	_, err := r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(podsOf(g, set)).To(HaveLen(3))
+
+	armed = true
+	_, err = r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(podsOf(g, set)).To(HaveLen(3), "a list older than the expectations it was checked against passed as synced")
+}
+
+func TestPodSetStatusIsWrittenWhenAStaleCopyLooksEqual(t *testing.T) {
+	g := testenv.NewG(t)
+	ctx := context.Background()
+	set := newPodSet(env.Namespace(t), "sticky", 1)
+	env.Create(t, set)
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(set)}
+
+	// First sync: no pod yet, status A (0 of 1). The cache will keep
+	// showing the PodSet as it is now, with status A.
+	r := appscontroller.NewPodSetReconciler(withoutIndexes{env.Client}, &events.FakeRecorder{})
+	_, err := r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	stale := get(g, set)
+	g.Expect(stale.Status.Replicas).To(BeZero())
+	r.Client = testenv.StaleGets(withoutIndexes{env.Client}, stale)
+	r.CacheCaughtUp(req.NamespacedName) // its pod reads are uncached
+	// The pod it created shows: status B (1 of 1) is written, though the
+	// cache still has A.
+	_, err = r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(get(g, set).Status.Replicas).To(BeEquivalentTo(1))
+
+	// The pod goes: the status to write is A again, just what the stale
+	// copy shows. The apiserver holds B, so it must still be written.
+	g.Expect(env.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(set.Namespace))).To(Succeed())
+	_, err = r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(get(g, set).Status).To(Equal(stale.Status), "status stuck at what the apiserver held")
+}
+
+func TestPodSetReplacesFinishedPodsWithBackoffAndSaysWhy(t *testing.T) {
+	g := testenv.NewG(t)
+	ctx := context.Background()
+	set := newPodSet(env.Namespace(t), "crash", 1)
+	env.Create(t, set)
+	rec := events.NewFakeRecorder(100)
+	r := appscontroller.NewPodSetReconciler(withoutIndexes{env.Client}, rec)
+	now := time.Now()
+	r.Now = func() time.Time { return now }
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(set)}
+	sync := func() reconcile.Result {
+		res, err := r.Reconcile(ctx, req)
+		g.Expect(err).NotTo(HaveOccurred())
+		r.CacheCaughtUp(req.NamespacedName) // its reads are uncached
+		return res
+	}
+	fail := func(p corev1.Pod) {
+		p.Status.Phase = corev1.PodFailed
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "busybox", State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{ExitCode: 3, Reason: "Error"}}}}
+		g.Expect(env.Client.Status().Update(ctx, &p)).To(Succeed())
+	}
+
+	sync()
+	first := podsOf(g, set)
+	g.Expect(first).To(HaveLen(1))
+	fail(first[0])
+	sync() // the first finished pod is replaced at once
+	second := podsOf(g, set)
+	g.Expect(second).To(HaveLen(1))
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(&first[0]), &corev1.Pod{})).To(Satisfy(apierrors.IsNotFound))
+	g.Eventually(rec.Events).Should(Receive(SatisfyAll(ContainSubstring(appscontroller.EventFinishedPod),
+		ContainSubstring(first[0].Name), ContainSubstring("exited with code 3 (Error)"))))
+
+	fail(second[0])
+	res := sync() // the next one waits, and keeps its evidence meanwhile
+	g.Expect(podsOf(g, set)).To(BeEmpty(), "a finished pod was replaced in a hot loop")
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(&second[0]), &corev1.Pod{})).To(Succeed())
+	g.Expect(res.RequeueAfter).To(BeNumerically(">", 0))
+
+	now = now.Add(res.RequeueAfter)
+	sync()
+	g.Expect(podsOf(g, set)).To(HaveLen(1))
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(&second[0]), &corev1.Pod{})).To(Satisfy(apierrors.IsNotFound))
+}
+
+func TestPodSetAdoptsOrphansAndReleasesRelabelledPods(t *testing.T) {
+	g := testenv.NewG(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	startPodSetController(t)
+	orphan := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan", Labels: map[string]string{appsv1alpha1.PodSetLabel: "adopt"}},
+		Spec:       seedTemplate("busybox").Spec,
+	}
+	env.Create(t, orphan)
+	// OnDelete: the orphan has no template hash, so a rolling update would
+	// replace it once adopted.
+	set := newPodSet(ns, "adopt", 2)
+	set.Spec.UpdateStrategy.Type = appsv1alpha1.OnDeleteStrategy
+	env.Create(t, set)
+
+	g.Expect(podNames(settled(t, set, 2))).To(ContainElement("orphan"))
+	all := &corev1.PodList{}
+	g.Expect(env.Client.List(ctx, all, client.InNamespace(ns))).To(Succeed())
+	g.Expect(all.Items).To(HaveLen(2), "the orphan was not adopted: one pod too many")
+
+	// Relabelled out of the set: released, and replaced.
+	g.Expect(env.Update(orphan, func() { orphan.Labels[appsv1alpha1.PodSetLabel] = "elsewhere" })).To(Succeed())
+	g.Eventually(func(g Gomega) *metav1.OwnerReference {
+		p := &corev1.Pod{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(orphan), p)).To(Succeed())
+		return metav1.GetControllerOf(p)
+	}).Should(BeNil())
+	g.Expect(podNames(settled(t, set, 2))).NotTo(ContainElement("orphan"))
+	g.Expect(env.Client.List(ctx, all, client.InNamespace(ns))).To(Succeed())
+	g.Expect(all.Items).To(HaveLen(3))
+}
+
+// withoutIndexes lets a reconciler list through an uncached client: it
+// drops the field selector of the cache's pod index, which the apiserver
+// does not know (the reconciler checks each pod's owner itself).
+type withoutIndexes struct{ client.Client }
+
+func (c withoutIndexes) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	o := (&client.ListOptions{}).ApplyOptions(opts)
+	o.FieldSelector = nil
+	return c.Client.List(ctx, list, o)
 }

@@ -7,9 +7,11 @@ import (
 	"regexp"
 	"slices"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -29,34 +31,39 @@ type syncFailure struct {
 }
 
 // manage creates and deletes pods so that size active pods exist, replaces
-// finished ones, and rolls out template changes. It returns the first kind of
+// finished ones (with backoff), and rolls out template changes. It returns
+// how soon to look again (0: when something changes) and the first kind of
 // failure it met, if any.
-func (r *PodSetReconciler) manage(ctx context.Context, set *appsv1alpha1.PodSet, pods []*corev1.Pod, tmpl corev1.PodTemplateSpec, hash string) *syncFailure {
-	var active, doomed []*corev1.Pod
+func (r *PodSetReconciler) manage(ctx context.Context, set *appsv1alpha1.PodSet, pods []*corev1.Pod, tmpl corev1.PodTemplateSpec, hash string) (time.Duration, *syncFailure) {
+	now := r.Now()
+	var active, finished []*corev1.Pod
 	for _, p := range pods {
 		switch {
 		case isActive(p):
 			active = append(active, p)
 		case p.DeletionTimestamp == nil:
-			// Finished: it no longer counts, so a replacement is created
-			// below, and it is removed so that ended pods do not pile up
-			// (the SuccessfulDelete Event names it).
-			doomed = append(doomed, p)
+			finished = append(finished, p)
 		}
 	}
-
-	size := int(set.Spec.Size)
-	creations := 0
-	switch diff := len(active) - size; {
-	case diff < 0:
-		creations = min(-diff, burstLimit)
-	case diff > 0:
-		doomed = append(doomed, deletionOrder(active, hash)[:min(diff, burstLimit)]...)
-	case set.Spec.UpdateStrategy.Type != appsv1alpha1.OnDeleteStrategy:
-		doomed = append(doomed, rolloutVictims(active, hash, set.Spec.Size, maxUnavailable(set.Spec.UpdateStrategy, set.Spec.Size))...)
+	// A finished pod no longer counts, but its replacement waits for the
+	// backoff, so a pod that ends at once is not replaced in a hot loop.
+	// Meanwhile it stays, with its logs; once replaced, it is deleted so
+	// that ended pods do not pile up, and an Event keeps why it ended.
+	held, wait := 0, time.Duration(0)
+	if len(finished) > 0 {
+		if wait = r.backoff.wait(set.UID, now); wait > 0 {
+			held, finished = len(finished), nil
+		} else {
+			r.backoff.replaced(set.UID, client.ObjectKeyFromObject(set), now)
+			for _, p := range finished {
+				r.Recorder.Eventf(set, p, corev1.EventTypeWarning, EventFinishedPod, "Replace", "%s", finishedMessage(p))
+			}
+		}
 	}
+	creations, doomed := plan(set.Spec, active, held, hash, func(p *corev1.Pod) bool { return isAvailable(p, set.Spec.MinReadySeconds, now) })
+	doomed = append(finished, doomed...)
 	if creations == 0 && len(doomed) == 0 {
-		return nil
+		return wait, nil
 	}
 
 	names := make([]string, len(doomed))
@@ -66,22 +73,23 @@ func (r *PodSetReconciler) manage(ctx context.Context, set *appsv1alpha1.PodSet,
 	r.expectations.expect(set.UID, client.ObjectKeyFromObject(set), creations, names)
 
 	if err := r.deletePods(ctx, set, doomed); err != nil {
-		return &syncFailure{reason: appsv1alpha1.ReasonFailedDelete, err: err}
+		return wait, &syncFailure{reason: appsv1alpha1.ReasonFailedDelete, err: err}
 	}
-	if err := r.createPods(ctx, set, tmpl, hash, creations); err != nil {
-		return &syncFailure{reason: appsv1alpha1.ReasonFailedCreate, err: err}
+	failing := meta.IsStatusConditionTrue(set.Status.Conditions, appsv1alpha1.ConditionReplicaFailure)
+	if err := r.createPods(ctx, set, tmpl, hash, creations, firstBatch(len(active), failing)); err != nil {
+		return wait, &syncFailure{reason: appsv1alpha1.ReasonFailedCreate, err: err}
 	}
-	return nil
+	return wait, nil
 }
 
-// createPods creates n pods in slow-start batches, and stops at the first
-// batch that fails.
-func (r *PodSetReconciler) createPods(ctx context.Context, set *appsv1alpha1.PodSet, tmpl corev1.PodTemplateSpec, hash string, n int) error {
+// createPods creates n pods in slow-start batches from initial, and stops
+// at the first batch that fails.
+func (r *PodSetReconciler) createPods(ctx context.Context, set *appsv1alpha1.PodSet, tmpl corev1.PodTemplateSpec, hash string, n, initial int) error {
 	if n == 0 {
 		return nil
 	}
 	key := client.ObjectKeyFromObject(set)
-	created, errs := slowStartBatch(n, func() error {
+	created, errs := slowStartBatch(n, initial, func() error {
 		pod := podFor(set, tmpl, hash)
 		if err := r.Create(ctx, pod); err != nil {
 			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {

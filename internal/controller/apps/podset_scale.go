@@ -32,13 +32,13 @@ func slowStartBatchSizes(n, initial int) []int {
 	return sizes
 }
 
-// slowStartBatch calls fn n times, in batches that double in size (1, 2, 4,
-// …), the calls of a batch in parallel. It stops after the first batch in
+// slowStartBatch calls fn n times, in batches that double in size (initial,
+// 2×initial, …), the calls of a batch in parallel. It stops after the first batch in
 // which a call fails, so that a request that fails for every pod (a quota, a
 // webhook that refuses them) is made a handful of times, not n times. It
 // returns how many calls succeeded and the errors of the failed ones.
-func slowStartBatch(n int, fn func() error) (succeeded int, errs []error) {
-	for _, size := range slowStartBatchSizes(n, 1) {
+func slowStartBatch(n, initial int, fn func() error) (succeeded int, errs []error) {
+	for _, size := range slowStartBatchSizes(n, initial) {
 		var (
 			mu sync.Mutex
 			wg sync.WaitGroup
@@ -63,6 +63,24 @@ func slowStartBatch(n int, fn func() error) (succeeded int, errs []error) {
 	return succeeded, nil
 }
 
+// maxWarmBatch caps the first creation batch of a PodSet whose template is
+// known to be creatable.
+const maxWarmBatch = 64
+
+// firstBatch is the size of a sync's first creation batch. A PodSet whose
+// last attempts did not fail (no ReplicaFailure) and that already has active
+// pods has shown that its pods are admitted: it starts at as many as it has,
+// up to maxWarmBatch, instead of at one, so the second round of a large
+// scale-up does not ramp up from a single pod again. A new PodSet, or one
+// whose creations failed, starts at one: a quota or webhook that refuses
+// every pod is asked once per attempt.
+func firstBatch(active int, failing bool) int {
+	if failing {
+		return 1
+	}
+	return max(1, min(active, maxWarmBatch))
+}
+
 // deletionOrder sorts pods so that the ones to delete first come first:
 //
 //  1. pods a user marked with apps.deckhand.dev/delete-first: "true";
@@ -70,22 +88,31 @@ func slowStartBatch(n int, fn func() error) (succeeded int, errs []error) {
 //  3. Pending before Unknown before Running;
 //  4. not ready before ready;
 //  5. lower controller.kubernetes.io/pod-deletion-cost first;
-//  6. outdated (older template) before updated;
-//  7. ready for less time before ready for longer;
-//  8. more container restarts before fewer;
-//  9. newer before older; then by name, so the order is total.
+//  6. pods on nodes that hold more of these pods first (spreads the set);
+//  7. outdated (older template) before updated;
+//  8. ready for less time before ready for longer;
+//  9. more container restarts before fewer;
+//  10. newer before older; then by name, so the order is total.
 //
-// Rules 2–5 and 7–9 are the ReplicaSet controller's.
+// Rules 2–6 and 8–10 are the ReplicaSet controller's (ActivePodsWithRanks,
+// where the rank is the number of related pods on the same node).
 func deletionOrder(pods []*corev1.Pod, hash string) []*corev1.Pod {
+	onNode := map[string]int{}
+	for _, p := range pods {
+		if p.Spec.NodeName != "" {
+			onNode[p.Spec.NodeName]++
+		}
+	}
 	out := slices.Clone(pods)
 	slices.SortStableFunc(out, func(a, b *corev1.Pod) int {
-		return compareForDeletion(a, b, hash)
+		return compareForDeletion(a, b, hash, onNode)
 	})
 	return out
 }
 
-// compareForDeletion is negative when a should be deleted before b.
-func compareForDeletion(a, b *corev1.Pod, hash string) int {
+// compareForDeletion is negative when a should be deleted before b; onNode
+// counts the pods being ranked per node.
+func compareForDeletion(a, b *corev1.Pod, hash string, onNode map[string]int) int {
 	if c := compareBool(markedDeleteFirst(a), markedDeleteFirst(b)); c != 0 {
 		return c
 	}
@@ -103,6 +130,9 @@ func compareForDeletion(a, b *corev1.Pod, hash string) int {
 			return -1
 		}
 		return 1
+	}
+	if c := onNode[b.Spec.NodeName] - onNode[a.Spec.NodeName]; c != 0 {
+		return c
 	}
 	if c := compareBool(!isUpdated(a, hash), !isUpdated(b, hash)); c != 0 {
 		return c
@@ -176,41 +206,79 @@ func restarts(p *corev1.Pod) int {
 	return n
 }
 
-// maxUnavailable resolves the strategy's maxUnavailable against size: a
-// percentage rounds down, and the result is at least 1 (with no surge, 0
-// would never let a rollout start) and at most size.
+// maxUnavailable resolves the strategy's maxUnavailable (default 1)
+// against size, rounding a percentage down, at most size. It is 0 only with
+// a surge: with neither, no rollout could start, so it is then 1, as for a
+// Deployment.
 func maxUnavailable(s appsv1alpha1.PodSetUpdateStrategy, size int32) int {
-	v := intstr.FromInt32(1)
-	if s.MaxUnavailable != nil {
-		v = *s.MaxUnavailable
+	n := scaled(s.MaxUnavailable, intstr.FromInt32(1), size, false)
+	if n == 0 && maxSurge(s, size) == 0 {
+		return 1
 	}
-	n, err := intstr.GetScaledValueFromIntOrPercent(&v, int(size), false)
-	if err != nil {
-		// The schema admits only integers and percentages; fall back to
-		// the safest rollout.
-		n = 1
-	}
-	return max(1, min(n, int(size)))
+	return min(n, int(size))
 }
 
-// rolloutVictims picks the outdated pods a rolling update may delete now. A
-// not-ready outdated pod can always go: deleting it costs no availability.
-// A ready one may go only while fewer than maxUnavailable of the size pods
-// would then be unready. active must hold exactly size pods.
-func rolloutVictims(active []*corev1.Pod, hash string, size int32, maxUnav int) []*corev1.Pod {
-	ready := 0
+// maxSurge resolves the strategy's maxSurge (default 0) against size,
+// rounding a percentage up: how many pods beyond size a rolling update may
+// create.
+func maxSurge(s appsv1alpha1.PodSetUpdateStrategy, size int32) int {
+	return scaled(s.MaxSurge, intstr.FromInt32(0), size, true)
+}
+
+// scaled resolves v (def when nil) against size. The schema admits only
+// integers and percentages; anything else falls back to def.
+func scaled(v *intstr.IntOrString, def intstr.IntOrString, size int32, roundUp bool) int {
+	if v == nil {
+		v = &def
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(v, int(size), roundUp)
+	if err != nil {
+		n, _ = intstr.GetScaledValueFromIntOrPercent(&def, int(size), roundUp)
+	}
+	return max(0, n)
+}
+
+// plan decides what one sync does with a PodSet's active pods: how many
+// pods to create and which to delete. held counts finished pods that still
+// hold their place (their replacement is backing off); available says
+// whether a pod counts as available.
+func plan(spec appsv1alpha1.PodSetSpec, active []*corev1.Pod, held int, hash string, available func(*corev1.Pod) bool) (create int, doomed []*corev1.Pod) {
+	size := int(spec.Size)
+	rolling := spec.UpdateStrategy.Type != appsv1alpha1.OnDeleteStrategy && slices.ContainsFunc(active, func(p *corev1.Pod) bool { return !isUpdated(p, hash) })
+	surge := maxSurge(spec.UpdateStrategy, spec.Size)
+	switch {
+	case len(active)+held < size:
+		return min(size-len(active)-held, burstLimit), nil
+	case rolling && len(active) <= size+surge:
+		return rollout(active, hash, size, surge, maxUnavailable(spec.UpdateStrategy, spec.Size), available)
+	case len(active) > size:
+		return 0, deletionOrder(active, hash)[:min(len(active)-size, burstLimit)]
+	}
+	return 0, nil
+}
+
+// rollout is one step of a rolling update of active (size to size+surge
+// pods): new pods up to size+surge, and the outdated pods that may go. A
+// not-available outdated pod can always go: deleting it costs no
+// availability. An available one may go only while at least size-maxUnav
+// pods stay available.
+func rollout(active []*corev1.Pod, hash string, size, surge, maxUnav int, available func(*corev1.Pod) bool) (create int, victims []*corev1.Pod) {
+	updated, avail := 0, 0
 	for _, p := range active {
-		if isReady(p) {
-			ready++
+		if isUpdated(p, hash) {
+			updated++
+		}
+		if available(p) {
+			avail++
 		}
 	}
-	budget := maxUnav - (int(size) - ready)
-	var victims []*corev1.Pod
+	create = max(0, min(size+surge-len(active), size-updated))
+	budget := avail - (size - maxUnav)
 	for _, p := range deletionOrder(active, hash) {
 		if isUpdated(p, hash) {
 			continue
 		}
-		if isReady(p) {
+		if available(p) {
 			if budget <= 0 {
 				continue
 			}
@@ -218,5 +286,5 @@ func rolloutVictims(active []*corev1.Pod, hash string, size int32, maxUnav int) 
 		}
 		victims = append(victims, p)
 	}
-	return victims
+	return create, victims
 }

@@ -77,6 +77,8 @@ func names(pods []*corev1.Pod) []string {
 	return out
 }
 
+func onNode(n string) podOpt { return func(p *corev1.Pod) { p.Spec.NodeName = n } }
+
 func TestDeletionOrder(t *testing.T) {
 	tests := map[string]struct {
 		pods []*corev1.Pod
@@ -114,6 +116,14 @@ func TestDeletionOrder(t *testing.T) {
 		"deletion cost outranks the template": {
 			pods: []*corev1.Pod{testPod("old-expensive", ready, outdated, annotate(podDeletionCost, "100")), testPod("new", ready)},
 			want: []string{"new", "old-expensive"},
+		},
+		"pods on crowded nodes first": {
+			pods: []*corev1.Pod{testPod("alone", ready, onNode("n2")), testPod("crowded-a", ready, createdAt(-time.Hour)), testPod("crowded-b", ready, createdAt(-time.Hour))},
+			want: []string{"crowded-a", "crowded-b", "alone"},
+		},
+		"deletion cost outranks crowding": {
+			pods: []*corev1.Pod{testPod("alone", ready, onNode("n2")), testPod("crowded-a", ready, annotate(podDeletionCost, "5")), testPod("crowded-b", ready, annotate(podDeletionCost, "5"))},
+			want: []string{"alone", "crowded-a", "crowded-b"},
 		},
 		"outdated before updated": {
 			pods: []*corev1.Pod{testPod("new", ready), testPod("old", ready, outdated)},
@@ -187,7 +197,7 @@ func TestSlowStartBatchStopsAtTheFirstFailingBatch(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			var calls atomic.Int32
-			succeededN, errs := slowStartBatch(tc.n, func() error {
+			succeededN, errs := slowStartBatch(tc.n, 1, func() error {
 				if n := int(calls.Add(1)); tc.failFrom > 0 && n >= tc.failFrom {
 					return errors.New("exceeded quota")
 				}
@@ -203,28 +213,93 @@ func TestSlowStartBatchStopsAtTheFirstFailingBatch(t *testing.T) {
 	}
 }
 
+func TestFirstBatch(t *testing.T) {
+	tests := map[string]struct {
+		active  int
+		failing bool
+		want    int
+	}{
+		"new PodSet starts at one":           {active: 0, want: 1},
+		"a few pods":                         {active: 3, want: 3},
+		"capped":                             {active: 500, want: maxWarmBatch},
+		"failing starts at one however many": {active: 500, failing: true, want: 1},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := firstBatch(tc.active, tc.failing); got != tc.want {
+				t.Errorf("firstBatch(%d, %v) = %d, want %d", tc.active, tc.failing, got, tc.want)
+			}
+		})
+	}
+}
+
 func TestMaxUnavailable(t *testing.T) {
 	pct := func(s string) *intstr.IntOrString { v := intstr.FromString(s); return &v }
 	num := func(n int32) *intstr.IntOrString { v := intstr.FromInt32(n); return &v }
 	tests := map[string]struct {
-		v    *intstr.IntOrString
-		size int32
-		want int
+		v, surge        *intstr.IntOrString
+		size            int32
+		want, wantSurge int
 	}{
-		"default is one":            {size: 10, want: 1},
-		"number":                    {v: num(3), size: 10, want: 3},
-		"number capped at size":     {v: num(30), size: 10, want: 10},
-		"percent rounds down":       {v: pct("25%"), size: 10, want: 2},
-		"small percent is one pod":  {v: pct("10%"), size: 3, want: 1},
-		"hundred percent":           {v: pct("100%"), size: 4, want: 4},
-		"size zero":                 {v: pct("50%"), size: 0, want: 1},
-		"garbage falls back to one": {v: pct("lots"), size: 10, want: 1},
+		"default is one":                       {size: 10, want: 1},
+		"number":                               {v: num(3), size: 10, want: 3},
+		"number capped at size":                {v: num(30), size: 10, want: 10},
+		"percent rounds down":                  {v: pct("25%"), size: 10, want: 2},
+		"small percent is one pod":             {v: pct("10%"), size: 3, want: 1},
+		"hundred percent":                      {v: pct("100%"), size: 4, want: 4},
+		"size zero":                            {v: pct("50%"), size: 0, want: 1},
+		"garbage falls back to one":            {v: pct("lots"), size: 10, want: 1},
+		"zero without surge is one":            {v: num(0), size: 10, want: 1},
+		"zero with surge is zero":              {v: num(0), surge: num(1), size: 10, want: 0, wantSurge: 1},
+		"percent with surge may round to zero": {v: pct("10%"), surge: pct("10%"), size: 3, want: 0, wantSurge: 1},
+		"surge percent rounds up":              {surge: pct("25%"), size: 10, want: 1, wantSurge: 3},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got := maxUnavailable(appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.RollingUpdateStrategy, MaxUnavailable: tc.v}, tc.size)
-			if got != tc.want {
+			s := appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.RollingUpdateStrategy, MaxUnavailable: tc.v, MaxSurge: tc.surge}
+			if got := maxUnavailable(s, tc.size); got != tc.want {
 				t.Errorf("maxUnavailable = %d, want %d", got, tc.want)
+			}
+			if got := maxSurge(s, tc.size); got != tc.wantSurge {
+				t.Errorf("maxSurge = %d, want %d", got, tc.wantSurge)
+			}
+		})
+	}
+}
+
+func TestPlan(t *testing.T) {
+	num := func(n int32) *intstr.IntOrString { v := intstr.FromInt32(n); return &v }
+	surge1 := appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.RollingUpdateStrategy, MaxSurge: num(1), MaxUnavailable: num(0)}
+	onDelete := appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.OnDeleteStrategy}
+	tests := map[string]struct {
+		spec       appsv1alpha1.PodSetSpec
+		pods       []*corev1.Pod
+		held       int
+		wantCreate int
+		wantDoomed []string
+	}{
+		"scale up":                     {spec: appsv1alpha1.PodSetSpec{Size: 3}, pods: []*corev1.Pod{testPod("a", ready)}, wantCreate: 2},
+		"finished pods hold places":    {spec: appsv1alpha1.PodSetSpec{Size: 3}, pods: []*corev1.Pod{testPod("a", ready)}, held: 1, wantCreate: 1},
+		"scale up capped at the burst": {spec: appsv1alpha1.PodSetSpec{Size: 1000}, wantCreate: burstLimit},
+		"scale down": {spec: appsv1alpha1.PodSetSpec{Size: 1}, pods: []*corev1.Pod{testPod("a", ready), testPod("b")},
+			wantDoomed: []string{"b"}},
+		"surge creates before it deletes": {spec: appsv1alpha1.PodSetSpec{Size: 2, UpdateStrategy: surge1},
+			pods: []*corev1.Pod{testPod("a", ready, outdated), testPod("b", ready, outdated)}, wantCreate: 1},
+		"an unready surge pod is not a scale-down": {spec: appsv1alpha1.PodSetSpec{Size: 2, UpdateStrategy: surge1},
+			pods: []*corev1.Pod{testPod("a", ready, outdated), testPod("b", ready, outdated), testPod("new")}},
+		"a ready surge pod lets an old one go": {spec: appsv1alpha1.PodSetSpec{Size: 2, UpdateStrategy: surge1},
+			pods:       []*corev1.Pod{testPod("a", ready, outdated), testPod("b", ready, outdated, createdAt(time.Second)), testPod("new", ready)},
+			wantDoomed: []string{"b"}},
+		"rollout done, surge pod extra": {spec: appsv1alpha1.PodSetSpec{Size: 1, UpdateStrategy: surge1},
+			pods: []*corev1.Pod{testPod("a", ready), testPod("b", ready, createdAt(time.Second))}, wantDoomed: []string{"b"}},
+		"OnDelete leaves outdated pods": {spec: appsv1alpha1.PodSetSpec{Size: 1, UpdateStrategy: onDelete},
+			pods: []*corev1.Pod{testPod("a", ready, outdated)}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			create, doomed := plan(tc.spec, tc.pods, tc.held, "new", isReady)
+			if create != tc.wantCreate || !slices.Equal(names(doomed), tc.wantDoomed) && (len(doomed) != 0 || len(tc.wantDoomed) != 0) {
+				t.Errorf("plan = %d, %v; want %d, %v", create, names(doomed), tc.wantCreate, tc.wantDoomed)
 			}
 		})
 	}
@@ -266,7 +341,8 @@ func TestRolloutVictims(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got := names(rolloutVictims(tc.pods, "new", int32(len(tc.pods)), tc.maxUnav))
+			_, victims := rollout(tc.pods, "new", len(tc.pods), 0, tc.maxUnav, isReady)
+			got := names(victims)
 			if !slices.Equal(got, tc.want) && (len(got) != 0 || len(tc.want) != 0) {
 				t.Errorf("rollout victims = %v, want %v", got, tc.want)
 			}

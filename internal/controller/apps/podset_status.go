@@ -26,6 +26,9 @@ func calculateStatus(set *appsv1alpha1.PodSet, pods []*corev1.Pod, hash string, 
 		Conditions:         slices.Clone(set.Status.Conditions),
 	}
 	for _, p := range pods {
+		if p.DeletionTimestamp != nil && !isFinished(p) {
+			st.TerminatingReplicas++
+		}
 		if !isActive(p) {
 			continue
 		}
@@ -33,6 +36,8 @@ func calculateStatus(set *appsv1alpha1.PodSet, pods []*corev1.Pod, hash string, 
 		st.Replicas++
 		if isReady(p) {
 			st.ReadyReplicas++
+		}
+		if isAvailable(p, set.Spec.MinReadySeconds, now.Time) {
 			st.AvailableReplicas++
 		}
 		if isUpdated(p, hash) {

@@ -37,7 +37,9 @@ func TestCalculateStatus(t *testing.T) {
 
 		wantNodes                               []string
 		wantReplicas, wantReady, wantUpdated    int32
-		wantAvailable, wantProgressing, wantRep cond // wantRep.status "" means no ReplicaFailure
+		wantTerminating                         int32
+		wantAvailableN                          *int32 // when it differs from wantReady
+		wantAvailable, wantProgressing, wantRep cond   // wantRep.status "" means no ReplicaFailure
 	}{
 		"empty set of size 0 is done": {
 			set: testSet(0), synced: true,
@@ -55,7 +57,7 @@ func TestCalculateStatus(t *testing.T) {
 			set: testSet(2), synced: true,
 			pods: []*corev1.Pod{testPod("web-a", ready), testPod("web-b", ready), testPod("web-c", ready, terminating),
 				testPod("web-d", succeeded), testPod("web-e", failed)},
-			wantNodes: []string{"web-a", "web-b"}, wantReplicas: 2, wantReady: 2, wantUpdated: 2,
+			wantNodes: []string{"web-a", "web-b"}, wantReplicas: 2, wantReady: 2, wantUpdated: 2, wantTerminating: 1,
 			wantAvailable:   cond{metav1.ConditionTrue, appsv1alpha1.ReasonMinimumReplicasAvailable},
 			wantProgressing: cond{metav1.ConditionFalse, appsv1alpha1.ReasonUpToDate},
 		},
@@ -94,6 +96,21 @@ func TestCalculateStatus(t *testing.T) {
 			wantProgressing: cond{metav1.ConditionTrue, appsv1alpha1.ReasonScalingUp},
 			wantRep:         cond{metav1.ConditionTrue, appsv1alpha1.ReasonFailedCreate},
 		},
+		"terminating pods are counted apart": {
+			set: testSet(1), synced: true,
+			pods:      []*corev1.Pod{testPod("web-a", ready), testPod("web-b", ready, terminating), testPod("web-c", failed, terminating)},
+			wantNodes: []string{"web-a"}, wantReplicas: 1, wantReady: 1, wantUpdated: 1, wantTerminating: 1,
+			wantAvailable:   cond{metav1.ConditionTrue, appsv1alpha1.ReasonMinimumReplicasAvailable},
+			wantProgressing: cond{metav1.ConditionFalse, appsv1alpha1.ReasonUpToDate},
+		},
+		"ready is not yet available before minReadySeconds": {
+			set: minReady(testSet(2), 3600), synced: true,
+			// now is t0+1h: ready since t0 is available, since t0+30m not yet.
+			pods:      []*corev1.Pod{testPod("web-a", readySince(0)), testPod("web-b", readySince(30*time.Minute))},
+			wantNodes: []string{"web-a", "web-b"}, wantReplicas: 2, wantReady: 2, wantUpdated: 2, wantAvailableN: new(int32(1)),
+			wantAvailable:   cond{metav1.ConditionTrue, appsv1alpha1.ReasonMinimumReplicasAvailable},
+			wantProgressing: cond{metav1.ConditionFalse, appsv1alpha1.ReasonUpToDate},
+		},
 		"the failure goes once a sync succeeds": {
 			set: testSet(0, metav1.Condition{Type: appsv1alpha1.ConditionReplicaFailure, Status: metav1.ConditionTrue,
 				Reason: appsv1alpha1.ReasonFailedCreate, LastTransitionTime: metav1.NewTime(t0)}),
@@ -109,9 +126,14 @@ func TestCalculateStatus(t *testing.T) {
 			if !slices.Equal(st.Nodes, tc.wantNodes) {
 				t.Errorf("nodes = %v, want %v", st.Nodes, tc.wantNodes)
 			}
-			if st.Replicas != tc.wantReplicas || st.ReadyReplicas != tc.wantReady || st.AvailableReplicas != tc.wantReady || st.UpdatedReplicas != tc.wantUpdated {
-				t.Errorf("replicas/ready/available/updated = %d/%d/%d/%d, want %d/%d/%d/%d", st.Replicas, st.ReadyReplicas,
-					st.AvailableReplicas, st.UpdatedReplicas, tc.wantReplicas, tc.wantReady, tc.wantReady, tc.wantUpdated)
+			wantAvailable := tc.wantReady
+			if tc.wantAvailableN != nil {
+				wantAvailable = *tc.wantAvailableN
+			}
+			if st.Replicas != tc.wantReplicas || st.ReadyReplicas != tc.wantReady || st.AvailableReplicas != wantAvailable ||
+				st.UpdatedReplicas != tc.wantUpdated || st.TerminatingReplicas != tc.wantTerminating {
+				t.Errorf("replicas/ready/available/updated/terminating = %d/%d/%d/%d/%d, want %d/%d/%d/%d/%d", st.Replicas, st.ReadyReplicas,
+					st.AvailableReplicas, st.UpdatedReplicas, st.TerminatingReplicas, tc.wantReplicas, tc.wantReady, wantAvailable, tc.wantUpdated, tc.wantTerminating)
 			}
 			if st.Selector != "apps.deckhand.dev/podset=web" || st.ObservedGeneration != 7 {
 				t.Errorf("selector %q, observedGeneration %d", st.Selector, st.ObservedGeneration)
@@ -136,6 +158,22 @@ func TestCalculateStatus(t *testing.T) {
 				t.Errorf("calculateStatus changed its input")
 			}
 		})
+	}
+}
+
+func minReady(set *appsv1alpha1.PodSet, seconds int32) *appsv1alpha1.PodSet {
+	set.Spec.MinReadySeconds = seconds
+	return set
+}
+
+func TestUntilAvailable(t *testing.T) {
+	now := t0.Add(time.Hour)
+	pods := []*corev1.Pod{testPod("a", readySince(0)), testPod("b", readySince(50*time.Minute)), testPod("c", readySince(40*time.Minute)), testPod("d")}
+	if got := untilAvailable(pods, 3600, now); got != 40*time.Minute {
+		t.Errorf("untilAvailable = %s, want 40m (pod c)", got)
+	}
+	if got := untilAvailable(pods, 0, now); got != 0 {
+		t.Errorf("untilAvailable without minReadySeconds = %s, want 0", got)
 	}
 }
 
