@@ -11,6 +11,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -135,6 +136,50 @@ func TestModelBoxHPAKeepsItsReplicaCount(t *testing.T) {
 	updateModelBox(g, ctx, key, func(box *modelv1.ModelBox) { box.Spec.Image = "nginx:1.8" })
 	g.Eventually(runningPods(ctx, ns, "nginx:1.8")).WithTimeout(modelBoxWait).Should(HaveLen(3))
 	g.Consistently(deploymentReplicas(ctx, key)).WithTimeout(5 * time.Second).Should(BeEquivalentTo(3))
+}
+
+// Turning autoscaling off keeps the pods the autoscaler left, rather than
+// dropping to one, until the user sets replicas.
+func TestModelBoxAutoscalingOffKeepsItsPods(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := c.Namespace(t, nil)
+	c.RunManager(t, "--controllers", "modelbox")
+
+	box := &modelv1.ModelBox{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "scaled"},
+		Spec: modelv1.ModelBoxSpec{
+			Image:       "nginx:1.7.9",
+			Ports:       []modelv1.ServicePort{{Name: "http", Port: 80}},
+			Autoscaling: &modelv1.Autoscaling{MinReplicas: ptr.To[int32](2), MaxReplicas: 10},
+		},
+	}
+	g.Expect(c.Client.Create(ctx, box)).To(Succeed())
+	key := client.ObjectKeyFromObject(box)
+	g.Eventually(runningPods(ctx, ns, "nginx:1.7.9")).WithTimeout(modelBoxWait).Should(HaveLen(2))
+	g.Eventually(replicasManagers).WithArguments(ctx, key).WithTimeout(modelBoxWait).ShouldNot(ContainElement("deckhand"))
+
+	// Scale to 8 through /scale, as the autoscaler does under load (this
+	// cluster has no metrics server, so its own autoscaler holds still).
+	scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: 8}}
+	g.Expect(c.Client.SubResource("scale").Update(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: box.Name}},
+		client.WithSubResourceBody(scale))).To(Succeed())
+	g.Eventually(runningPods(ctx, ns, "nginx:1.7.9")).WithTimeout(modelBoxWait).Should(HaveLen(8))
+
+	updateModelBox(g, ctx, key, func(box *modelv1.ModelBox) { box.Spec.Autoscaling = nil })
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(c.Client.Get(ctx, key, &autoscalingv2.HorizontalPodAutoscaler{}))
+	}).WithTimeout(modelBoxWait).Should(BeTrue())
+	g.Eventually(func() (*modelv1.ModelBox, error) {
+		got := &modelv1.ModelBox{}
+		return got, c.Client.Get(ctx, key, got)
+	}).WithTimeout(modelBoxWait).Should(HaveField("Status.ObservedGeneration", box.Generation+1))
+	g.Expect(deploymentReplicas(ctx, key)()).To(BeEquivalentTo(8))
+	g.Expect(runningPods(ctx, ns, "nginx:1.7.9")()).To(HaveLen(8))
+
+	// Setting replicas hands the count back to Deckhand.
+	updateModelBox(g, ctx, key, func(box *modelv1.ModelBox) { box.Spec.Replicas = ptr.To[int32](3) })
+	g.Eventually(runningPods(ctx, ns, "nginx:1.7.9")).WithTimeout(modelBoxWait).Should(HaveLen(3))
 }
 
 func updateModelBox(g Gomega, ctx context.Context, key client.ObjectKey, change func(*modelv1.ModelBox)) {

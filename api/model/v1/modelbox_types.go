@@ -25,6 +25,10 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.resources) || !has(self.size) || self.size == 'custom'",message="resources can only be given with size custom (or without size): the presets small, medium and large set them",fieldPath=".resources"
 // +kubebuilder:validation:XValidation:rule="!has(self.serviceType) || self.serviceType != 'ClusterIP' || !has(self.ports) || self.ports.all(p, !has(p.nodePort))",message="nodePort needs serviceType NodePort or LoadBalancer, not ClusterIP",fieldPath=".ports"
 // +kubebuilder:validation:XValidation:rule="!has(self.replicas) || !has(self.autoscaling)",message="replicas cannot be set together with autoscaling: the HorizontalPodAutoscaler owns the replica count",fieldPath=".replicas"
+// +kubebuilder:validation:XValidation:rule="!has(self.serviceType) || (has(self.ports) && size(self.ports) > 0)",message="serviceType needs ports: a ModelBox without ports gets no Service",fieldPath=".serviceType"
+// +kubebuilder:validation:XValidation:rule="!has(self.probes) || !has(self.probes.readiness) || ((!has(self.probes.readiness.httpGet) || type(self.probes.readiness.httpGet.port) == int || (has(self.ports) && self.ports.exists(p, has(p.name) && p.name == self.probes.readiness.httpGet.port && (!has(p.targetPort) || type(p.targetPort) == int)))) && (!has(self.probes.readiness.tcpSocket) || type(self.probes.readiness.tcpSocket.port) == int || (has(self.ports) && self.ports.exists(p, has(p.name) && p.name == self.probes.readiness.tcpSocket.port && (!has(p.targetPort) || type(p.targetPort) == int)))))",message="a named probe port must be the name of a port in spec.ports with a numeric targetPort: the application container has no other named ports",fieldPath=".probes.readiness"
+// +kubebuilder:validation:XValidation:rule="!has(self.probes) || !has(self.probes.liveness) || ((!has(self.probes.liveness.httpGet) || type(self.probes.liveness.httpGet.port) == int || (has(self.ports) && self.ports.exists(p, has(p.name) && p.name == self.probes.liveness.httpGet.port && (!has(p.targetPort) || type(p.targetPort) == int)))) && (!has(self.probes.liveness.tcpSocket) || type(self.probes.liveness.tcpSocket.port) == int || (has(self.ports) && self.ports.exists(p, has(p.name) && p.name == self.probes.liveness.tcpSocket.port && (!has(p.targetPort) || type(p.targetPort) == int)))))",message="a named probe port must be the name of a port in spec.ports with a numeric targetPort: the application container has no other named ports",fieldPath=".probes.liveness"
+// +kubebuilder:validation:XValidation:rule="!has(self.probes) || !has(self.probes.startup) || ((!has(self.probes.startup.httpGet) || type(self.probes.startup.httpGet.port) == int || (has(self.ports) && self.ports.exists(p, has(p.name) && p.name == self.probes.startup.httpGet.port && (!has(p.targetPort) || type(p.targetPort) == int)))) && (!has(self.probes.startup.tcpSocket) || type(self.probes.startup.tcpSocket.port) == int || (has(self.ports) && self.ports.exists(p, has(p.name) && p.name == self.probes.startup.tcpSocket.port && (!has(p.targetPort) || type(p.targetPort) == int)))))",message="a named probe port must be the name of a port in spec.ports with a numeric targetPort: the application container has no other named ports",fieldPath=".probes.startup"
 type ModelBoxSpec struct {
 	// name is the application container's name. Defaults to the ModelBox's
 	// name.
@@ -39,11 +43,21 @@ type ModelBoxSpec struct {
 	// +kubebuilder:validation:MaxLength=1024
 	Image string `json:"image"`
 
-	// replicas is how many pods run. Defaults to 1. Cannot be set together
-	// with autoscaling, which then decides the count.
+	// replicas is how many pods run; Deckhand keeps the Deployment at it.
+	// Left out, a new ModelBox starts with one pod (or autoscaling's
+	// minReplicas) and Deckhand leaves the count to whoever scales the
+	// Deployment: turning autoscaling off keeps the count the autoscaler left.
+	// Cannot be set together with autoscaling, which then decides the count.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Replicas *int32 `json:"replicas,omitempty"`
+
+	// minReadySeconds is how long a new pod must be ready before it counts as
+	// available, and the rollout goes on. Defaults to 3, as in the seed.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600
+	MinReadySeconds *int32 `json:"minReadySeconds,omitempty"`
 
 	// ports the application listens on. Each becomes a port of the
 	// application container and of the Service. Ports are unique by port and
@@ -57,6 +71,7 @@ type ModelBoxSpec struct {
 	// +kubebuilder:validation:XValidation:rule="size(self) < 2 || self.all(p, has(p.name))",message="every port needs a name when there is more than one port"
 	// +kubebuilder:validation:XValidation:rule="self.all(p, !has(p.name) || self.exists_one(q, has(q.name) && q.name == p.name))",message="port names must be unique"
 	// +kubebuilder:validation:XValidation:rule="self.all(p, !has(p.nodePort) || self.exists_one(q, has(q.nodePort) && q.nodePort == p.nodePort && q.protocol == p.protocol))",message="nodePorts must be unique per protocol"
+	// +kubebuilder:validation:XValidation:rule="self.all(p, !has(p.targetPort) || type(p.targetPort) == int || self.exists(q, has(q.name) && q.name == p.targetPort && (!has(q.targetPort) || type(q.targetPort) == int) && q.protocol == p.protocol))",message="a named targetPort must be the name of another port here with a numeric targetPort and the same protocol: the application container's ports are named after those"
 	Ports []ServicePort `json:"ports,omitempty"`
 
 	// size is a resource preset for the application container:
@@ -74,6 +89,7 @@ type ModelBoxSpec struct {
 	// resources of the application container. Required with size custom,
 	// refused with the other presets.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || !has(self.limits) || ((!('cpu' in self.requests) || !('cpu' in self.limits) || quantity(string(self.requests['cpu'])).compareTo(quantity(string(self.limits['cpu']))) <= 0) && (!('memory' in self.requests) || !('memory' in self.limits) || quantity(string(self.requests['memory'])).compareTo(quantity(string(self.limits['memory']))) <= 0))",message="a cpu or memory request cannot exceed its limit"
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 
 	// envs are the application container's environment variables.
@@ -81,6 +97,8 @@ type ModelBoxSpec struct {
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:XValidation:rule="self.all(e, size(e.name) > 0)",message="env names cannot be empty"
+	// +kubebuilder:validation:XValidation:rule="self.all(e, !has(e.valueFrom) || ((!has(e.value) || size(e.value) == 0) && [has(e.valueFrom.fieldRef), has(e.valueFrom.resourceFieldRef), has(e.valueFrom.configMapKeyRef), has(e.valueFrom.secretKeyRef), has(e.valueFrom.fileKeyRef)].filter(x, x).size() == 1))",message="an env with valueFrom has no value and exactly one of fieldRef, resourceFieldRef, configMapKeyRef, secretKeyRef or fileKeyRef"
 	Envs []corev1.EnvVar `json:"envs,omitempty"`
 
 	// rollingUpdate is how far a rollout may go above and below the desired
@@ -104,6 +122,8 @@ type ModelBoxSpec struct {
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self.all(c, has(c.image) && size(c.image) > 0)",message="every container needs an image"
+	// +kubebuilder:validation:XValidation:rule="self.all(c, !has(c.volumeMounts) && !has(c.volumeDevices))",message="a ModelBox's pods have no volumes: containers cannot mount any"
 	InitContainers []corev1.Container `json:"initContainers,omitempty"`
 
 	// sidecars are containers that run beside the application container in
@@ -112,6 +132,8 @@ type ModelBoxSpec struct {
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self.all(c, has(c.image) && size(c.image) > 0)",message="every container needs an image"
+	// +kubebuilder:validation:XValidation:rule="self.all(c, !has(c.volumeMounts) && !has(c.volumeDevices))",message="a ModelBox's pods have no volumes: containers cannot mount any"
 	Sidecars []corev1.Container `json:"sidecars,omitempty"`
 
 	// probes of the application container. By default a TCP readiness probe
@@ -147,6 +169,7 @@ type ServicePort struct {
 	// a hint for load balancers and meshes.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
 	AppProtocol *string `json:"appProtocol,omitempty"`
 
 	// port the Service exposes.
@@ -155,11 +178,14 @@ type ServicePort struct {
 	// +kubebuilder:validation:Maximum=65535
 	Port int32 `json:"port"`
 
-	// targetPort is the container port traffic goes to. Defaults to port.
+	// targetPort is the container port traffic goes to: a number (the
+	// application container then listens on it), or the name of another port
+	// of spec.ports, as in a Kubernetes ServicePort. Defaults to port.
 	// +optional
-	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=65535
-	TargetPort int32 `json:"targetPort,omitempty"`
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self >= 1 && self <= 65535 : size(self) <= 15 && self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && self.matches('[a-z]') && !self.contains('--')",message="must be a port number from 1 to 65535 or a port name (up to 15 lower-case letters, digits and '-', with a letter)"
+	TargetPort *intstr.IntOrString `json:"targetPort,omitempty"`
 
 	// nodePort is the port on every node, with serviceType NodePort or
 	// LoadBalancer, within the default node-port range 30000-32767. Left out,
@@ -179,14 +205,25 @@ type Probes struct {
 
 	// readiness replaces the default TCP readiness probe on the first port.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="[has(self.exec), has(self.httpGet), has(self.tcpSocket), has(self.grpc)].filter(x, x).size() == 1",message="a probe needs exactly one of exec, httpGet, tcpSocket or grpc"
+	// +kubebuilder:validation:XValidation:rule="(!has(self.httpGet) || type(self.httpGet.port) != int || (self.httpGet.port >= 1 && self.httpGet.port <= 65535)) && (!has(self.tcpSocket) || type(self.tcpSocket.port) != int || (self.tcpSocket.port >= 1 && self.tcpSocket.port <= 65535)) && (!has(self.grpc) || (self.grpc.port >= 1 && self.grpc.port <= 65535))",message="probe ports are from 1 to 65535"
+	// +kubebuilder:validation:XValidation:rule="(!has(self.initialDelaySeconds) || self.initialDelaySeconds >= 0) && (!has(self.timeoutSeconds) || self.timeoutSeconds >= 0) && (!has(self.periodSeconds) || self.periodSeconds >= 0) && (!has(self.successThreshold) || self.successThreshold >= 0) && (!has(self.failureThreshold) || self.failureThreshold >= 0) && (!has(self.terminationGracePeriodSeconds) || self.terminationGracePeriodSeconds > 0)",message="probe times and thresholds cannot be negative (terminationGracePeriodSeconds must be positive)"
 	Readiness *corev1.Probe `json:"readiness,omitempty"`
 
 	// liveness replaces the default TCP liveness probe on the first port.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="[has(self.exec), has(self.httpGet), has(self.tcpSocket), has(self.grpc)].filter(x, x).size() == 1",message="a probe needs exactly one of exec, httpGet, tcpSocket or grpc"
+	// +kubebuilder:validation:XValidation:rule="(!has(self.httpGet) || type(self.httpGet.port) != int || (self.httpGet.port >= 1 && self.httpGet.port <= 65535)) && (!has(self.tcpSocket) || type(self.tcpSocket.port) != int || (self.tcpSocket.port >= 1 && self.tcpSocket.port <= 65535)) && (!has(self.grpc) || (self.grpc.port >= 1 && self.grpc.port <= 65535))",message="probe ports are from 1 to 65535"
+	// +kubebuilder:validation:XValidation:rule="(!has(self.initialDelaySeconds) || self.initialDelaySeconds >= 0) && (!has(self.timeoutSeconds) || self.timeoutSeconds >= 0) && (!has(self.periodSeconds) || self.periodSeconds >= 0) && (!has(self.successThreshold) || self.successThreshold >= 0) && (!has(self.failureThreshold) || self.failureThreshold >= 0) && (!has(self.terminationGracePeriodSeconds) || self.terminationGracePeriodSeconds > 0)",message="probe times and thresholds cannot be negative (terminationGracePeriodSeconds must be positive)"
+	// +kubebuilder:validation:XValidation:rule="!has(self.successThreshold) || self.successThreshold == 1",message="successThreshold must be 1 for this probe"
 	Liveness *corev1.Probe `json:"liveness,omitempty"`
 
 	// startup holds the other probes back until it succeeds. No default.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="[has(self.exec), has(self.httpGet), has(self.tcpSocket), has(self.grpc)].filter(x, x).size() == 1",message="a probe needs exactly one of exec, httpGet, tcpSocket or grpc"
+	// +kubebuilder:validation:XValidation:rule="(!has(self.httpGet) || type(self.httpGet.port) != int || (self.httpGet.port >= 1 && self.httpGet.port <= 65535)) && (!has(self.tcpSocket) || type(self.tcpSocket.port) != int || (self.tcpSocket.port >= 1 && self.tcpSocket.port <= 65535)) && (!has(self.grpc) || (self.grpc.port >= 1 && self.grpc.port <= 65535))",message="probe ports are from 1 to 65535"
+	// +kubebuilder:validation:XValidation:rule="(!has(self.initialDelaySeconds) || self.initialDelaySeconds >= 0) && (!has(self.timeoutSeconds) || self.timeoutSeconds >= 0) && (!has(self.periodSeconds) || self.periodSeconds >= 0) && (!has(self.successThreshold) || self.successThreshold >= 0) && (!has(self.failureThreshold) || self.failureThreshold >= 0) && (!has(self.terminationGracePeriodSeconds) || self.terminationGracePeriodSeconds > 0)",message="probe times and thresholds cannot be negative (terminationGracePeriodSeconds must be positive)"
+	// +kubebuilder:validation:XValidation:rule="!has(self.successThreshold) || self.successThreshold == 1",message="successThreshold must be 1 for this probe"
 	Startup *corev1.Probe `json:"startup,omitempty"`
 }
 

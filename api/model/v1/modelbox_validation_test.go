@@ -58,6 +58,28 @@ image: nginx
 size: custom
 resources: {requests: {cpu: 100m}}`},
 		"probes off": {spec: `{image: nginx, probes: {disabled: true}}`},
+		"seed 003's ServicePorts: named targetPort and probe port, minReadySeconds": {spec: `
+image: nginx
+minReadySeconds: 3
+ports:
+- {name: web, port: 80, targetPort: http}
+- {name: http, port: 8080, appProtocol: kubernetes.io/h2c}
+probes:
+  readiness: {httpGet: {path: /, port: http}}
+  liveness: {tcpSocket: {port: 8080}, successThreshold: 1}
+  startup: {grpc: {port: 8080}}`},
+		"relaxed env names, valueFrom": {spec: `
+image: nginx
+envs:
+- {name: my.env-name, value: x}
+- {name: "with space", value: "y"}
+- {name: POD, valueFrom: {fieldRef: {fieldPath: metadata.name}}}`},
+		"init container and sidecar, custom resources within limits": {spec: `
+image: nginx
+size: custom
+resources: {requests: {cpu: 500m, memory: 1Gi}, limits: {cpu: 1, memory: 1Gi}}
+initContainers: [{name: init, image: busybox}]
+sidecars: [{name: log, image: busybox, ports: [{name: metrics, containerPort: 9100}]}]`},
 
 		"no image":    {spec: `{replicas: 1}`, want: []string{"spec.image: Required value"}},
 		"empty image": {spec: `{image: ""}`, want: []string{"spec.image", "at least 1 chars"}},
@@ -149,6 +171,102 @@ resources: {requests: {cpu: 100m}}`},
 			name: "9box",
 			spec: `{image: nginx}`,
 			want: []string{"metadata.name names the Service"},
+		},
+		"serviceType without ports": {
+			spec: `{image: nginx, serviceType: LoadBalancer}`,
+			want: []string{"spec.serviceType", "serviceType needs ports"},
+		},
+		"named targetPort naming no port": {
+			spec: `{image: nginx, ports: [{name: web, port: 80, targetPort: http}]}`,
+			want: []string{"spec.ports", "a named targetPort must be the name of another port"},
+		},
+		"named targetPort naming a port of another protocol": {
+			spec: `{image: nginx, ports: [{name: web, port: 80, targetPort: dns}, {name: dns, port: 53, protocol: UDP}]}`,
+			want: []string{"spec.ports", "a named targetPort must be the name of another port"},
+		},
+		"named targetPort naming a named targetPort": {
+			spec: `{image: nginx, ports: [{name: a, port: 80, targetPort: b}, {name: b, port: 81, targetPort: a}]}`,
+			want: []string{"spec.ports", "a named targetPort must be the name of another port"},
+		},
+		"targetPort that is no port name": {
+			spec: `{image: nginx, ports: [{port: 80, targetPort: "HTTP_1"}]}`,
+			want: []string{"spec.ports[0].targetPort", "must be a port number from 1 to 65535 or a port name"},
+		},
+		"targetPort out of range": {
+			spec: `{image: nginx, ports: [{port: 80, targetPort: 70000}]}`,
+			want: []string{"spec.ports[0].targetPort", "must be a port number from 1 to 65535"},
+		},
+		"port name with two hyphens": {
+			spec: `{image: nginx, ports: [{name: a--b, port: 80}]}`,
+			want: []string{"spec.ports[0].name", "must contain a letter and no '--'"},
+		},
+		"port name without a letter": {
+			spec: `{image: nginx, ports: [{name: "8080", port: 80}]}`,
+			want: []string{"spec.ports[0].name", "must contain a letter"},
+		},
+		"appProtocol that is no qualified name": {
+			spec: `{image: nginx, ports: [{port: 80, appProtocol: "h2c!"}]}`,
+			want: []string{"spec.ports[0].appProtocol", "should match"},
+		},
+		"minReadySeconds negative": {
+			spec: `{image: nginx, minReadySeconds: -1}`,
+			want: []string{"spec.minReadySeconds", "greater than or equal to 0"},
+		},
+		"probe on a port name the container does not have": {
+			spec: `{image: nginx, ports: [{name: http, port: 80}], probes: {readiness: {httpGet: {path: /, port: admin}}}}`,
+			want: []string{"spec.probes.readiness", "a named probe port must be the name of a port in spec.ports"},
+		},
+		"probe on a named port without any ports": {
+			spec: `{image: nginx, probes: {liveness: {tcpSocket: {port: http}}}}`,
+			want: []string{"spec.probes.liveness", "a named probe port must be the name of a port in spec.ports"},
+		},
+		"probe on a port that leads elsewhere by name": {
+			spec: `{image: nginx, ports: [{name: web, port: 80, targetPort: http}, {name: http, port: 8080}], probes: {startup: {tcpSocket: {port: web}}}}`,
+			want: []string{"spec.probes.startup", "a named probe port must be the name of a port in spec.ports"},
+		},
+		"probe without a handler": {
+			spec: `{image: nginx, probes: {readiness: {periodSeconds: 5}}}`,
+			want: []string{"spec.probes.readiness", "a probe needs exactly one of exec, httpGet, tcpSocket or grpc"},
+		},
+		"probe with two handlers": {
+			spec: `{image: nginx, probes: {readiness: {tcpSocket: {port: 80}, exec: {command: ["true"]}}}}`,
+			want: []string{"spec.probes.readiness", "a probe needs exactly one of"},
+		},
+		"probe port out of range": {
+			spec: `{image: nginx, probes: {startup: {grpc: {port: 0}}}}`,
+			want: []string{"spec.probes.startup", "probe ports are from 1 to 65535"},
+		},
+		"negative probe period": {
+			spec: `{image: nginx, probes: {readiness: {tcpSocket: {port: 80}, periodSeconds: -1}}}`,
+			want: []string{"spec.probes.readiness", "cannot be negative"},
+		},
+		"liveness successThreshold above 1": {
+			spec: `{image: nginx, probes: {liveness: {tcpSocket: {port: 80}, successThreshold: 2}}}`,
+			want: []string{"spec.probes.liveness", "successThreshold must be 1"},
+		},
+		"empty env name": {
+			spec: `{image: nginx, envs: [{name: "", value: x}]}`,
+			want: []string{"spec.envs", "env names cannot be empty"},
+		},
+		"env with value and valueFrom": {
+			spec: `{image: nginx, envs: [{name: A, value: x, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]}`,
+			want: []string{"spec.envs", "an env with valueFrom has no value and exactly one of"},
+		},
+		"env valueFrom without a source": {
+			spec: `{image: nginx, envs: [{name: A, valueFrom: {}}]}`,
+			want: []string{"spec.envs", "an env with valueFrom has no value and exactly one of"},
+		},
+		"request above its limit": {
+			spec: `{image: nginx, size: custom, resources: {requests: {cpu: "2"}, limits: {cpu: 1500m}}}`,
+			want: []string{"spec.resources", "a cpu or memory request cannot exceed its limit"},
+		},
+		"init container without an image": {
+			spec: `{image: nginx, initContainers: [{name: init}]}`,
+			want: []string{"spec.initContainers", "every container needs an image"},
+		},
+		"sidecar mounting a volume": {
+			spec: `{image: nginx, sidecars: [{name: log, image: busybox, volumeMounts: [{name: data, mountPath: /data}]}]}`,
+			want: []string{"spec.sidecars", "a ModelBox's pods have no volumes"},
 		},
 		"every rule's problem at once": {
 			spec: `{image: nginx, size: custom, rollingUpdate: "30 %", serviceType: ClusterIP, ports: [{port: 80, nodePort: 30010}]}`,

@@ -119,6 +119,11 @@ func (in *ModelBoxSpec) DeepCopyInto(out *ModelBoxSpec) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.MinReadySeconds != nil {
+		in, out := &in.MinReadySeconds, &out.MinReadySeconds
+		*out = new(int32)
+		**out = **in
+	}
 	if in.Ports != nil {
 		in, out := &in.Ports, &out.Ports
 		*out = make([]ServicePort, len(*in))
@@ -257,6 +262,11 @@ func (in *ServicePort) DeepCopyInto(out *ServicePort) {
 	if in.AppProtocol != nil {
 		in, out := &in.AppProtocol, &out.AppProtocol
 		*out = new(string)
+		**out = **in
+	}
+	if in.TargetPort != nil {
+		in, out := &in.TargetPort, &out.TargetPort
+		*out = new(intstr.IntOrString)
 		**out = **in
 	}
 }

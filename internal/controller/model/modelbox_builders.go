@@ -13,6 +13,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
+	"k8s.io/utils/ptr"
 
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
 )
@@ -50,17 +51,23 @@ type desired struct {
 	pdb        *policyv1ac.PodDisruptionBudgetApplyConfiguration
 }
 
-// desiredFor builds every child of box.
-func desiredFor(box *modelv1.ModelBox) (desired, error) {
+// defaultMinReadySeconds is the Deployment's minReadySeconds when the spec
+// gives none: the seed's value.
+const defaultMinReadySeconds = 3
+
+// desiredFor builds every child of box. current is the Deployment's replica
+// count (nil when it does not exist yet).
+func desiredFor(box *modelv1.ModelBox, current *int32) (desired, error) {
 	deploy, err := deploymentFor(box)
 	if err != nil {
 		return desired{}, err
 	}
-	return desired{deployment: deploy, service: serviceFor(box), hpa: hpaFor(box), pdb: pdbFor(box)}, nil
+	return desired{deployment: deploy, service: serviceFor(box), hpa: hpaFor(box), pdb: pdbFor(box, current)}, nil
 }
 
-// deploymentFor is the Deployment that runs box's pods. With autoscaling it
-// leaves replicas out: the HorizontalPodAutoscaler owns that field.
+// deploymentFor is the Deployment that runs box's pods. Replicas are only
+// set when spec.replicas is: otherwise the count belongs to whoever scales
+// the Deployment (the HorizontalPodAutoscaler, or the count it left).
 func deploymentFor(box *modelv1.ModelBox) (*appsv1ac.DeploymentApplyConfiguration, error) {
 	pod, err := podSpecFor(box)
 	if err != nil {
@@ -68,9 +75,10 @@ func deploymentFor(box *modelv1.ModelBox) (*appsv1ac.DeploymentApplyConfiguratio
 	}
 	spec := appsv1ac.DeploymentSpec().
 		WithSelector(metav1ac.LabelSelector().WithMatchLabels(selectorFor(box))).
+		WithMinReadySeconds(ptr.Deref(box.Spec.MinReadySeconds, defaultMinReadySeconds)).
 		WithTemplate(corev1ac.PodTemplateSpec().WithLabels(labelsFor(box)).WithSpec(pod))
-	if box.Spec.Autoscaling == nil {
-		spec.WithReplicas(replicasOf(box))
+	if box.Spec.Replicas != nil {
+		spec.WithReplicas(*box.Spec.Replicas)
 	}
 	if ru := box.Spec.RollingUpdate; ru != nil {
 		spec.WithStrategy(appsv1ac.DeploymentStrategy().
@@ -124,21 +132,11 @@ func containerFrom(c *corev1.Container) (*corev1ac.ContainerApplyConfiguration, 
 // appContainerFor is the container that runs spec.image.
 func appContainerFor(box *modelv1.ModelBox) (*corev1ac.ContainerApplyConfiguration, error) {
 	c := corev1ac.Container().WithName(containerName(box)).WithImage(box.Spec.Image)
-	seen := map[corev1.ContainerPort]bool{}
-	for _, p := range box.Spec.Ports {
-		// Two Service ports may lead to the same container port; the
-		// container lists it once, under the first one's name.
-		key := corev1.ContainerPort{ContainerPort: targetPortOf(p), Protocol: protocolOf(p)}
-		if seen[key] {
-			continue
-		}
-		seen[key] = true
-		cp := corev1ac.ContainerPort().WithContainerPort(key.ContainerPort).WithProtocol(key.Protocol)
-		if p.Name != "" {
-			cp.WithName(p.Name)
-		}
-		c.WithPorts(cp)
+	ports, err := appPortsFor(box)
+	if err != nil {
+		return nil, err
 	}
+	c.WithPorts(ports...)
 	for i := range box.Spec.Envs {
 		e, err := convert[corev1ac.EnvVarApplyConfiguration](&box.Spec.Envs[i])
 		if err != nil {
@@ -159,6 +157,68 @@ func appContainerFor(box *modelv1.ModelBox) (*corev1ac.ContainerApplyConfigurati
 	}
 	c.ReadinessProbe, c.LivenessProbe, c.StartupProbe = readiness, liveness, startup
 	return c, nil
+}
+
+// appPortsFor is the application container's ports: one per container
+// port number and protocol that spec.ports leads to. Two Service ports may
+// lead to the same container port, which can carry only one name: the one a
+// named targetPort or probe port refers to, or else the first one's.
+func appPortsFor(box *modelv1.ModelBox) ([]*corev1ac.ContainerPortApplyConfiguration, error) {
+	referenced := referencedPortNames(box)
+	var ports []*corev1ac.ContainerPortApplyConfiguration
+	namedBy := map[corev1.ContainerPort]int{} // container port -> index in spec.ports of its name
+	for i, p := range box.Spec.Ports {
+		if isNamed(p.TargetPort) {
+			continue // leads to the container port of another entry
+		}
+		key := corev1.ContainerPort{ContainerPort: containerPortOf(box, p), Protocol: protocolOf(p)}
+		j, seen := namedBy[key]
+		switch {
+		case !seen:
+			namedBy[key] = i
+			cp := corev1ac.ContainerPort().WithContainerPort(key.ContainerPort).WithProtocol(key.Protocol)
+			if p.Name != "" {
+				cp.WithName(p.Name)
+			}
+			ports = append(ports, cp)
+		case referenced[p.Name] && referenced[box.Spec.Ports[j].Name]:
+			return nil, fmt.Errorf("spec.ports[%d].name: %q and %q (spec.ports[%d]) are both referred to by name but lead to the same container port %d/%s, which can carry only one name",
+				i, p.Name, box.Spec.Ports[j].Name, j, key.ContainerPort, key.Protocol)
+		case referenced[p.Name]:
+			namedBy[key] = i
+			for _, cp := range ports {
+				if *cp.ContainerPort == key.ContainerPort && *cp.Protocol == key.Protocol {
+					cp.WithName(p.Name)
+				}
+			}
+		}
+	}
+	return ports, nil
+}
+
+// referencedPortNames are the port names that named targetPorts and probe
+// ports refer to.
+func referencedPortNames(box *modelv1.ModelBox) map[string]bool {
+	names := map[string]bool{}
+	for _, p := range box.Spec.Ports {
+		if isNamed(p.TargetPort) {
+			names[p.TargetPort.StrVal] = true
+		}
+	}
+	if pr := box.Spec.Probes; pr != nil {
+		for _, probe := range []*corev1.Probe{pr.Readiness, pr.Liveness, pr.Startup} {
+			if probe == nil {
+				continue
+			}
+			if h := probe.HTTPGet; h != nil && h.Port.Type == intstr.String {
+				names[h.Port.StrVal] = true
+			}
+			if t := probe.TCPSocket; t != nil && t.Port.Type == intstr.String {
+				names[t.Port.StrVal] = true
+			}
+		}
+	}
+	return names
 }
 
 // resourcesOf is the application container's resources: the preset of
@@ -217,7 +277,7 @@ func probesFor(box *modelv1.ModelBox) (readiness, liveness, startup *corev1ac.Pr
 func firstTCPPort(box *modelv1.ModelBox) (int32, bool) {
 	for _, p := range box.Spec.Ports {
 		if protocolOf(p) == corev1.ProtocolTCP {
-			return targetPortOf(p), true
+			return containerPortOf(box, p), true
 		}
 	}
 	return 0, false
@@ -235,7 +295,7 @@ func serviceFor(box *modelv1.ModelBox) *corev1ac.ServiceApplyConfiguration {
 		sp := corev1ac.ServicePort().
 			WithProtocol(protocolOf(p)).
 			WithPort(p.Port).
-			WithTargetPort(intstr.FromInt32(targetPortOf(p)))
+			WithTargetPort(ptr.Deref(p.TargetPort, intstr.FromInt32(p.Port)))
 		if p.Name != "" {
 			sp.WithName(p.Name)
 		}
@@ -282,9 +342,14 @@ func hpaFor(box *modelv1.ModelBox) *autoscalingv2ac.HorizontalPodAutoscalerApply
 
 // pdbFor is the PodDisruptionBudget of box: at most one pod evicted at a
 // time. nil when box runs at most one pod, where a budget would block node
-// drains for good.
-func pdbFor(box *modelv1.ModelBox) *policyv1ac.PodDisruptionBudgetApplyConfiguration {
-	if minReplicasOf(box) <= 1 {
+// drains for good. current is the Deployment's replica count, which counts
+// when neither spec.replicas nor autoscaling does.
+func pdbFor(box *modelv1.ModelBox, current *int32) *policyv1ac.PodDisruptionBudgetApplyConfiguration {
+	floor := minReplicasOf(box)
+	if box.Spec.Replicas == nil && box.Spec.Autoscaling == nil {
+		floor = ptr.Deref(current, 1)
+	}
+	if floor <= 1 {
 		return nil
 	}
 	return policyv1ac.PodDisruptionBudget(box.Name, box.Namespace).
@@ -336,29 +401,35 @@ func serviceTypeOf(box *modelv1.ModelBox) corev1.ServiceType {
 	return corev1.ServiceTypeClusterIP
 }
 
-func replicasOf(box *modelv1.ModelBox) int32 {
-	if box.Spec.Replicas != nil {
-		return *box.Spec.Replicas
-	}
-	return 1
-}
-
-// minReplicasOf is the fewest pods box runs when nothing fails.
+// minReplicasOf is the fewest pods box asks for: spec.replicas, or
+// autoscaling's minReplicas, or one.
 func minReplicasOf(box *modelv1.ModelBox) int32 {
 	if as := box.Spec.Autoscaling; as != nil {
-		if as.MinReplicas != nil {
-			return *as.MinReplicas
-		}
-		return 1
+		return ptr.Deref(as.MinReplicas, 1)
 	}
-	return replicasOf(box)
+	return ptr.Deref(box.Spec.Replicas, 1)
 }
 
-func targetPortOf(p modelv1.ServicePort) int32 {
-	if p.TargetPort != 0 {
-		return p.TargetPort
+// containerPortOf is the number of the container port p leads to: its
+// numeric targetPort, or port, or for a named targetPort the number of the
+// port of that name (0 if there is none, which the schema refuses).
+func containerPortOf(box *modelv1.ModelBox, p modelv1.ServicePort) int32 {
+	switch {
+	case p.TargetPort == nil:
+		return p.Port
+	case !isNamed(p.TargetPort):
+		return p.TargetPort.IntVal
 	}
-	return p.Port
+	for _, q := range box.Spec.Ports {
+		if q.Name == p.TargetPort.StrVal && !isNamed(q.TargetPort) && protocolOf(q) == protocolOf(p) {
+			return containerPortOf(box, q)
+		}
+	}
+	return 0
+}
+
+func isNamed(port *intstr.IntOrString) bool {
+	return port != nil && port.Type == intstr.String
 }
 
 func protocolOf(p modelv1.ServicePort) corev1.Protocol {

@@ -36,7 +36,7 @@ func TestChildrenGolden(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(in), ".yaml")
 		t.Run(name, func(t *testing.T) {
 			box := readBox(t, in)
-			kids, err := desiredFor(box)
+			kids, err := desiredFor(box, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,7 +123,7 @@ func TestProbesFor(t *testing.T) {
 		wantReadiness, wantLiveness, wantStartup int32
 	}{
 		"defaults on the first port": {
-			ports:         []modelv1.ServicePort{{Port: 80, TargetPort: 8080}, {Port: 81}},
+			ports:         []modelv1.ServicePort{{Port: 80, TargetPort: ptr.To(intstr.FromInt32(8080))}, {Port: 81}},
 			wantReadiness: 8080, wantLiveness: 8080, wantStartup: -1,
 		},
 		"defaults skip UDP ports": {
@@ -188,17 +188,22 @@ func TestServiceTypeOf(t *testing.T) {
 
 func TestPDBOnlyAboveOnePod(t *testing.T) {
 	tests := map[string]struct {
-		spec modelv1.ModelBoxSpec
-		want bool
+		spec    modelv1.ModelBoxSpec
+		current *int32 // the Deployment's replicas
+		want    bool
 	}{
-		"default one replica":  {want: false},
-		"two replicas":         {spec: modelv1.ModelBoxSpec{Replicas: ptr.To[int32](2)}, want: true},
-		"autoscaling from one": {spec: modelv1.ModelBoxSpec{Autoscaling: &modelv1.Autoscaling{MaxReplicas: 5}}, want: false},
-		"autoscaling from two": {spec: modelv1.ModelBoxSpec{Autoscaling: &modelv1.Autoscaling{MinReplicas: ptr.To[int32](2), MaxReplicas: 5}}, want: true},
+		"new, no replicas":                   {want: false},
+		"two replicas":                       {spec: modelv1.ModelBoxSpec{Replicas: ptr.To[int32](2)}, want: true},
+		"one replica, though eight run":      {spec: modelv1.ModelBoxSpec{Replicas: ptr.To[int32](1)}, current: ptr.To[int32](8), want: false},
+		"no replicas, eight run":             {current: ptr.To[int32](8), want: true},
+		"no replicas, one runs":              {current: ptr.To[int32](1), want: false},
+		"autoscaling from one":               {spec: modelv1.ModelBoxSpec{Autoscaling: &modelv1.Autoscaling{MaxReplicas: 5}}, want: false},
+		"autoscaling from two":               {spec: modelv1.ModelBoxSpec{Autoscaling: &modelv1.Autoscaling{MinReplicas: ptr.To[int32](2), MaxReplicas: 5}}, want: true},
+		"autoscaling from one, though 4 run": {spec: modelv1.ModelBoxSpec{Autoscaling: &modelv1.Autoscaling{MaxReplicas: 5}}, current: ptr.To[int32](4), want: false},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got := pdbFor(&modelv1.ModelBox{Spec: tt.spec}) != nil; got != tt.want {
+			if got := pdbFor(&modelv1.ModelBox{Spec: tt.spec}, tt.current) != nil; got != tt.want {
 				t.Errorf("PDB = %v, want %v", got, tt.want)
 			}
 		})
@@ -222,4 +227,73 @@ func toProbe(t *testing.T, ac any) *corev1.Probe {
 		t.Fatal(err)
 	}
 	return p
+}
+
+func TestAppPortsFor(t *testing.T) {
+	named := func(name string) *intstr.IntOrString { return ptr.To(intstr.FromString(name)) }
+	number := func(n int32) *intstr.IntOrString { return ptr.To(intstr.FromInt32(n)) }
+	tests := map[string]struct {
+		ports  []modelv1.ServicePort
+		probes *modelv1.Probes
+		want   []corev1.ContainerPort // protocol TCP unless given
+		err    string
+	}{
+		"one per port": {
+			ports: []modelv1.ServicePort{{Name: "http", Port: 80, TargetPort: number(8080)}, {Name: "admin", Port: 9000}},
+			want:  []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}, {Name: "admin", ContainerPort: 9000}},
+		},
+		"a named targetPort adds no container port": {
+			ports: []modelv1.ServicePort{{Name: "web", Port: 80, TargetPort: named("http")}, {Name: "http", Port: 8080}},
+			want:  []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+		},
+		"a shared container port keeps the first name": {
+			ports: []modelv1.ServicePort{{Name: "a", Port: 80, TargetPort: number(8080)}, {Name: "b", Port: 81, TargetPort: number(8080)}},
+			want:  []corev1.ContainerPort{{Name: "a", ContainerPort: 8080}},
+		},
+		"a shared container port takes the name a targetPort refers to": {
+			ports: []modelv1.ServicePort{{Name: "a", Port: 80, TargetPort: number(8080)}, {Name: "b", Port: 81, TargetPort: number(8080)},
+				{Name: "c", Port: 82, TargetPort: named("b")}},
+			want: []corev1.ContainerPort{{Name: "b", ContainerPort: 8080}},
+		},
+		"a shared container port takes the name a probe refers to": {
+			ports:  []modelv1.ServicePort{{Name: "a", Port: 80, TargetPort: number(8080)}, {Name: "b", Port: 81, TargetPort: number(8080)}},
+			probes: &modelv1.Probes{Liveness: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromString("b")}}}},
+			want:   []corev1.ContainerPort{{Name: "b", ContainerPort: 8080}},
+		},
+		"UDP and TCP on one number are two ports": {
+			ports: []modelv1.ServicePort{{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}, {Name: "dns-tcp", Port: 53}},
+			want:  []corev1.ContainerPort{{Name: "dns", ContainerPort: 53, Protocol: corev1.ProtocolUDP}, {Name: "dns-tcp", ContainerPort: 53}},
+		},
+		"two referred names on one container port": {
+			ports: []modelv1.ServicePort{{Name: "a", Port: 80, TargetPort: number(8080)}, {Name: "b", Port: 81, TargetPort: number(8080)},
+				{Name: "c", Port: 82, TargetPort: named("a")}, {Name: "d", Port: 83, TargetPort: named("b")}},
+			err: `spec.ports[1].name: "b" and "a" (spec.ports[0]) are both referred to by name but lead to the same container port 8080/TCP`,
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := appPortsFor(&modelv1.ModelBox{Spec: modelv1.ModelBoxSpec{Ports: tt.ports, Probes: tt.probes}})
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want one with %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ports []corev1.ContainerPort
+			for _, cp := range got {
+				ports = append(ports, corev1.ContainerPort{Name: ptr.Deref(cp.Name, ""), ContainerPort: *cp.ContainerPort, Protocol: *cp.Protocol})
+			}
+			for i := range tt.want {
+				if tt.want[i].Protocol == "" {
+					tt.want[i].Protocol = corev1.ProtocolTCP
+				}
+			}
+			if diff := cmp.Diff(tt.want, ports); diff != "" {
+				t.Errorf("container ports (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

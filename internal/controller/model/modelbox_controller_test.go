@@ -41,7 +41,7 @@ func seedBox(ns string, nodePort int32) *modelv1.ModelBox {
 			Image:         "nginx:1.7.9",
 			Replicas:      ptr.To[int32](4),
 			RollingUpdate: ptr.To(intstr.FromString("30%")),
-			Ports:         []modelv1.ServicePort{{Port: 80, TargetPort: 80, NodePort: nodePort}},
+			Ports:         []modelv1.ServicePort{{Port: 80, TargetPort: ptr.To(intstr.FromInt32(80)), NodePort: nodePort}},
 		},
 	}
 }
@@ -58,6 +58,19 @@ func startSeedBox(t *testing.T, nodePort int32, change func(*modelv1.ModelBox)) 
 	env.StartManager(t, env.ManagerOptions())
 	env.Create(t, box)
 	return testenv.NewG(t), box, client.ObjectKeyFromObject(box)
+}
+
+// autoscaled makes the seed's sample autoscale between min and max pods.
+func autoscaled(minPods, maxPods int32) func(*modelv1.ModelBox) {
+	return func(box *modelv1.ModelBox) {
+		box.Spec.Replicas = nil
+		box.Spec.Autoscaling = &modelv1.Autoscaling{MinReplicas: ptr.To(minPods), MaxReplicas: maxPods}
+	}
+}
+
+// haveReplicas matches a Deployment whose spec asks for n pods.
+func haveReplicas(n int) OmegaMatcher {
+	return HaveField("Spec.Replicas", HaveValue(BeEquivalentTo(n)))
 }
 
 // get reads obj afresh at key each time it is called, for Eventually.
@@ -161,7 +174,7 @@ func TestDriftIsRepairedAndOthersFieldsAreLeftAlone(t *testing.T) {
 
 func TestHPAOwnsReplicas(t *testing.T) {
 	g, box, key := startSeedBox(t, 30012, func(box *modelv1.ModelBox) { box.Spec.Replicas = ptr.To[int32](3) })
-	g.Eventually(get(key, &appsv1.Deployment{})).Should(HaveField("Spec.Replicas", HaveValue(BeEquivalentTo(3))))
+	g.Eventually(get(key, &appsv1.Deployment{})).Should(haveReplicas(3))
 
 	// Turn autoscaling on: the count stays 3 (dropping the field from the
 	// apply must not reset it to 1) and Deckhand stops owning it.
@@ -175,7 +188,7 @@ func TestHPAOwnsReplicas(t *testing.T) {
 		HaveField("MaxReplicas", BeEquivalentTo(6)),
 		HaveField("ScaleTargetRef.Name", box.Name))))
 	g.Eventually(deckhandOwnsReplicas(key)).Should(BeFalse())
-	g.Expect(get(key, &appsv1.Deployment{})()).To(HaveField("Spec.Replicas", HaveValue(BeEquivalentTo(3))))
+	g.Expect(get(key, &appsv1.Deployment{})()).To(haveReplicas(3))
 
 	// The autoscaler scales through the scale subresource; a later spec
 	// change rolls the image and leaves its count alone.
@@ -184,7 +197,7 @@ func TestHPAOwnsReplicas(t *testing.T) {
 	g.Eventually(get(key, &appsv1.Deployment{})).Should(
 		HaveField("Spec.Template.Spec.Containers", ContainElement(HaveField("Image", "nginx:1.27"))))
 	g.Consistently(get(key, &appsv1.Deployment{})).Should(
-		HaveField("Spec.Replicas", HaveValue(BeEquivalentTo(5))))
+		haveReplicas(5))
 
 	// Autoscaling off again: the HPA goes and Deckhand sets the count.
 	g.Expect(env.Update(box, func() {
@@ -192,19 +205,16 @@ func TestHPAOwnsReplicas(t *testing.T) {
 		box.Spec.Replicas = ptr.To[int32](1)
 	})).To(Succeed())
 	g.Eventually(gone(key, &autoscalingv2.HorizontalPodAutoscaler{})).Should(BeTrue())
-	g.Eventually(get(key, &appsv1.Deployment{})).Should(HaveField("Spec.Replicas", HaveValue(BeEquivalentTo(1))))
+	g.Eventually(get(key, &appsv1.Deployment{})).Should(haveReplicas(1))
 	// One pod: no disruption budget.
 	g.Eventually(gone(key, &policyv1.PodDisruptionBudget{})).Should(BeTrue())
 }
 
 func TestNewAutoscaledBoxStartsAtMinReplicas(t *testing.T) {
-	g, _, key := startSeedBox(t, 30013, func(box *modelv1.ModelBox) {
-		box.Spec.Replicas = nil
-		box.Spec.Autoscaling = &modelv1.Autoscaling{MinReplicas: ptr.To[int32](3), MaxReplicas: 6}
-	})
-	g.Eventually(get(key, &appsv1.Deployment{})).Should(HaveField("Spec.Replicas", HaveValue(BeEquivalentTo(3))))
+	g, _, key := startSeedBox(t, 30013, autoscaled(3, 6))
+	g.Eventually(get(key, &appsv1.Deployment{})).Should(haveReplicas(3))
 	g.Eventually(deckhandOwnsReplicas(key)).Should(BeFalse())
-	g.Expect(get(key, &appsv1.Deployment{})()).To(HaveField("Spec.Replicas", HaveValue(BeEquivalentTo(3))))
+	g.Expect(get(key, &appsv1.Deployment{})()).To(haveReplicas(3))
 }
 
 // An idle ModelBox costs no writes: reconciles caused by unrelated changes
@@ -219,6 +229,8 @@ func TestIdleModelBoxWritesNothing(t *testing.T) {
 		// A port without a protocol: the apiserver defaults it to TCP.
 		box.Spec.Sidecars = []corev1.Container{{Name: "log", Image: "busybox", Args: []string{"sleep", "1d"}, Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9100}}}}
 		box.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox"}}
+		// A probe on a named port: the port of that name.
+		box.Spec.Ports[0].Name = "http"
 		box.Spec.Probes = &modelv1.Probes{Readiness: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromString("http")}}}}
 	})
 
@@ -342,4 +354,67 @@ func deckhandOwnsReplicas(key client.ObjectKey) func() (bool, error) {
 		}
 		return false, nil
 	}
+}
+
+// Turning autoscaling off hands the count back without a drop: the
+// Deployment keeps what the autoscaler left until the user sets replicas.
+func TestAutoscalingOffKeepsTheReplicaCount(t *testing.T) {
+	g, box, key := startSeedBox(t, 30017, autoscaled(2, 10))
+	g.Eventually(get(key, &appsv1.Deployment{})).Should(haveReplicas(2))
+	g.Eventually(deckhandOwnsReplicas(key)).Should(BeFalse())
+	scaleDeployment(g, key, 8) // as the autoscaler would
+
+	g.Expect(env.Update(box, func() { box.Spec.Autoscaling = nil })).To(Succeed())
+	g.Eventually(gone(key, &autoscalingv2.HorizontalPodAutoscaler{})).Should(BeTrue())
+	// The pass that deleted the autoscaler applied the Deployment before it
+	// wrote this status.
+	g.Eventually(get(key, box)).Should(HaveField("Status.ObservedGeneration", box.Generation))
+	g.Expect(get(key, &appsv1.Deployment{})()).To(haveReplicas(8))
+	// Eight pods: the disruption budget stays.
+	g.Expect(env.Exists(&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})()).To(BeTrue())
+
+	// Once the user sets replicas, Deckhand keeps the Deployment at it.
+	g.Expect(env.Update(box, func() { box.Spec.Replicas = ptr.To[int32](3) })).To(Succeed())
+	g.Eventually(get(key, &appsv1.Deployment{})).Should(haveReplicas(3))
+	g.Eventually(deckhandOwnsReplicas(key)).Should(BeTrue())
+}
+
+// A labelled object that this ModelBox does not control and does not want
+// (a Service left by kubectl delete --cascade=orphan of an earlier ModelBox
+// of that name) is left alone and does not make the ModelBox Degraded.
+func TestUnwantedChildOfAnotherOwnerIsNotDegraded(t *testing.T) {
+	orphan := &corev1.Service{}
+	g, box, key := startSeedBox(t, 30018, func(box *modelv1.ModelBox) {
+		box.Spec.Ports = nil // no Service wanted
+		orphan.ObjectMeta = metav1.ObjectMeta{Namespace: box.Namespace, Name: box.Name,
+			Labels: map[string]string{modelcontroller.LabelModelBox: box.Name}}
+		orphan.Spec.Ports = []corev1.ServicePort{{Port: 80}}
+		env.Create(t, orphan)
+	})
+	g.Eventually(get(key, box)).Should(HaveField("Status", And(
+		HaveField("ObservedGeneration", box.Generation),
+		HaveField("Conditions", testenv.HaveCondition(modelv1.ConditionDegraded, metav1.ConditionFalse, modelv1.ReasonAsExpected)))))
+	g.Expect(get(key, &corev1.Service{})()).To(And(HaveField("UID", orphan.UID), HaveField("OwnerReferences", BeEmpty())))
+}
+
+// Seed 003's ServicePorts: a targetPort may name a port, and the
+// Deployment waits minReadySeconds (3 by default, as in the seed).
+func TestNamedTargetPortAndMinReadySeconds(t *testing.T) {
+	g, box, key := startSeedBox(t, 30019, func(box *modelv1.ModelBox) {
+		box.Spec.Ports = []modelv1.ServicePort{
+			{Name: "web", Port: 80, TargetPort: ptr.To(intstr.FromString("http")), NodePort: 30019},
+			{Name: "http", Port: 8080},
+		}
+	})
+	g.Eventually(get(key, &corev1.Service{})).Should(HaveField("Spec.Ports", ContainElement(And(
+		HaveField("Name", "web"), HaveField("TargetPort", intstr.FromString("http"))))))
+	g.Eventually(get(key, &appsv1.Deployment{})).Should(HaveField("Spec", And(
+		HaveField("MinReadySeconds", BeEquivalentTo(3)),
+		HaveField("Template.Spec.Containers", ConsistOf(HaveField("Ports", ConsistOf(And(
+			HaveField("Name", "http"), HaveField("ContainerPort", BeEquivalentTo(8080))))))))))
+	g.Expect(env.Update(box, func() { box.Spec.MinReadySeconds = ptr.To[int32](0) })).To(Succeed())
+	g.Eventually(get(key, &appsv1.Deployment{})).Should(HaveField("Spec.MinReadySeconds", BeEquivalentTo(0)))
+	g.Eventually(get(key, box)).Should(HaveField("Status", And(
+		HaveField("ObservedGeneration", box.Generation),
+		HaveField("Conditions", testenv.HaveCondition(modelv1.ConditionDegraded, metav1.ConditionFalse, modelv1.ReasonAsExpected)))))
 }

@@ -46,7 +46,11 @@ var childGVKs = map[string]schema.GroupVersionKind{
 // field Deckhand owns is applied, each one no longer wanted is deleted, and
 // one already right costs nothing.
 func (r *ModelBoxReconciler) sync(ctx context.Context, box *modelv1.ModelBox, obs observed) error {
-	want, err := desiredFor(box)
+	var current *int32
+	if obs.deployment != nil {
+		current = obs.deployment.Spec.Replicas
+	}
+	want, err := desiredFor(box, current)
 	if err != nil {
 		return fmt.Errorf("building children: %w", err)
 	}
@@ -78,22 +82,27 @@ func syncExtracted[T any, PT interface {
 }
 
 // syncDeployment is syncChild for the Deployment, plus the replicas
-// handover when a HorizontalPodAutoscaler is in charge.
+// handover when spec.replicas is left out: the count then belongs to
+// whoever scales the Deployment (the autoscaler, kubectl scale), and turning
+// autoscaling off keeps the count it left.
 func (r *ModelBoxReconciler) syncDeployment(ctx context.Context, box *modelv1.ModelBox, live *appsv1.Deployment, want *appsv1ac.DeploymentApplyConfiguration) error {
-	if box.Spec.Autoscaling != nil {
-		if live == nil {
-			// Start at the autoscaler's floor rather than the default of one
-			// pod; the next pass hands the field over.
+	switch {
+	case box.Spec.Replicas != nil:
+		// Deckhand's: the apply sets it, forcing it from any other owner.
+	case live == nil:
+		if box.Spec.Autoscaling != nil {
+			// Start at the autoscaler's floor rather than the Deployment's
+			// default of one pod; the next pass hands the field over.
 			want.Spec.WithReplicas(minReplicasOf(box))
-		} else {
-			owned, err := appsv1ac.ExtractDeployment(live, FieldManager)
-			if err != nil {
-				return fmt.Errorf("reading the fields Deckhand owns on Deployment %s: %w", client.ObjectKeyFromObject(live), err)
-			}
-			if owned.Spec != nil && owned.Spec.Replicas != nil {
-				if err := r.handOverReplicas(ctx, live.Namespace, live.Name, live.Spec.Replicas); err != nil {
-					return err
-				}
+		}
+	case metav1.IsControlledBy(live, box):
+		owned, err := appsv1ac.ExtractDeployment(live, FieldManager)
+		if err != nil {
+			return fmt.Errorf("reading the fields Deckhand owns on Deployment %s: %w", client.ObjectKeyFromObject(live), err)
+		}
+		if owned.Spec != nil && owned.Spec.Replicas != nil {
+			if err := r.handOverReplicas(ctx, live.Namespace, live.Name, live.Spec.Replicas); err != nil {
+				return err
 			}
 		}
 	}
@@ -104,8 +113,9 @@ func (r *ModelBoxReconciler) syncDeployment(ctx context.Context, box *modelv1.Mo
 // changing. Dropping a field from an apply removes it when the applier is its
 // only owner, and the Deployment would fall back to one pod. So another field
 // manager first applies the current value, sharing the field; once Deckhand
-// applies without it, the handover manager holds it until the autoscaler
-// writes a new count and takes it.
+// applies without it, the handover manager holds it until someone (the
+// autoscaler, kubectl scale, Deckhand once spec.replicas is set) writes a new
+// count and takes it.
 //
 // The apply does not force: if someone else already changed the count, it
 // conflicts, and the retry sees that Deckhand no longer owns the field.
@@ -116,7 +126,7 @@ func (r *ModelBoxReconciler) handOverReplicas(ctx context.Context, namespace, na
 	}
 	ac := appsv1ac.Deployment(name, namespace).WithSpec(appsv1ac.DeploymentSpec().WithReplicas(n))
 	if err := r.Apply(ctx, ac, client.FieldOwner(handoverManager)); err != nil {
-		return fmt.Errorf("handing Deployment %s/%s replicas over to the autoscaler: %w", namespace, name, err)
+		return fmt.Errorf("handing over the replicas of Deployment %s/%s: %w", namespace, name, err)
 	}
 	countWrite(types.NamespacedName{Namespace: namespace, Name: name}, "Deployment", outcomeHandover)
 	return nil
@@ -128,6 +138,11 @@ func (r *ModelBoxReconciler) handOverReplicas(ctx context.Context, namespace, na
 func (r *ModelBoxReconciler) syncChild(ctx context.Context, box *modelv1.ModelBox, kind string, live client.Object, want, owned runtime.ApplyConfiguration) error {
 	key := client.ObjectKeyFromObject(box)
 	if live != nil && !metav1.IsControlledBy(live, box) {
+		if want == nil {
+			// Not ours and not wanted (a child orphaned by an earlier
+			// ModelBox of this name, say): nothing to do.
+			return nil
+		}
 		return fmt.Errorf("%s %s exists and is not controlled by this ModelBox: rename or delete it", kind, key)
 	}
 	if want == nil {
