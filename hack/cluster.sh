@@ -24,6 +24,20 @@ kwokctl() { "$bin/kwokctl" --name "$name" "$@"; }
 contexts=$KWOK_WORKDIR/contexts.kubeconfig
 kubectl() { "$bin/kubectl" --kubeconfig "$kubeconfig" "$@"; }
 
+# A single-instance control plane gains nothing from leader election, and a
+# saturated apiserver can make the scheduler or controller-manager lose its
+# lease and exit (kwokctl does not restart them). The default Service range
+# holds about 250 ClusterIPs; benchmarks make hundreds of Services.
+# (kwokctl maps each component's first --extra-args by position: keep every
+# component's first line in this order.)
+service_range=10.96.0.0/16
+extra_args=(
+  --extra-args "kube-apiserver=service-cluster-ip-range=$service_range"
+  --extra-args "kube-scheduler=leader-elect=false"
+  --extra-args "kube-controller-manager=leader-elect=false"
+  --extra-args "kube-controller-manager=service-cluster-ip-range=$service_range"
+)
+
 up() {
   if kwokctl get clusters 2>/dev/null | grep -qx "$name" &&
      "$bin/kubectl" --kubeconfig "$KWOK_WORKDIR/clusters/$name/kubeconfig.yaml" get --raw /readyz >/dev/null 2>&1; then
@@ -41,6 +55,7 @@ up() {
       --etcd-binary "$bin/etcd" \
       --kubeconfig "$contexts" \
       --disable-qps-limits \
+      "${extra_args[@]}" \
       --wait 2m
   fi
   mkdir -p "$(dirname "$kubeconfig")"

@@ -376,6 +376,9 @@ func (p *Process) Stop() {
 	}
 }
 
+// Pid is the process's id, for reading its /proc entries.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
 // Exited reports whether the process has ended.
 func (p *Process) Exited() bool {
 	select {
