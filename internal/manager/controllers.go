@@ -10,27 +10,31 @@ import (
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
 	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
-	"github.com/deckhand-dev/deckhand/internal/controller/apps"
-	"github.com/deckhand-dev/deckhand/internal/controller/batch"
+	appscontroller "github.com/deckhand-dev/deckhand/internal/controller/apps"
+	batchcontroller "github.com/deckhand-dev/deckhand/internal/controller/batch"
 	debugcontroller "github.com/deckhand-dev/deckhand/internal/controller/debug"
 	modelcontroller "github.com/deckhand-dev/deckhand/internal/controller/model"
+	"github.com/deckhand-dev/deckhand/internal/setup"
+	batchwebhook "github.com/deckhand-dev/deckhand/internal/webhook/batch/v1"
 	debugwebhook "github.com/deckhand-dev/deckhand/internal/webhook/debug/v1alpha1"
 )
 
 // Controller is one kind's reconciler together with its webhooks, switched on
 // and off as a unit with --controllers.
 type Controller struct {
-	// Name is what --controllers calls it: the lower-case kind.
+	// Name is what --controllers calls it: the package's ControllerName.
 	Name string
 	// AddToScheme registers the kind's API group (the generated
 	// <group>/<version>.AddToScheme). It runs whether or not the controller is
 	// enabled, so clients can always read every Deckhand kind.
 	AddToScheme func(*runtime.Scheme) error
-	// Setup registers the reconciler and webhooks with the manager.
-	Setup func(mgr ctrl.Manager, opts *Options) error
-	// Webhooks says whether Setup registers admission webhooks; the manager
-	// is then only ready once the webhook server serves.
-	Webhooks bool
+	// Setup registers the reconcilers with the manager: the controller
+	// package's Setup.
+	Setup func(ctrl.Manager, setup.Options) error
+	// SetupWebhooks registers the kind's admission webhooks: the webhook
+	// package's Setup, nil for a kind without webhooks. The manager is then
+	// only ready once the webhook server serves.
+	SetupWebhooks func(ctrl.Manager, setup.Options) error
 	// CacheByObject, when set, says how the manager's cache holds some kinds
 	// (label selector, transform) for this controller. A kind belongs to one
 	// controller: it applies to every reader of that kind.
@@ -38,23 +42,12 @@ type Controller struct {
 }
 
 // controllers lists every controller Deckhand can run, in start order.
-// A new kind adds one line here.
+// A new kind adds one line here (docs/contributing.md has the checklist).
 var controllers = []Controller{
-	{Name: apps.ControllerName, AddToScheme: appsv1alpha1.AddToScheme, Setup: func(mgr ctrl.Manager, _ *Options) error { return apps.SetupPodSet(mgr) }},
-	{Name: modelcontroller.ControllerName, AddToScheme: modelv1.AddToScheme, CacheByObject: modelcontroller.CacheByObject,
-		Setup: func(mgr ctrl.Manager, _ *Options) error { return modelcontroller.Setup(mgr) }},
-	// jobwatcher runs both JobWatchers and ClusterJobWatchers: precedence
-	// between them needs both, so they cannot be switched on apart.
-	{Name: "jobwatcher", AddToScheme: deckhandbatchv1.AddToScheme, CacheByObject: batch.CacheByObject, Webhooks: true,
-		Setup: func(mgr ctrl.Manager, _ *Options) error { return batch.Setup(mgr) }},
-	{Name: debugcontroller.ControllerName, AddToScheme: debugv1alpha1.AddToScheme, Webhooks: true,
-		Setup: func(mgr ctrl.Manager, o *Options) error {
-			images, err := debugwebhook.ParseImagePatterns(o.PodBuggerAllowedImages)
-			if err != nil {
-				return err
-			}
-			return debugcontroller.Setup(mgr, debugwebhook.Policy{AllowedImages: images, AllowGeneralProfile: o.PodBuggerAllowGeneralProfile})
-		}},
+	{Name: appscontroller.ControllerName, AddToScheme: appsv1alpha1.AddToScheme, Setup: appscontroller.Setup},
+	{Name: modelcontroller.ControllerName, AddToScheme: modelv1.AddToScheme, Setup: modelcontroller.Setup, CacheByObject: modelcontroller.CacheByObject},
+	{Name: batchcontroller.ControllerName, AddToScheme: deckhandbatchv1.AddToScheme, Setup: batchcontroller.Setup, SetupWebhooks: batchwebhook.Setup, CacheByObject: batchcontroller.CacheByObject},
+	{Name: debugcontroller.ControllerName, AddToScheme: debugv1alpha1.AddToScheme, Setup: debugcontroller.Setup, SetupWebhooks: debugwebhook.Setup},
 }
 
 // KnownControllers returns the names --controllers accepts.

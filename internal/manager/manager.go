@@ -91,12 +91,17 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		if !opts.enabled(c.Name) {
 			continue
 		}
-		if err := c.Setup(mgr, &opts); err != nil {
+		if err := c.Setup(mgr, opts.Options); err != nil {
 			return nil, fmt.Errorf("setting up controller %s: %w", c.Name, err)
+		}
+		if c.SetupWebhooks != nil {
+			if err := c.SetupWebhooks(mgr, opts.Options); err != nil {
+				return nil, fmt.Errorf("setting up the webhooks of %s: %w", c.Name, err)
+			}
 		}
 		ctrl.Log.WithName("setup").Info("controller enabled", "controller", c.Name)
 	}
-	if opts.webhooksEnabled() && opts.WebhookCertMode == CertModeSelfSigned {
+	if opts.WebhooksEnabled() && opts.WebhookCertMode == CertModeSelfSigned {
 		if err := selfSignedCerts(ctx, mgr, cfg, opts); err != nil {
 			return nil, err
 		}
@@ -118,7 +123,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	if err := mgr.AddReadyzCheck("informers", cacheSynced(mgr)); err != nil {
 		return nil, fmt.Errorf("adding ready check: %w", err)
 	}
-	if opts.webhooksEnabled() {
+	if opts.WebhooksEnabled() {
 		if err := mgr.AddReadyzCheck("webhooks", mgr.GetWebhookServer().StartedChecker()); err != nil {
 			return nil, fmt.Errorf("adding webhook ready check: %w", err)
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deckhand-dev/deckhand/internal/setup"
 	debugwebhook "github.com/deckhand-dev/deckhand/internal/webhook/debug/v1alpha1"
 )
 
@@ -72,13 +73,9 @@ type Options struct {
 	// It has no flag: a real manager must keep controller names unique.
 	SkipControllerNameValidation bool
 
-	// PodBuggerAllowedImages is the allow-list of images PodBuggers may run:
-	// globs (path.Match syntax, `*` does not cross `/`) or, prefixed with
-	// "re:", regular expressions matching the whole image. Empty allows none.
-	PodBuggerAllowedImages []string
-	// PodBuggerAllowGeneralProfile lets PodBuggers use the general profile,
-	// whose container gets the SYS_PTRACE capability.
-	PodBuggerAllowGeneralProfile bool
+	// Options are what controllers and webhooks are set up with (the
+	// PodBugger policy flags).
+	setup.Options
 }
 
 // DefaultLeaderElectionID is the name of the Lease the replicas compete for.
@@ -177,14 +174,14 @@ func (o *Options) Validate() error {
 	}
 	switch o.WebhookCertMode {
 	case CertModeSelfSigned:
-		if o.Namespace == "" && o.webhooksEnabled() {
+		if o.Namespace == "" && o.WebhooksEnabled() {
 			errs = append(errs, errors.New("--namespace: required with --webhook-cert-mode=self-signed (it holds the certificate Secret); set it or $POD_NAMESPACE"))
 		}
 	case CertModeExternal:
 	default:
 		errs = append(errs, fmt.Errorf("--webhook-cert-mode: %q is neither %q nor %q", o.WebhookCertMode, CertModeSelfSigned, CertModeExternal))
 	}
-	if _, err := debugwebhook.ParseImagePatterns(o.PodBuggerAllowedImages); err != nil {
+	if _, err := debugwebhook.PolicyFrom(o.Options); err != nil {
 		errs = append(errs, fmt.Errorf("--podbugger-allowed-images: %w", err))
 	}
 	if o.WebhookPort < 1 || o.WebhookPort > 65535 {
@@ -198,10 +195,10 @@ func (o *Options) enabled(name string) bool {
 	return len(o.Controllers) == 0 || slices.Contains(o.Controllers, "*") || slices.Contains(o.Controllers, name)
 }
 
-// webhooksEnabled reports whether any enabled controller serves webhooks.
-func (o *Options) webhooksEnabled() bool {
+// WebhooksEnabled reports whether any enabled controller serves webhooks.
+func (o *Options) WebhooksEnabled() bool {
 	for _, c := range controllers {
-		if c.Webhooks && o.enabled(c.Name) {
+		if c.SetupWebhooks != nil && o.enabled(c.Name) {
 			return true
 		}
 	}

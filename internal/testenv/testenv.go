@@ -126,7 +126,9 @@ func (e *Env) ManagerOptions() manager.Options {
 }
 
 // StartManager runs a manager built from opts until the test ends (or stop
-// is called), and fails the test if it stops with an error.
+// is called), and fails the test if it stops with an error. When the
+// manager serves webhooks it returns once the webhook server answers, so
+// that objects the webhooks admit can be created at once.
 func (e *Env) StartManager(t testing.TB, opts manager.Options) (mgr ctrl.Manager, stop func()) {
 	t.Helper()
 	mgr, err := manager.New(context.Background(), e.Config, opts)
@@ -146,6 +148,16 @@ func (e *Env) StartManager(t testing.TB, opts manager.Options) (mgr ctrl.Manager
 		})
 	}
 	t.Cleanup(stop)
+	if opts.WebhooksEnabled() {
+		serving := mgr.GetWebhookServer().StartedChecker()
+		deadline := time.Now().Add(Timeout)
+		for serving(nil) != nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("the webhook server did not start within %s", Timeout)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 	return mgr, stop
 }
 

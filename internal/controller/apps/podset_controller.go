@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/setup"
 )
 
 // ControllerName names the PodSet controller in --controllers, logs, metrics
@@ -67,8 +68,8 @@ func NewPodSetReconciler(c client.Client, rec recorder.EventRecorder) *PodSetRec
 	return &PodSetReconciler{Client: c, Recorder: rec, Now: time.Now, expectations: newExpectations(time.Now)}
 }
 
-// SetupPodSet registers the PodSet controller with the manager.
-func SetupPodSet(mgr ctrl.Manager) error {
+// Setup registers the PodSet controller with the manager.
+func Setup(mgr ctrl.Manager, _ setup.Options) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podOwnerIndex, func(o client.Object) []string {
 		if ref := podSetRef(o); ref != nil {
 			return []string{string(ref.UID)}

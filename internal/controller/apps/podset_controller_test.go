@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/controller/apps"
+	appscontroller "github.com/deckhand-dev/deckhand/internal/controller/apps"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
@@ -38,7 +38,7 @@ const timeout = 30 * time.Second
 func startPodSetController(t *testing.T) {
 	t.Helper()
 	opts := env.ManagerOptions()
-	opts.Controllers = []string{apps.ControllerName}
+	opts.Controllers = []string{appscontroller.ControllerName}
 	env.StartManager(t, opts)
 }
 
@@ -293,7 +293,7 @@ func TestPodSetCreatesNoExtraPodsWhenTheCacheLags(t *testing.T) {
 
 	// No manager: nothing watches pods, so the reconciler's cache never
 	// shows the pods it creates.
-	r := apps.NewPodSetReconciler(&staleClient{Client: env.Client}, discardEvents{})
+	r := appscontroller.NewPodSetReconciler(&staleClient{Client: env.Client}, discardEvents{})
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "stale"}}
 	for range 5 {
 		_, err := r.Reconcile(ctx, req)

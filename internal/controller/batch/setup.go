@@ -19,26 +19,30 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
-	webhookbatchv1 "github.com/deckhand-dev/deckhand/internal/webhook/batch/v1"
+	"github.com/deckhand-dev/deckhand/internal/setup"
 )
 
-// Setup registers, as one unit, the controller that deletes Jobs (named
-// jobwatcher), the status controllers of both watcher kinds and their
-// validating webhooks. Both kinds run together because precedence needs
-// both: with ClusterJobWatchers alone, a namespace's own JobWatchers would
-// be ignored and Jobs could go sooner than they allow.
-func Setup(mgr ctrl.Manager) error {
+// ControllerName names the controller that deletes Jobs in --controllers,
+// logs, metrics and Events. It runs JobWatchers and ClusterJobWatchers
+// together because precedence needs both: with ClusterJobWatchers alone, a
+// namespace's own JobWatchers would be ignored and Jobs could go sooner than
+// they allow.
+const ControllerName = "jobwatcher"
+
+// Setup registers, as one unit, the controller that deletes Jobs and the
+// status controllers of both watcher kinds.
+func Setup(mgr ctrl.Manager, _ setup.Options) error {
 	deleted := newLedger()
 	jobs := &jobReconciler{
 		client:    mgr.GetClient(),
 		apiReader: mgr.GetAPIReader(),
-		recorder:  mgr.GetEventRecorder("jobwatcher"),
+		recorder:  mgr.GetEventRecorder(ControllerName),
 		deleted:   deleted,
 		now:       time.Now,
 	}
 	watcherChanged := builder.WithPredicates(predicate.GenerationChangedPredicate{})
 	err := ctrl.NewControllerManagedBy(mgr).
-		Named("jobwatcher").
+		Named(ControllerName).
 		For(&batchv1.Job{}, builder.WithPredicates(predicate.Funcs{
 			CreateFunc: func(e event.CreateEvent) bool { return isGovernable(e.Object) },
 			UpdateFunc: func(e event.UpdateEvent) bool { return isGovernable(e.ObjectNew) },
@@ -73,10 +77,6 @@ func Setup(mgr ctrl.Manager) error {
 		if err != nil {
 			return fmt.Errorf("setting up the %s controller: %w", name, err)
 		}
-	}
-
-	if err := webhookbatchv1.SetupWebhooksWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the batch webhooks: %w", err)
 	}
 	return nil
 }

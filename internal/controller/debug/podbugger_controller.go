@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/setup"
 	debugwebhook "github.com/deckhand-dev/deckhand/internal/webhook/debug/v1alpha1"
 )
 
@@ -36,18 +37,19 @@ const ControllerName = "podbugger"
 // fieldOwner names Deckhand in the pods' managedFields.
 const fieldOwner = "deckhand"
 
-// Setup registers the PodBugger controller and its validating webhook.
-func Setup(mgr ctrl.Manager, policy debugwebhook.Policy) error {
+// Setup registers the PodBugger controller.
+func Setup(mgr ctrl.Manager, opts setup.Options) error {
+	policy, err := debugwebhook.PolicyFrom(opts)
+	if err != nil {
+		return err
+	}
 	r := &PodBuggerReconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder(ControllerName),
 		Policy:    policy,
 	}
-	if err := r.SetupWithManager(mgr); err != nil {
-		return err
-	}
-	return debugwebhook.SetupPodBuggerWebhookWithManager(mgr, policy)
+	return r.SetupWithManager(mgr)
 }
 
 // PodBuggerReconciler adds each PodBugger's ephemeral container to the

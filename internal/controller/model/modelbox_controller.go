@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
+	"github.com/deckhand-dev/deckhand/internal/setup"
 )
 
 // ControllerName names the controller, its Events and its metrics.
@@ -48,7 +49,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
 
 // Setup registers the ModelBox controller with mgr.
-func Setup(mgr ctrl.Manager) error {
+func Setup(mgr ctrl.Manager, _ setup.Options) error {
 	r := &Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),

@@ -14,10 +14,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
+	"github.com/deckhand-dev/deckhand/internal/setup"
 )
 
-// SetupWebhooksWithManager registers the validating webhooks of both kinds.
-func SetupWebhooksWithManager(mgr ctrl.Manager) error {
+// Setup registers the validating webhooks of both kinds.
+func Setup(mgr ctrl.Manager, _ setup.Options) error {
 	if err := ctrl.NewWebhookManagedBy(mgr, &deckhandbatchv1.JobWatcher{}).
 		WithValidator(jobWatcherValidator{}).Complete(); err != nil {
 		return err

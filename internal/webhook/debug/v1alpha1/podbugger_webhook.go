@@ -16,14 +16,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/setup"
 )
 
 // +kubebuilder:webhook:path=/validate-debug-deckhand-dev-v1alpha1-podbugger,mutating=false,failurePolicy=fail,sideEffects=None,groups=debug.deckhand.dev,resources=podbuggers,verbs=create;update,versions=v1alpha1,name=vpodbugger-v1alpha1.debug.deckhand.dev,admissionReviewVersions=v1
 
-// SetupPodBuggerWebhookWithManager registers the PodBugger validating
-// webhook. It reads namespaces straight from the apiserver, so a namespace
-// labelled a moment ago is seen.
-func SetupPodBuggerWebhookWithManager(mgr ctrl.Manager, policy Policy) error {
+// Setup registers the PodBugger validating webhook. It reads namespaces
+// straight from the apiserver, so a namespace labelled a moment ago is seen.
+func Setup(mgr ctrl.Manager, opts setup.Options) error {
+	policy, err := PolicyFrom(opts)
+	if err != nil {
+		return err
+	}
 	return ctrl.NewWebhookManagedBy(mgr, &debugv1alpha1.PodBugger{}).
 		WithValidator(&PodBuggerValidator{Reader: mgr.GetAPIReader(), Policy: policy}).
 		Complete()

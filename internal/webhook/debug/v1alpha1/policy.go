@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/setup"
 )
 
 // RegexpPrefix marks an allow-list pattern as a regular expression rather
@@ -122,4 +123,13 @@ func (p Policy) Check(pb *debugv1alpha1.PodBugger, namespaceLabels map[string]st
 			"the general profile (adds SYS_PTRACE) needs the operator's --podbugger-allow-general-profile")})
 	}
 	return out
+}
+
+// PolicyFrom is the policy the operator set with its PodBugger flags.
+func PolicyFrom(opts setup.Options) (Policy, error) {
+	images, err := ParseImagePatterns(opts.PodBuggerAllowedImages)
+	if err != nil {
+		return Policy{}, fmt.Errorf("PodBugger image allow-list: %w", err)
+	}
+	return Policy{AllowedImages: images, AllowGeneralProfile: opts.PodBuggerAllowGeneralProfile}, nil
 }

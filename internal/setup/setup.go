@@ -1,0 +1,14 @@
+// Package setup holds what every kind's Setup function receives: the part
+// of the manager's options that controllers and webhooks act on. It sits
+// below both the manager (which fills it from flags) and the controller and
+// webhook packages (which read it), so neither imports the other.
+package setup
+
+// Options are the settings controllers and webhooks are set up with.
+type Options struct {
+	// PodBuggerAllowedImages are the image patterns a PodBugger may use
+	// (globs, or regular expressions after "re:"); none when empty.
+	PodBuggerAllowedImages []string
+	// PodBuggerAllowGeneralProfile lets PodBuggers use the general profile.
+	PodBuggerAllowGeneralProfile bool
+}

@@ -1,0 +1,126 @@
+// Package status is how every Deckhand controller writes the status of the
+// objects it reconciles, and sets their conditions.
+//
+// A controller computes the whole status with a pure function and hands it
+// to a Writer, which writes it only when it differs from what the apiserver
+// holds. The write replaces the status as a whole (a JSON patch that sets
+// /status), so no field of an older status can survive it, whatever the
+// cache showed when the status was computed; and it carries no
+// resourceVersion, so it never fails with a conflict. This is safe because
+// each kind's status has exactly one writer: its controller, which handles
+// one object at a time and runs in one leader-elected replica.
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Writer writes the status (of type S) of one kind of object. It remembers,
+// per object, the last status it wrote, so that a cached copy that has not
+// caught up with that write is never taken for what the apiserver holds.
+type Writer[S any] struct {
+	client client.StatusClient
+
+	mu      sync.Mutex
+	written map[types.NamespacedName]record[S]
+}
+
+// record is the last status a Writer wrote for one object.
+type record[S any] struct {
+	uid             types.UID
+	resourceVersion string
+	status          S
+}
+
+// NewWriter returns a Writer that writes through c's status subresource.
+func NewWriter[S any](c client.StatusClient) *Writer[S] {
+	return &Writer[S]{client: c, written: map[types.NamespacedName]record[S]{}}
+}
+
+// Write makes the status of obj on the apiserver equal to want. obj is the
+// copy the controller read (usually from the cache) and current points at
+// its status field. When the apiserver already holds want, Write sends
+// nothing; otherwise it sends one request and, on success, obj and *current
+// reflect what the apiserver now holds. An object deleted meanwhile is no
+// error.
+func (w *Writer[S]) Write(ctx context.Context, obj client.Object, current *S, want S) error {
+	if equality.Semantic.DeepEqual(w.held(obj, *current), want) {
+		return nil
+	}
+	body, err := json.Marshal([]jsonPatchOp{{Op: "add", Path: "/status", Value: want}})
+	if err != nil {
+		return fmt.Errorf("encoding status: %w", err)
+	}
+	if err := w.client.Status().Patch(ctx, obj, client.RawPatch(types.JSONPatchType, body)); err != nil {
+		if apierrors.IsNotFound(err) {
+			w.Forget(client.ObjectKeyFromObject(obj))
+			return nil
+		}
+		return fmt.Errorf("writing status: %w", err)
+	}
+	// obj, and with it *current, now holds what the apiserver answered.
+	w.mu.Lock()
+	w.written[client.ObjectKeyFromObject(obj)] = record[S]{uid: obj.GetUID(), resourceVersion: obj.GetResourceVersion(), status: *current}
+	w.mu.Unlock()
+	return nil
+}
+
+// held is the status the apiserver holds for obj, as far as this process
+// knows: the cached copy's, unless this Writer wrote another one since that
+// copy was made (the cache shows a different resourceVersion than the
+// write's), in which case the written one. Only the controller writes
+// status, so what it last wrote is what the apiserver holds.
+func (w *Writer[S]) held(obj client.Object, cached S) S {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rec, ok := w.written[client.ObjectKeyFromObject(obj)]
+	if !ok || rec.uid != obj.GetUID() || rec.resourceVersion == obj.GetResourceVersion() {
+		return cached
+	}
+	return rec.status
+}
+
+// Forget drops what the Writer remembers of the object key names: call it
+// when the object is gone.
+func (w *Writer[S]) Forget(key types.NamespacedName) {
+	w.mu.Lock()
+	delete(w.written, key)
+	w.mu.Unlock()
+}
+
+// jsonPatchOp is one operation of an RFC 6902 JSON patch. "add" on an
+// existing member replaces it, and creates it when it is missing.
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+// SetCondition sets c in conds, replacing the condition of the same type.
+// The transition time is now when the condition is new or its status
+// changed, and kept otherwise; c's own LastTransitionTime is ignored. Unlike
+// meta.SetStatusCondition it never reads the clock, and it keeps whole
+// seconds, as the apiserver stores them, so that a computed status compares
+// equal to the stored one.
+func SetCondition(conds *[]metav1.Condition, c metav1.Condition, now metav1.Time) {
+	c.LastTransitionTime = now.Rfc3339Copy()
+	for i := range *conds {
+		if old := &(*conds)[i]; old.Type == c.Type {
+			if old.Status == c.Status {
+				c.LastTransitionTime = old.LastTransitionTime
+			}
+			*old = c
+			return
+		}
+	}
+	*conds = append(*conds, c)
+}

@@ -1,0 +1,152 @@
+package status_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/status"
+	"github.com/deckhand-dev/deckhand/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
+
+var ctx = context.Background()
+
+// patchCounter counts the status patches that reach the apiserver.
+type patchCounter struct {
+	client.Client
+	patches int
+}
+
+func (c *patchCounter) Status() client.SubResourceWriter {
+	return countingWriter{SubResourceWriter: c.Client.Status(), n: &c.patches}
+}
+
+type countingWriter struct {
+	client.SubResourceWriter
+	n *int
+}
+
+func (w countingWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	*w.n++
+	return w.SubResourceWriter.Patch(ctx, obj, patch, opts...)
+}
+
+func newSet(t *testing.T) *appsv1alpha1.PodSet {
+	set := &appsv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "s"}}
+	env.Create(t, set)
+	return set
+}
+
+func serverStatus(g Gomega, set *appsv1alpha1.PodSet) appsv1alpha1.PodSetStatus {
+	got := &appsv1alpha1.PodSet{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(set), got)).To(Succeed())
+	return got.Status
+}
+
+// A status that goes A -> B -> A while the cache still shows A must end as
+// A on the server: a cached copy that looks equal is not what the server
+// holds.
+func TestWriteIsNotFooledByACacheThatLooksEqual(t *testing.T) {
+	g := NewWithT(t)
+	set := newSet(t)
+	w := status.NewWriter[appsv1alpha1.PodSetStatus](env.Client)
+	a := appsv1alpha1.PodSetStatus{Replicas: 1, Nodes: []string{"a"}}
+	b := appsv1alpha1.PodSetStatus{Replicas: 2, Nodes: []string{"a", "b"}}
+
+	g.Expect(w.Write(ctx, set, &set.Status, a)).To(Succeed())
+	stale := set.DeepCopy() // what the cache shows for a while: status A
+	g.Expect(w.Write(ctx, set, &set.Status, b)).To(Succeed())
+	g.Expect(serverStatus(g, set)).To(Equal(b))
+
+	g.Expect(w.Write(ctx, stale, &stale.Status, a)).To(Succeed())
+	g.Expect(serverStatus(g, set)).To(Equal(a), "the stale copy's status was taken for the server's")
+}
+
+// The write replaces the whole status: a field the server holds but the
+// (stale) copy never showed does not survive it, as it would a merge patch.
+func TestWriteLeavesNoStaleField(t *testing.T) {
+	g := NewWithT(t)
+	set := newSet(t)
+	stale := set.DeepCopy()
+	set.Status = appsv1alpha1.PodSetStatus{Replicas: 1, Nodes: []string{"gone"}, Selector: "app=x"}
+	g.Expect(env.Client.Status().Update(ctx, set)).To(Succeed())
+
+	want := appsv1alpha1.PodSetStatus{Replicas: 2}
+	g.Expect(status.NewWriter[appsv1alpha1.PodSetStatus](env.Client).Write(ctx, stale, &stale.Status, want)).To(Succeed())
+	g.Expect(serverStatus(g, set)).To(Equal(want))
+	g.Expect(stale.Status).To(Equal(want), "the copy shows what the server answered")
+}
+
+// Nothing is sent when the server already holds the status, including right
+// after the Writer's own write, before the cache shows it.
+func TestWriteSendsNothingWhenNothingChanged(t *testing.T) {
+	g := NewWithT(t)
+	set := newSet(t)
+	c := &patchCounter{Client: env.Client}
+	w := status.NewWriter[appsv1alpha1.PodSetStatus](c)
+	want := appsv1alpha1.PodSetStatus{Replicas: 3, Nodes: []string{"a", "b", "c"}}
+
+	stale := set.DeepCopy()
+	g.Expect(w.Write(ctx, set, &set.Status, want)).To(Succeed())
+	g.Expect(w.Write(ctx, set, &set.Status, want)).To(Succeed())
+	g.Expect(w.Write(ctx, stale, &stale.Status, want)).To(Succeed())
+	g.Expect(c.patches).To(Equal(1))
+}
+
+func TestWriteToADeletedObjectIsNoError(t *testing.T) {
+	g := NewWithT(t)
+	set := newSet(t)
+	g.Expect(env.Client.Delete(ctx, set)).To(Succeed())
+	w := status.NewWriter[appsv1alpha1.PodSetStatus](env.Client)
+	g.Expect(w.Write(ctx, set, &set.Status, appsv1alpha1.PodSetStatus{Replicas: 1})).To(Succeed())
+}
+
+func TestSetCondition(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	now := metav1.NewTime(t0.Add(time.Hour + 600*time.Millisecond))
+	nowSeconds := metav1.NewTime(t0.Add(time.Hour))
+	ready := func(st metav1.ConditionStatus, reason string, at metav1.Time) metav1.Condition {
+		return metav1.Condition{Type: "Ready", Status: st, Reason: reason, Message: reason, ObservedGeneration: 2, LastTransitionTime: at}
+	}
+	other := metav1.Condition{Type: "Other", Status: metav1.ConditionTrue, Reason: "X", LastTransitionTime: t0}
+	tests := map[string]struct {
+		before []metav1.Condition
+		set    metav1.Condition
+		want   []metav1.Condition
+	}{
+		"new condition is stamped now, in whole seconds": {
+			before: []metav1.Condition{other},
+			set:    ready(metav1.ConditionTrue, "A", metav1.Time{}),
+			want:   []metav1.Condition{other, ready(metav1.ConditionTrue, "A", nowSeconds)},
+		},
+		"same status keeps the transition time, takes the new reason": {
+			before: []metav1.Condition{ready(metav1.ConditionTrue, "A", t0)},
+			set:    ready(metav1.ConditionTrue, "B", now),
+			want:   []metav1.Condition{ready(metav1.ConditionTrue, "B", t0)},
+		},
+		"changed status is stamped now": {
+			before: []metav1.Condition{ready(metav1.ConditionTrue, "A", t0), other},
+			set:    ready(metav1.ConditionFalse, "B", t0),
+			want:   []metav1.Condition{ready(metav1.ConditionFalse, "B", nowSeconds), other},
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			conds := append([]metav1.Condition(nil), tt.before...)
+			status.SetCondition(&conds, tt.set, now)
+			if !equality.Semantic.DeepEqual(conds, tt.want) {
+				t.Errorf("got %+v\nwant %+v", conds, tt.want)
+			}
+		})
+	}
+}
