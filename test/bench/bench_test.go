@@ -14,6 +14,8 @@
 //	BENCH_NODES   kwok nodes (default 100: 10,000 unrelated pods at 110 a node)
 //	BENCH_IDLE    seconds of idle time measured (default 90)
 //	DECKHAND_BIN  the manager binary (default bin/deckhand)
+//	BENCH_COMPARE_BIN  another manager binary whose memory is measured in the
+//	              same rounds, as the alternative column (before/after a change)
 package bench
 
 import (
@@ -30,6 +32,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/zap/zapcore"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 	"github.com/deckhand-dev/deckhand/test/cluster"
@@ -153,6 +159,7 @@ func median(v []float64) float64 {
 }
 
 func TestBench(t *testing.T) {
+	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	s := settingsFromEnv(t)
 	rep := &report{Started: time.Now().UTC(), Machine: describeMachine()}
 	rep.Settings.Rows, rep.Settings.Repeat, rep.Settings.Scale, rep.Settings.Nodes, rep.Settings.IdleS = s.rows, s.repeat, s.scale, s.nodes, s.idle.Seconds()
@@ -168,7 +175,14 @@ func TestBench(t *testing.T) {
 			t.Errorf("removing the cluster: %v", err)
 		}
 	})
-	b := &bench{t: t, c: c, s: s, rep: rep, ctx: context.Background()}
+	b := &bench{t: t, c: c, s: s, rep: rep, ctx: context.Background(), bin: os.Getenv("DECKHAND_BIN")}
+	if b.bin == "" {
+		root, err := testenv.RepoRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.bin = filepath.Join(root, "bin", "deckhand")
+	}
 	b.setup()
 
 	// Speed rows share one manager; the memory row starts its own.

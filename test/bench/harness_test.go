@@ -42,6 +42,7 @@ type bench struct {
 
 	mgr   *managerProcess
 	token string // allowed to read the manager's /metrics
+	bin   string // the manager binary under test
 	nodes []string
 	seq   atomic.Int64
 }

@@ -5,6 +5,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -267,7 +268,7 @@ func (b *bench) jobWatcherRow() {
 			onTTL := (i%2 == 0) == (round%2 == 0)
 			job := &batchv1.Job{
 				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("job-%d", i/2), Labels: map[string]string{"bench-round": roundLabel, "bench-side": "jobwatcher"}},
-				Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: benchPodSpec()}},
+				Spec:       batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: benchPodSpec()}},
 			}
 			job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
 			job.Namespace = jwNS
@@ -555,23 +556,39 @@ func (b *bench) idleRow() {
 func (b *bench) memoryRow() {
 	pods, jobs := b.s.n(10000), b.s.n(10000)
 	const settle = 20 * time.Second
+	// BENCH_COMPARE_BIN names another manager build (an older commit, say)
+	// measured in the same rounds, alternating, as the alternative column.
+	compare := os.Getenv("BENCH_COMPARE_BIN")
+	sample := func(bin string, rss, heap *[]float64) {
+		b.t.Setenv("DECKHAND_BIN", bin)
+		m := b.startManager()
+		time.Sleep(settle)
+		r, err := rssMiB(m.p.Pid())
+		b.must(err)
+		*rss = append(*rss, r)
+		*heap = append(*heap, b.mustScrape(m).sum("go_memstats_heap_inuse_bytes", nil)/(1<<20))
+		m.p.Stop()
+	}
 	measure := func(state string, gate bool) {
-		var rss, heap []float64
-		for range b.s.repeat {
-			m := b.startManager()
-			time.Sleep(settle)
-			r, err := rssMiB(m.p.Pid())
-			b.must(err)
-			rss = append(rss, r)
-			heap = append(heap, b.mustScrape(m).sum("go_memstats_heap_inuse_bytes", nil)/(1<<20))
-			m.p.Stop()
+		var rss, heap, altRSS, altHeap []float64
+		for i := range b.s.repeat {
+			if compare != "" && i%2 == 1 {
+				sample(compare, &altRSS, &altHeap)
+			}
+			sample(b.bin, &rss, &heap)
+			if compare != "" && i%2 == 0 {
+				sample(compare, &altRSS, &altHeap)
+			}
 		}
 		row := "manager memory, " + state
-		f := b.rep.add(&figure{Row: row, Metric: "RSS (VmRSS)", Unit: "MiB", Gate: gate}, rss, nil)
+		if compare != "" {
+			row += " (alternative: " + compare + ")"
+		}
+		f := b.rep.add(&figure{Row: row, Metric: "RSS (VmRSS)", Unit: "MiB", Gate: gate}, rss, altRSS)
 		if gate {
 			f.judge("≤ 64 MiB", f.Deckhand <= 64)
 		}
-		b.rep.add(&figure{Row: row, Metric: "heap in use", Unit: "MiB"}, heap, nil)
+		b.rep.add(&figure{Row: row, Metric: "heap in use", Unit: "MiB"}, heap, altHeap)
 	}
 	measure("no unrelated objects", false)
 
@@ -591,5 +608,3 @@ func (b *bench) memoryRow() {
 	}))
 	measure(fmt.Sprintf("%d unrelated pods + %d unrelated Jobs", pods, jobs), true)
 }
-
-
