@@ -38,6 +38,17 @@ extra_args=(
   --extra-args "kube-controller-manager=service-cluster-ip-range=$service_range"
 )
 
+# free_port prints a random port in 20000-32000 that nothing listens on.
+# kwokctl's own choice starts at 32767 and counts down, so clusters made at
+# the same moment by other users of the machine pick the same ports.
+free_port() {
+  local p
+  while :; do
+    p=$(shuf -i 20000-32000 -n 1)
+    ss -Hltn "sport = :$p" | grep -q . || { echo "$p"; return; }
+  done
+}
+
 create() {
   # A cluster left half-made by an earlier run (killed machine, stopped
   # processes) is removed first so that create starts clean.
@@ -51,6 +62,10 @@ create() {
     --etcd-binary "$bin/etcd" \
     --kubeconfig "$contexts" \
     --disable-qps-limits \
+    --etcd-port "$(free_port)" \
+    --kube-controller-manager-port "$(free_port)" \
+    --kube-scheduler-port "$(free_port)" \
+    --controller-port "$(free_port)" \
     "${extra_args[@]}" \
     --wait 2m
 }
@@ -71,8 +86,10 @@ ready() {
   kubectl wait --for=condition=Ready node --all --timeout=2m >/dev/null || return 1
   # Pods need the default ServiceAccount, which the controller-manager makes
   # shortly after start: it is also the proof that the controller-manager runs.
-  for _ in $(seq 1 120); do
+  for i in $(seq 1 120); do
     kubectl get serviceaccount default -n default >/dev/null 2>&1 && return 0
+    # Restart it if it gave up on the apiserver meanwhile.
+    [ $((i % 15)) = 0 ] && { kwokctl start cluster >/dev/null 2>&1 || true; }
     sleep 1
   done
   echo "cluster $name: no default ServiceAccount after 2 minutes; is kube-controller-manager running?" >&2
