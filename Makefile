@@ -82,6 +82,16 @@ test-unit: k8s-tools manifests generate ## Unit tests and integration tests agai
 test-e2e: k8s-tools manifests build build-installer $(HELM) ## End-to-end tests on a local kwok cluster the run starts and removes.
 	DECKHAND_BIN=$(LOCALBIN)/deckhand DECKHAND_HELM=$(HELM) go test ./test/e2e/... -tags e2e -count=1 -timeout 30m -v
 
+##@ Benchmarks
+
+BENCH_DIR := $(LOCALBIN)/bench
+
+.PHONY: bench
+bench: k8s-tools manifests build build-installer ## Measure every kind against its alternative on a fresh local cluster (minutes; not part of test). BENCH_ROWS, BENCH_REPEAT, BENCH_SCALE select less.
+	mkdir -p $(BENCH_DIR)
+	go test -c -tags bench -o $(BENCH_DIR)/bench.test ./test/bench
+	DECKHAND_BIN=$(LOCALBIN)/deckhand $(BENCH_DIR)/bench.test -test.run '^TestBench$$' -test.timeout 180m
+
 ##@ Local cluster
 
 .PHONY: cluster

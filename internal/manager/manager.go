@@ -179,12 +179,12 @@ func cacheOptions(opts Options) cache.Options {
 			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
 		}
 	}
+	// Pods are read by more than one controller, so how they are cached is
+	// decided here, for all of them (cache.go).
+	cacheOpts.ByObject = podCache()
 	for _, c := range controllers {
 		if c.CacheByObject == nil || !opts.enabled(c.Name) {
 			continue
-		}
-		if cacheOpts.ByObject == nil {
-			cacheOpts.ByObject = map[client.Object]cache.ByObject{}
 		}
 		maps.Copy(cacheOpts.ByObject, c.CacheByObject())
 	}

@@ -120,7 +120,7 @@ func Start(name string, nodes int) (*Cluster, error) {
 	}
 	c := &Cluster{Name: name, root: root, Kubeconfig: filepath.Join(root, "bin", "e2e", name+".kubeconfig")}
 	if out, err := c.script("cluster.sh", "up", name, c.Kubeconfig, fmt.Sprint(nodes)); err != nil {
-		return nil, fmt.Errorf("starting cluster: %w\n%s", err, out)
+		return nil, errors.Join(fmt.Errorf("starting cluster: %w\n%s", err, out), c.Stop())
 	}
 	if c.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
 		return nil, errors.Join(err, c.Stop())
@@ -375,6 +375,9 @@ func (p *Process) Stop() {
 		<-p.done
 	}
 }
+
+// Pid is the process's id, for reading its /proc entries.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
 // Exited reports whether the process has ended.
 func (p *Process) Exited() bool {

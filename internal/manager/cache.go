@@ -1,0 +1,99 @@
+package manager
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+)
+
+// podCache is how the manager's cache holds pods. Two controllers read them:
+// PodSet (its own pods, in full) and PodBugger (any pod of a namespace with a
+// PodBugger, to pick the ones to inject into). A cluster holds many more pods
+// than Deckhand ever acts on, and a full pod is several kilobytes in memory,
+// so every pod that no PodSet controls is cached slimmed by SlimPod.
+func podCache() map[client.Object]cache.ByObject {
+	return map[client.Object]cache.ByObject{
+		&corev1.Pod{}: {Transform: SlimPod},
+	}
+}
+
+// SlimPod is the cache transform for pods. A pod controlled by a PodSet is
+// kept whole (without managedFields): the PodSet controller reads its status,
+// annotations and spec. Any other pod keeps only what a controller decides on
+// from the cache:
+//
+//   - metadata: name, namespace, UID, resourceVersion, generation, creation
+//     and deletion timestamps, labels (selectors), owner references (adoption
+//     and release) and finalizers; annotations are dropped;
+//   - spec: nodeName, and the names of its containers, init containers and
+//     ephemeral containers (PodBugger: carriers, targetContainerName, name
+//     clashes);
+//   - status: phase (PodBugger injects into Running pods only).
+//
+// A reader that needs more of a pod it does not control reads it from the
+// apiserver (PodBugger plans every injection on an uncached list). Adding a
+// field a controller reads from the cache means adding it here.
+func SlimPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil // a tombstone (cache.DeletedFinalStateUnknown) or metadata
+	}
+	pod.ManagedFields = nil
+	if controlledByPodSet(pod) {
+		return pod, nil
+	}
+	return &corev1.Pod{
+		TypeMeta: pod.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name:                       pod.Name,
+			Namespace:                  pod.Namespace,
+			UID:                        pod.UID,
+			ResourceVersion:            pod.ResourceVersion,
+			Generation:                 pod.Generation,
+			CreationTimestamp:          pod.CreationTimestamp,
+			DeletionTimestamp:          pod.DeletionTimestamp,
+			DeletionGracePeriodSeconds: pod.DeletionGracePeriodSeconds,
+			Labels:                     pod.Labels,
+			OwnerReferences:            pod.OwnerReferences,
+			Finalizers:                 pod.Finalizers,
+		},
+		Spec: corev1.PodSpec{
+			NodeName:            pod.Spec.NodeName,
+			Containers:          containerNames(pod.Spec.Containers),
+			InitContainers:      containerNames(pod.Spec.InitContainers),
+			EphemeralContainers: ephemeralContainerNames(pod.Spec.EphemeralContainers),
+		},
+		Status: corev1.PodStatus{Phase: pod.Status.Phase},
+	}, nil
+}
+
+// controlledByPodSet reports whether a PodSet is the pod's controller.
+func controlledByPodSet(pod *corev1.Pod) bool {
+	ref := metav1.GetControllerOfNoCopy(pod)
+	return ref != nil && ref.Kind == "PodSet" && ref.APIVersion == appsv1alpha1.GroupVersion.String()
+}
+
+func containerNames(cs []corev1.Container) []corev1.Container {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]corev1.Container, len(cs))
+	for i, c := range cs {
+		out[i] = corev1.Container{Name: c.Name}
+	}
+	return out
+}
+
+func ephemeralContainerNames(cs []corev1.EphemeralContainer) []corev1.EphemeralContainer {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]corev1.EphemeralContainer, len(cs))
+	for i, c := range cs {
+		out[i] = corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: c.Name}}
+	}
+	return out
+}
