@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Starts or removes a local Kubernetes cluster made of the pinned binaries in
 # bin/k8s: real etcd, kube-apiserver, kube-controller-manager and
-# kube-scheduler, with kwok simulating the nodes' kubelets.
+# kube-scheduler, with NODES kwok nodes (simulated kubelets) and, where the
+# machine allows it, one real node (hack/realnode.sh: a kubelet on its own
+# containerd; DECKHAND_REAL_NODE=false leaves it out).
 #
 #   hack/cluster.sh up   NAME KUBECONFIG [NODES]   start (harmless if running)
 #   hack/cluster.sh down NAME KUBECONFIG           remove
@@ -32,7 +34,12 @@ up() {
     # A cluster left half-made by an earlier run (killed machine, stopped
     # processes) is removed first so that create starts clean.
     kwokctl delete cluster --kubeconfig "$contexts" >/dev/null 2>&1 || true
+    "$root/hack/realnode.sh" down "$name" >/dev/null 2>&1 || true
+    config=$(mktemp)
+    trap 'rm -f "$config"' EXIT
+    kwok_config "$config"
     kwokctl create cluster \
+      --config "$config" \
       --runtime binary \
       --kube-apiserver-binary "$bin/kube-apiserver" \
       --kube-controller-manager-binary "$bin/kube-controller-manager" \
@@ -45,21 +52,71 @@ up() {
   fi
   mkdir -p "$(dirname "$kubeconfig")"
   cp "$KWOK_WORKDIR/clusters/$name/kubeconfig.yaml" "$kubeconfig"
-  have=$(kubectl get nodes --no-headers 2>/dev/null | wc -l)
+  have=$(kubectl get nodes -l type=kwok --no-headers 2>/dev/null | wc -l)
   if [ "$have" -lt "$nodes" ]; then
     kwokctl scale node --replicas "$nodes" >/dev/null
   fi
-  kubectl wait --for=condition=Ready node --all --timeout=2m >/dev/null
+  kubectl wait --for=condition=Ready node -l type=kwok --timeout=2m >/dev/null
   # Pods need the default ServiceAccount, which the controller-manager makes
   # shortly after start.
   for _ in $(seq 1 60); do
     kubectl get serviceaccount default -n default >/dev/null 2>&1 && break
     sleep 1
   done
-  echo "cluster $name is ready with $(kubectl get nodes --no-headers | wc -l) nodes; kubeconfig: $kubeconfig" >&2
+  # The real node: exit code 3 means this machine cannot run one (said in
+  # one line); any other failure fails the cluster.
+  local rc=0
+  "$root/hack/realnode.sh" up "$name" "$kubeconfig" || rc=$?
+  [ "$rc" -eq 0 ] || [ "$rc" -eq 3 ] || exit "$rc"
+  echo "cluster $name is ready with $(kubectl get nodes -l type=kwok --no-headers | wc -l) kwok nodes" \
+    "and $(kubectl get nodes -l deckhand.dev/real-node=true --no-headers 2>/dev/null | wc -l) real node; kubeconfig: $kubeconfig" >&2
+}
+
+# kwok_config FILE: what kwokctl's flags cannot say.
+#  - kwok manages only the nodes `kwokctl scale node` makes (annotated
+#    kwok.x-k8s.io/node=fake), never the real node or its pods;
+#  - the apiserver reaches kubelets at their InternalIP, verifies their
+#    serving certificates with the cluster CA and authenticates to them with
+#    the admin certificate (kubectl logs/exec on the real node);
+#  - it calls webhooks and aggregated APIs at endpoint IPs, as there is no
+#    kube-proxy, and its certificate names the kubernetes Service's ClusterIP,
+#    which pods on the real node dial;
+#  - a namespace can send all its pods to the real node with the annotations
+#    of PodNodeSelector and PodTolerationRestriction (test/cluster does);
+#  - the controller-manager and scheduler run without leader election: alone
+#    in the cluster they gain nothing from it, and on a loaded machine a
+#    missed lease renewal made them exit, leaving every later pod Pending.
+kwok_config() {
+  local pki=$KWOK_WORKDIR/clusters/$name/pki
+  cat > "$1" <<YAML
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokctlConfiguration
+options:
+  kubeApiserverCertSANs: ["10.0.0.1"]
+componentsPatches:
+  - name: kwok-controller
+    extraArgs:
+      - {key: manage-all-nodes, value: "false"}
+      - {key: manage-nodes-with-annotation-selector, value: kwok.x-k8s.io/node=fake}
+  - name: kube-apiserver
+    extraArgs:
+      - {key: kubelet-preferred-address-types, value: "InternalIP,Hostname"}
+      - {key: kubelet-certificate-authority, value: "$pki/ca.crt"}
+      - {key: kubelet-client-certificate, value: "$pki/admin.crt"}
+      - {key: kubelet-client-key, value: "$pki/admin.key"}
+      - {key: enable-aggregator-routing, value: "true"}
+      - {key: enable-admission-plugins, value: "PodNodeSelector,PodTolerationRestriction"}
+  - name: kube-controller-manager
+    extraArgs:
+      - {key: leader-elect, value: "false"}
+  - name: kube-scheduler
+    extraArgs:
+      - {key: leader-elect, value: "false"}
+YAML
 }
 
 down() {
+  "$root/hack/realnode.sh" down "$name" || true
   kwokctl delete cluster --kubeconfig "$contexts"
   rm -f "$kubeconfig"
 }
