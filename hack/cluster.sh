@@ -50,6 +50,19 @@ up() {
       --disable-qps-limits \
       --wait 2m
   fi
+  # kwokctl does not supervise what it starts: on a loaded machine the
+  # controller-manager or kwok has been seen to exit at start ("failed to
+  # wait for apiserver being healthy"). Restart the cluster until all run.
+  local dead attempt
+  for attempt in 1 2 3; do
+    dead=$(dead_components)
+    [ -n "$dead" ] || break
+    echo "cluster $name: $dead exited; restarting the cluster (attempt $attempt)" >&2
+    kwokctl stop cluster >/dev/null 2>&1 || true
+    kwokctl start cluster --wait 2m >/dev/null 2>&1 || true
+  done
+  dead=$(dead_components)
+  [ -z "$dead" ] || { echo "cluster $name: $dead keep exiting; see $KWOK_WORKDIR/clusters/$name/logs" >&2; exit 1; }
   mkdir -p "$(dirname "$kubeconfig")"
   cp "$KWOK_WORKDIR/clusters/$name/kubeconfig.yaml" "$kubeconfig"
   have=$(kubectl get nodes -l type=kwok --no-headers 2>/dev/null | wc -l)
@@ -70,6 +83,15 @@ up() {
   [ "$rc" -eq 0 ] || [ "$rc" -eq 3 ] || exit "$rc"
   echo "cluster $name is ready with $(kubectl get nodes -l type=kwok --no-headers | wc -l) kwok nodes" \
     "and $(kubectl get nodes -l deckhand.dev/real-node=true --no-headers 2>/dev/null | wc -l) real node; kubeconfig: $kubeconfig" >&2
+}
+
+# dead_components lists the cluster's components whose process is gone.
+dead_components() {
+  local c dead=()
+  for c in etcd kube-apiserver kube-controller-manager kube-scheduler kwok-controller; do
+    pgrep -f -- "$KWOK_WORKDIR/clusters/$name/bin/$c " >/dev/null || dead+=("$c")
+  done
+  echo "${dead[*]}"
 }
 
 # kwok_config FILE: what kwokctl's flags cannot say.
