@@ -79,7 +79,7 @@ test-unit: k8s-tools manifests generate ## Unit tests and integration tests agai
 	go test ./... -count=1
 
 .PHONY: test-e2e
-test-e2e: k8s-tools manifests build build-installer $(HELM) ## End-to-end tests on a local kwok cluster the run starts and removes.
+test-e2e: k8s-tools manifests build build-installer image node-tools $(HELM) ## End-to-end tests on a local cluster (kwok nodes and, as root, a real node) the run starts and removes.
 	DECKHAND_BIN=$(LOCALBIN)/deckhand DECKHAND_HELM=$(HELM) go test ./test/e2e/... -tags e2e -count=1 -timeout 30m -v
 
 ##@ Benchmarks
@@ -95,11 +95,11 @@ bench: k8s-tools manifests build build-installer ## Measure every kind against i
 ##@ Local cluster
 
 .PHONY: cluster
-cluster: k8s-tools ## Start the local kwok cluster (3 Ready nodes); harmless when it already runs.
+cluster: k8s-tools image node-tools ## Start the local cluster: 3 kwok nodes and, where root can, a real node; harmless when it already runs.
 	hack/cluster.sh up $(CLUSTER_NAME) $(LOCAL_KUBECONFIG)
 
 .PHONY: cluster-down
-cluster-down: k8s-tools ## Remove the local cluster.
+cluster-down: k8s-tools ## Remove the local cluster, its real node's kubelet and containerd and their state.
 	hack/cluster.sh down $(CLUSTER_NAME) $(LOCAL_KUBECONFIG)
 
 .PHONY: install
@@ -111,7 +111,7 @@ uninstall: manifests k8s-tools ## Remove the CRDs (and with them every Deckhand 
 	$(KUBECTL) delete --ignore-not-found -k config/crd
 
 .PHONY: run
-run: build k8s-tools manifests ## Run Deckhand against KUBECONFIG, or the local cluster (started if needed); ARGS="--flag ..." and ENABLE_WEBHOOKS=false are passed on.
+run: build k8s-tools manifests image node-tools ## Run Deckhand against KUBECONFIG, or the local cluster (started if needed); ARGS="--flag ..." and ENABLE_WEBHOOKS=false are passed on.
 	ARGS="$(ARGS)" ENABLE_WEBHOOKS="$(ENABLE_WEBHOOKS)" hack/run.sh
 
 ##@ Build
@@ -120,8 +120,20 @@ run: build k8s-tools manifests ## Run Deckhand against KUBECONFIG, or the local 
 build: ## Build the manager binary into bin/deckhand.
 	go build -trimpath -o $(LOCALBIN)/deckhand ./cmd/deckhand
 
+.PHONY: image
+image: ## Build the manager image IMG without Docker: bin/images/deckhand.tar (docker-archive).
+	hack/images.sh manager $(IMG)
+
+.PHONY: test-images
+test-images: ## Build the real node's test images: bin/images/pause.tar, busybox.tar and httpd.tar (busybox-static).
+	hack/images.sh test
+
+.PHONY: image-load
+image-load: image ## Import bin/images/*.tar into the local cluster's real node (after `make cluster`).
+	hack/realnode.sh load $(CLUSTER_NAME) bin/images/*.tar
+
 .PHONY: docker-build
-docker-build: ## Build the manager image IMG (needs a Docker engine; this dev machine has none).
+docker-build: ## Build the manager image IMG with a Docker engine (this dev machine has none: use `make image`).
 	$(CONTAINER_TOOL) build -t $(IMG) .
 
 .PHONY: docker-push
@@ -150,6 +162,10 @@ helm-lint: $(HELM) ## Lint the Helm chart.
 
 .PHONY: tools
 tools: k8s-tools $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(HELM) ## Build every pinned tool into bin/ (minutes the first time, seconds after).
+
+.PHONY: node-tools
+node-tools: ## As root: install containerd, runc, CNI plugins, busybox-static; build the kubelet (bin/node) and the test images.
+	hack/realnode.sh prepare || echo "the real node is not prepared: 'make cluster' will say why" >&2
 
 .PHONY: k8s-tools
 k8s-tools: $(K8S_BIN)/.built ## Build the pinned Kubernetes control plane, kubectl, etcd and kwok into bin/k8s.

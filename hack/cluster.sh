@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Starts or removes a local Kubernetes cluster made of the pinned binaries in
 # bin/k8s: real etcd, kube-apiserver, kube-controller-manager and
-# kube-scheduler, with kwok simulating the nodes' kubelets.
+# kube-scheduler, with NODES kwok nodes (simulated kubelets) and, where the
+# machine allows it, one real node (hack/realnode.sh: a kubelet on its own
+# containerd; DECKHAND_REAL_NODE=false leaves it out).
 #
 #   hack/cluster.sh up   NAME KUBECONFIG [NODES]   start (harmless if running)
 #   hack/cluster.sh down NAME KUBECONFIG           remove
@@ -24,23 +26,10 @@ kwokctl() { "$bin/kwokctl" --name "$name" "$@"; }
 contexts=$KWOK_WORKDIR/contexts.kubeconfig
 kubectl() { "$bin/kubectl" --kubeconfig "$kubeconfig" "$@"; }
 
-# A single-instance control plane gains nothing from leader election, and a
-# saturated apiserver can make the scheduler or controller-manager lose its
-# lease and exit (kwokctl does not restart them). The default Service range
-# holds about 250 ClusterIPs; benchmarks make hundreds of Services.
-# (kwokctl maps each component's first --extra-args by position: keep every
-# component's first line in this order.)
-service_range=10.96.0.0/16
-extra_args=(
-  --extra-args "kube-apiserver=service-cluster-ip-range=$service_range"
-  --extra-args "kube-scheduler=leader-elect=false"
-  --extra-args "kube-controller-manager=leader-elect=false"
-  --extra-args "kube-controller-manager=service-cluster-ip-range=$service_range"
-)
-
 # free_port prints a random port in 20000-32000 that nothing listens on.
 # kwokctl's own choice starts at 32767 and counts down, so clusters made at
-# the same moment by other users of the machine pick the same ports.
+# the same moment by other users of the machine (parallel test runs) would
+# pick the same ports.
 free_port() {
   local p
   while :; do
@@ -49,77 +38,132 @@ free_port() {
   done
 }
 
-create() {
-  # A cluster left half-made by an earlier run (killed machine, stopped
-  # processes) is removed first so that create starts clean.
-  kwokctl delete cluster --kubeconfig "$contexts" >/dev/null 2>&1 || true
-  kwokctl create cluster \
-    --runtime binary \
-    --kube-apiserver-binary "$bin/kube-apiserver" \
-    --kube-controller-manager-binary "$bin/kube-controller-manager" \
-    --kube-scheduler-binary "$bin/kube-scheduler" \
-    --kwok-controller-binary "$bin/kwok" \
-    --etcd-binary "$bin/etcd" \
-    --kubeconfig "$contexts" \
-    --disable-qps-limits \
-    --etcd-port "$(free_port)" \
-    --kube-controller-manager-port "$(free_port)" \
-    --kube-scheduler-port "$(free_port)" \
-    --controller-port "$(free_port)" \
-    "${extra_args[@]}" \
-    --wait 2m
-}
-
-# ready scales the cluster to $nodes nodes and waits until they are Ready and
-# the controller-manager works.
-ready() {
-  mkdir -p "$(dirname "$kubeconfig")"
-  cp "$KWOK_WORKDIR/clusters/$name/kubeconfig.yaml" "$kubeconfig" || return 1
-  # On a loaded machine the controller-manager can give up waiting for a
-  # healthy apiserver and exit; kwokctl does not restart it. Starting the
-  # cluster again starts only the components that are not running.
-  kwokctl start cluster >/dev/null 2>&1 || true
-  have=$(kubectl get nodes --no-headers 2>/dev/null | wc -l)
-  if [ "$have" -lt "$nodes" ]; then
-    kwokctl scale node --replicas "$nodes" >/dev/null || return 1
-  fi
-  kubectl wait --for=condition=Ready node --all --timeout=2m >/dev/null || return 1
-  # Pods need the default ServiceAccount, which the controller-manager makes
-  # shortly after start: it is also the proof that the controller-manager runs.
-  for i in $(seq 1 120); do
-    kubectl get serviceaccount default -n default >/dev/null 2>&1 && return 0
-    # Restart it if it gave up on the apiserver meanwhile.
-    [ $((i % 15)) = 0 ] && { kwokctl start cluster >/dev/null 2>&1 || true; }
-    sleep 1
-  done
-  echo "cluster $name: no default ServiceAccount after 2 minutes; is kube-controller-manager running?" >&2
-  return 1
-}
-
 up() {
   if kwokctl get clusters 2>/dev/null | grep -qx "$name" &&
-     "$bin/kubectl" --kubeconfig "$KWOK_WORKDIR/clusters/$name/kubeconfig.yaml" get --raw /readyz >/dev/null 2>&1 &&
-     ready; then
+     "$bin/kubectl" --kubeconfig "$KWOK_WORKDIR/clusters/$name/kubeconfig.yaml" get --raw /readyz >/dev/null 2>&1; then
     echo "cluster $name is already running" >&2
   else
-    # kwokctl picks each component's port when it creates the cluster; a
-    # cluster created at the same moment elsewhere on the machine can take
-    # one first, and that component then exits. Such a cluster is made anew.
-    for attempt in 1 2 3; do
-      if create && ready; then
-        break
-      fi
-      if [ "$attempt" = 3 ]; then
-        echo "cluster $name: not ready after 3 attempts; logs in $KWOK_WORKDIR/clusters/$name/logs" >&2
-        exit 1
-      fi
-      echo "cluster $name: attempt $attempt failed (logs in $KWOK_WORKDIR/clusters/$name/logs); creating it again" >&2
-    done
+    # A cluster left half-made by an earlier run (killed machine, stopped
+    # processes) is removed first so that create starts clean.
+    kwokctl delete cluster --kubeconfig "$contexts" >/dev/null 2>&1 || true
+    "$root/hack/realnode.sh" down "$name" >/dev/null 2>&1 || true
+    config=$(mktemp)
+    trap 'rm -f "$config"' EXIT
+    kwok_config "$config"
+    kwokctl create cluster \
+      --config "$config" \
+      --runtime binary \
+      --kube-apiserver-binary "$bin/kube-apiserver" \
+      --kube-controller-manager-binary "$bin/kube-controller-manager" \
+      --kube-scheduler-binary "$bin/kube-scheduler" \
+      --kwok-controller-binary "$bin/kwok" \
+      --etcd-binary "$bin/etcd" \
+      --kubeconfig "$contexts" \
+      --disable-qps-limits \
+      --etcd-port "$(free_port)" \
+      --kube-controller-manager-port "$(free_port)" \
+      --kube-scheduler-port "$(free_port)" \
+      --controller-port "$(free_port)" \
+      --wait 2m
   fi
-  echo "cluster $name is ready with $(kubectl get nodes --no-headers | wc -l) nodes; kubeconfig: $kubeconfig" >&2
+  # kwokctl does not supervise what it starts: on a loaded machine the
+  # controller-manager or kwok has been seen to exit at start ("failed to
+  # wait for apiserver being healthy"). Restart the cluster until all run.
+  local dead attempt
+  for attempt in 1 2 3; do
+    dead=$(dead_components)
+    [ -n "$dead" ] || break
+    echo "cluster $name: $dead exited; restarting the cluster (attempt $attempt)" >&2
+    kwokctl stop cluster >/dev/null 2>&1 || true
+    kwokctl start cluster --wait 2m >/dev/null 2>&1 || true
+  done
+  dead=$(dead_components)
+  [ -z "$dead" ] || { echo "cluster $name: $dead keep exiting; see $KWOK_WORKDIR/clusters/$name/logs" >&2; exit 1; }
+  mkdir -p "$(dirname "$kubeconfig")"
+  cp "$KWOK_WORKDIR/clusters/$name/kubeconfig.yaml" "$kubeconfig"
+  have=$(kubectl get nodes -l type=kwok --no-headers 2>/dev/null | wc -l)
+  if [ "$have" -lt "$nodes" ]; then
+    kwokctl scale node --replicas "$nodes" >/dev/null
+  fi
+  kubectl wait --for=condition=Ready node -l type=kwok --timeout=2m >/dev/null
+  # Pods need the default ServiceAccount, which the controller-manager makes
+  # shortly after start: it is also the proof that the controller-manager
+  # works. One that gave up on a slow apiserver is started again.
+  local i
+  for i in $(seq 1 120); do
+    kubectl get serviceaccount default -n default >/dev/null 2>&1 && break
+    [ $((i % 15)) != 0 ] || kwokctl start cluster >/dev/null 2>&1 || true
+    [ "$i" != 120 ] || { echo "cluster $name: no default ServiceAccount after 2 minutes; is kube-controller-manager running? logs: $KWOK_WORKDIR/clusters/$name/logs" >&2; exit 1; }
+    sleep 1
+  done
+  # The real node: exit code 3 means this machine cannot run one (said in
+  # one line); any other failure fails the cluster.
+  local rc=0
+  "$root/hack/realnode.sh" up "$name" "$kubeconfig" || rc=$?
+  [ "$rc" -eq 0 ] || [ "$rc" -eq 3 ] || exit "$rc"
+  echo "cluster $name is ready with $(kubectl get nodes -l type=kwok --no-headers | wc -l) kwok nodes" \
+    "and $(kubectl get nodes -l deckhand.dev/real-node=true --no-headers 2>/dev/null | wc -l) real node; kubeconfig: $kubeconfig" >&2
+}
+
+# dead_components lists the cluster's components whose process is gone.
+dead_components() {
+  local c dead=()
+  for c in etcd kube-apiserver kube-controller-manager kube-scheduler kwok-controller; do
+    pgrep -f -- "$KWOK_WORKDIR/clusters/$name/bin/$c " >/dev/null || dead+=("$c")
+  done
+  echo "${dead[*]}"
+}
+
+# kwok_config FILE: what kwokctl's flags cannot say.
+#  - kwok manages only the nodes `kwokctl scale node` makes (annotated
+#    kwok.x-k8s.io/node=fake), never the real node or its pods;
+#  - the apiserver reaches kubelets at their InternalIP, verifies their
+#    serving certificates with the cluster CA and authenticates to them with
+#    the admin certificate (kubectl logs/exec on the real node);
+#  - it calls webhooks and aggregated APIs at endpoint IPs, as there is no
+#    kube-proxy, and its certificate names the kubernetes Service's ClusterIP,
+#    which pods on the real node dial;
+#  - a namespace can send all its pods to the real node with the annotations
+#    of PodNodeSelector and PodTolerationRestriction (test/cluster does);
+#  - the Service range holds 65k ClusterIPs, not kwokctl's ~250: benchmarks
+#    make hundreds of Services;
+#  - the controller-manager and scheduler run without leader election: alone
+#    in the cluster they gain nothing from it, and on a loaded machine a
+#    missed lease renewal made them exit, leaving every later pod Pending.
+kwok_config() {
+  local service_range=10.96.0.0/16
+  local pki=$KWOK_WORKDIR/clusters/$name/pki
+  cat > "$1" <<YAML
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokctlConfiguration
+options:
+  kubeApiserverCertSANs: ["10.96.0.1"]
+componentsPatches:
+  - name: kwok-controller
+    extraArgs:
+      - {key: manage-all-nodes, value: "false"}
+      - {key: manage-nodes-with-annotation-selector, value: kwok.x-k8s.io/node=fake}
+  - name: kube-apiserver
+    extraArgs:
+      - {key: kubelet-preferred-address-types, value: "InternalIP,Hostname"}
+      - {key: kubelet-certificate-authority, value: "$pki/ca.crt"}
+      - {key: kubelet-client-certificate, value: "$pki/admin.crt"}
+      - {key: kubelet-client-key, value: "$pki/admin.key"}
+      - {key: enable-aggregator-routing, value: "true"}
+      - {key: enable-admission-plugins, value: "PodNodeSelector,PodTolerationRestriction"}
+      - {key: service-cluster-ip-range, value: "$service_range"}
+  - name: kube-controller-manager
+    extraArgs:
+      - {key: leader-elect, value: "false"}
+      - {key: service-cluster-ip-range, value: "$service_range"}
+  - name: kube-scheduler
+    extraArgs:
+      - {key: leader-elect, value: "false"}
+YAML
 }
 
 down() {
+  "$root/hack/realnode.sh" down "$name" || true
   kwokctl delete cluster --kubeconfig "$contexts"
   rm -f "$kubeconfig"
 }

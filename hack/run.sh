@@ -61,7 +61,9 @@ if [ "${local_cluster:-}" = true ]; then
 Reach the local cluster from another shell with the project's kubectl:
   export KUBECONFIG=$KUBECONFIG
   $kubectl get nodes
-Stop it with 'make cluster-down'.
+The kwok nodes only pretend to run pods; pods that tolerate the taint
+deckhand.dev/real-node (if 'real-node' is listed) really run (README.md,
+"The local cluster"). Stop it all with 'make cluster-down'.
 
 MSG
 fi

@@ -1,13 +1,16 @@
 // Package cluster gives end-to-end tests a local Kubernetes cluster (the
-// pinned control plane with kwok nodes, started by hack/cluster.sh) and the
-// Deckhand manager running against it as a real process.
+// pinned control plane with kwok nodes and, where the machine allows it, one
+// real node, started by hack/cluster.sh) and the Deckhand manager running
+// against it as a real process.
 //
 //	var c *cluster.Cluster
 //
 //	func TestMain(m *testing.M) { cluster.Main(m, &c, 3) }
 //
 // Each test then takes a namespace with c.Namespace(t) and, if it needs
-// the operator, runs it with c.RunManager(t).
+// the operator, runs it with c.RunManager(t). A test whose pods must really
+// run takes c.RealNodeNamespace(t) instead; it skips, saying why, on a
+// machine without a real node.
 package cluster
 
 import (
@@ -63,6 +66,8 @@ type Cluster struct {
 	ManagerKubeconfig string
 
 	root string
+	// realNode is the real node's name; noRealNode says why there is none.
+	realNode, noRealNode string
 }
 
 // Main starts a fresh cluster with the given number of nodes, installs
@@ -76,6 +81,11 @@ func Main(m *testing.M, c **Cluster, nodes int) {
 		os.Exit(1)
 	}
 	*c = cl
+	if cl.realNode != "" {
+		fmt.Fprintf(os.Stderr, "e2e: real node %s is Ready beside the kwok nodes\n", cl.realNode)
+	} else {
+		fmt.Fprintf(os.Stderr, "e2e: no real node (%s): the tests that need one skip\n", cl.noRealNode)
+	}
 	code := m.Run()
 	if err := cl.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: removing cluster: %v\n", err)
@@ -132,13 +142,17 @@ func Start(name string, nodes int) (*Cluster, error) {
 	if c.Clientset, err = kubernetes.NewForConfig(c.Config); err != nil {
 		return nil, errors.Join(err, c.Stop())
 	}
+	if err := c.findRealNode(context.Background()); err != nil {
+		return nil, errors.Join(err, c.Stop())
+	}
 	if err := c.install(); err != nil {
 		return nil, errors.Join(err, c.Stop())
 	}
 	return c, nil
 }
 
-// Stop removes the cluster.
+// Stop removes the cluster, with its real node's kubelet, containerd,
+// containers and their state.
 func (c *Cluster) Stop() error {
 	out, err := c.script("cluster.sh", "down", c.Name, c.Kubeconfig)
 	if err != nil {
@@ -231,7 +245,19 @@ func (c *Cluster) script(name string, args ...string) ([]byte, error) {
 // Kubectl runs the project's kubectl against the cluster and returns its
 // standard output; a failure carries the standard error.
 func (c *Cluster) Kubectl(args ...string) (string, error) {
-	cmd := exec.Command(filepath.Join(c.root, "bin", "k8s", "kubectl"), append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
+	return c.KubectlWithin(0, args...)
+}
+
+// KubectlWithin is Kubectl killed after timeout (none if 0): for commands
+// such as exec and logs that wait on a node.
+func (c *Cluster) KubectlWithin(timeout time.Duration, args ...string) (string, error) {
+	ctx := context.Background()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(c.root, "bin", "k8s", "kubectl"), append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

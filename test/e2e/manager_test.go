@@ -15,10 +15,12 @@ import (
 	"github.com/deckhand-dev/deckhand/test/cluster"
 )
 
+// The three kwok nodes are Ready (the real node, where there is one, is
+// checked in realnode_test.go).
 func TestClusterHasReadyNodes(t *testing.T) {
 	g := NewWithT(t)
 	nodes := &corev1.NodeList{}
-	g.Expect(c.Client.List(context.Background(), nodes)).To(Succeed())
+	g.Expect(c.Client.List(context.Background(), nodes, client.MatchingLabels{"type": "kwok"})).To(Succeed())
 	g.Expect(nodes.Items).To(HaveLen(3))
 	for _, n := range nodes.Items {
 		g.Expect(n.Status.Conditions).To(ContainElement(And(
