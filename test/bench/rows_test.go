@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -327,7 +328,7 @@ func (b *bench) modelBoxRow() {
 	box := func(ns, name string) *modelv1.ModelBox {
 		return &modelv1.ModelBox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 			Spec: modelv1.ModelBoxSpec{Image: benchImage, Replicas: ptr.To[int32](1),
-				Ports: []modelv1.ServicePort{{Port: 80, TargetPort: 8080}}}}
+				Ports: []modelv1.ServicePort{{Port: 80, TargetPort: ptr.To(intstr.FromInt32(8080))}}}}
 	}
 	// The Deployment and Service a ModelBox makes, to apply directly.
 	warmNS := b.namespace("bench-modelbox-template", nil)
@@ -500,7 +501,7 @@ func (b *bench) idleRow() {
 	b.must(b.c.Client.Create(b.ctx, &appsv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "idle"},
 		Spec: appsv1alpha1.PodSetSpec{Size: 5, Template: ptr.To(benchTemplate())}}))
 	b.must(b.c.Client.Create(b.ctx, &modelv1.ModelBox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "idle"},
-		Spec: modelv1.ModelBoxSpec{Image: benchImage, Replicas: ptr.To[int32](2), Ports: []modelv1.ServicePort{{Port: 80, TargetPort: 8080}}}}))
+		Spec: modelv1.ModelBoxSpec{Image: benchImage, Replicas: ptr.To[int32](2), Ports: []modelv1.ServicePort{{Port: 80, TargetPort: ptr.To(intstr.FromInt32(8080))}}}}))
 	b.must(b.c.Client.Create(b.ctx, &deckhandbatchv1.JobWatcher{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "idle"},
 		Spec: deckhandbatchv1.JobWatcherSpec{JobPolicy: deckhandbatchv1.JobPolicy{TTLSecondsAfterSucceeded: ptr.To[int32](3600)}}}))
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kept"}, Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: benchPodSpec()}}}
