@@ -31,7 +31,9 @@ func podCache() map[client.Object]cache.ByObject {
 //   - spec: nodeName, and the names of its containers, init containers and
 //     ephemeral containers (PodBugger: carriers, targetContainerName, name
 //     clashes);
-//   - status: phase (PodBugger injects into Running pods only).
+//   - status: phase (PodBugger injects into Running pods only) and the
+//     ephemeral containers' statuses (PodBugger reports whether its
+//     debugger started).
 //
 // A reader that needs more of a pod it does not control reads it from the
 // apiserver (PodBugger plans every injection on an uncached list). Adding a
@@ -66,7 +68,8 @@ func SlimPod(obj any) (any, error) {
 			InitContainers:      containerNames(pod.Spec.InitContainers),
 			EphemeralContainers: ephemeralContainerNames(pod.Spec.EphemeralContainers),
 		},
-		Status: corev1.PodStatus{Phase: pod.Status.Phase},
+		// PodBugger reports whether its debug containers started.
+		Status: corev1.PodStatus{Phase: pod.Status.Phase, EphemeralContainerStatuses: pod.Status.EphemeralContainerStatuses},
 	}, nil
 }
 

@@ -12,7 +12,7 @@ import (
 
 	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
 	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
-	"github.com/deckhand-dev/deckhand/internal/controller/apps"
+	appscontroller "github.com/deckhand-dev/deckhand/internal/controller/apps"
 	debugcontroller "github.com/deckhand-dev/deckhand/internal/controller/debug"
 )
 
@@ -26,7 +26,7 @@ func TestSlimmedPodsStillDriveTheControllers(t *testing.T) {
 	ns := env.NamespaceWithLabels(t, map[string]string{debugv1alpha1.NamespaceEnabledLabel: "true"})
 
 	opts := env.ManagerOptions()
-	opts.Controllers = []string{apps.ControllerName, debugcontroller.ControllerName}
+	opts.Controllers = []string{appscontroller.ControllerName, debugcontroller.ControllerName}
 	opts.PodBuggerAllowedImages = []string{"docker.io/library/busybox:*"}
 	mgr, _ := env.StartManager(t, opts)
 	serving := mgr.GetWebhookServer().StartedChecker()

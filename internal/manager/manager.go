@@ -87,19 +87,8 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
 
-	for _, c := range controllers {
-		if !opts.enabled(c.Name) {
-			continue
-		}
-		if err := c.Setup(mgr, opts.Options); err != nil {
-			return nil, fmt.Errorf("setting up controller %s: %w", c.Name, err)
-		}
-		if c.SetupWebhooks != nil && opts.WebhooksEnabled() {
-			if err := c.SetupWebhooks(mgr, opts.Options); err != nil {
-				return nil, fmt.Errorf("setting up the webhooks of %s: %w", c.Name, err)
-			}
-		}
-		ctrl.Log.WithName("setup").Info("controller enabled", "controller", c.Name)
+	if err := setupControllers(mgr, opts); err != nil {
+		return nil, err
 	}
 	if opts.DisableWebhooks {
 		ctrl.Log.WithName("setup").Info("admission webhooks are off: JobWatcher patterns and the PodBugger policy are not checked at admission; " +
@@ -203,4 +192,24 @@ func cacheSynced(mgr ctrl.Manager) healthz.Checker {
 		}
 		return nil
 	}
+}
+
+// setupControllers registers every enabled controller of the registry and,
+// unless webhooks are off, its webhooks.
+func setupControllers(mgr ctrl.Manager, opts Options) error {
+	for _, c := range controllers {
+		if !opts.enabled(c.Name) {
+			continue
+		}
+		if err := c.Setup(mgr, opts.Options); err != nil {
+			return fmt.Errorf("setting up controller %s: %w", c.Name, err)
+		}
+		if c.SetupWebhooks != nil && opts.WebhooksEnabled() {
+			if err := c.SetupWebhooks(mgr, opts.Options); err != nil {
+				return fmt.Errorf("setting up the webhooks of %s: %w", c.Name, err)
+			}
+		}
+		ctrl.Log.WithName("setup").Info("controller enabled", "controller", c.Name)
+	}
+	return nil
 }

@@ -64,7 +64,7 @@ func TestManagerRunsWithoutWebhooks(t *testing.T) {
 	g.Consistently(func() error {
 		c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", port), time.Second)
 		if err == nil {
-			c.Close()
+			_ = c.Close()
 		}
 		return err
 	}).WithTimeout(time.Second).Should(HaveOccurred(), "a webhook server listens")

@@ -163,7 +163,7 @@ func readyCondition(pb *debugv1alpha1.PodBugger, o observation, installed int32)
 // refusedMessage names the refused pods, at most three, with the
 // apiserver's answer.
 func refusedMessage(refused []refusal) string {
-	var parts []string
+	parts := make([]string, 0, min(len(refused), 3))
 	for _, f := range refused[:min(len(refused), 3)] {
 		retry := "retried later"
 		if f.attempts >= maxAttempts {

@@ -86,7 +86,7 @@ func (c Chain) Evaluate(in Input) []Violation {
 // are reported: the first one broken is the Blocked condition's reason.
 var Rules = Chain{NamespaceOptedIn, ImageAllowed, ProfileAllowed}
 
-// NamespaceOptedIn: the PodBugger's namespace carries the label
+// NamespaceOptedIn checks that the PodBugger's namespace carries the label
 // debug.deckhand.dev/enabled=true.
 func NamespaceOptedIn(in Input) (Violation, bool) {
 	if in.NamespaceLabels[debugv1alpha1.NamespaceEnabledLabel] == "true" {
@@ -98,7 +98,7 @@ func NamespaceOptedIn(in Input) (Violation, bool) {
 			in.PodBugger.Namespace, debugv1alpha1.NamespaceEnabledLabel))}, true
 }
 
-// ImageAllowed: spec.image matches the operator's allow-list.
+// ImageAllowed checks that spec.image matches the operator's allow-list.
 func ImageAllowed(in Input) (Violation, bool) {
 	images := in.Policy.AllowedImages
 	if images.Allows(in.PodBugger.Spec.Image) {
@@ -113,8 +113,8 @@ func ImageAllowed(in Input) (Violation, bool) {
 		fmt.Sprintf("image %q is not on the operator's allow-list (--podbugger-allowed-images: %s)", in.PodBugger.Spec.Image, allowed))}, true
 }
 
-// ProfileAllowed: the general profile only with the operator's
-// --podbugger-allow-general-profile.
+// ProfileAllowed checks that the general profile is used only with the
+// operator's --podbugger-allow-general-profile.
 func ProfileAllowed(in Input) (Violation, bool) {
 	if in.PodBugger.Spec.Profile != debugv1alpha1.ProfileGeneral || in.Policy.AllowGeneralProfile {
 		return Violation{}, false

@@ -56,8 +56,9 @@ func TestChecks(t *testing.T) {
 
 func TestRulesReportEveryViolationInOrder(t *testing.T) {
 	pb := &debugv1alpha1.PodBugger{Spec: debugv1alpha1.PodBuggerSpec{Image: "evil:1", Profile: debugv1alpha1.ProfileGeneral}}
-	var reasons []string
-	for _, v := range (Policy{}).Violations(pb, nil) {
+	violations := (Policy{}).Violations(pb, nil)
+	reasons := make([]string, 0, len(violations))
+	for _, v := range violations {
 		reasons = append(reasons, v.Reason)
 	}
 	want := []string{debugv1alpha1.ReasonNamespaceNotEnabled, debugv1alpha1.ReasonImageNotAllowed, debugv1alpha1.ReasonProfileNotAllowed}
