@@ -1,6 +1,7 @@
 package apps
 
 import (
+	"maps"
 	"sync"
 	"time"
 
@@ -97,9 +98,5 @@ func (e *expectations) deletionObserved(uid types.UID, pod string) {
 func (e *expectations) forget(name types.NamespacedName) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for uid, x := range e.m {
-		if x.name == name {
-			delete(e.m, uid)
-		}
-	}
+	maps.DeleteFunc(e.m, func(_ types.UID, x *expectation) bool { return x.name == name })
 }

@@ -2,6 +2,7 @@ package apps
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -58,11 +59,7 @@ func (b *finishedBackoff) replaced(uid types.UID, name types.NamespacedName, now
 func (b *finishedBackoff) forget(name types.NamespacedName) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for uid, e := range b.m {
-		if e.name == name {
-			delete(b.m, uid)
-		}
-	}
+	maps.DeleteFunc(b.m, func(_ types.UID, e backoffEntry) bool { return e.name == name })
 }
 
 // nextBackoff is e after a replacement at now: the delay doubles from

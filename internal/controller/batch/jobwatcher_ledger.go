@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -98,11 +99,7 @@ func (l *ledger) count(uid types.UID, shown []deckhandbatchv1.FailureRecord) del
 func (l *ledger) forget(key types.NamespacedName) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for uid, t := range l.tallies {
-		if t.key == key {
-			delete(l.tallies, uid)
-		}
-	}
+	maps.DeleteFunc(l.tallies, func(_ types.UID, t *tally) bool { return t.key == key })
 }
 
 // countDeleted returns deletedJobs and countedDeletions for a status
