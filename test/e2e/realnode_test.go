@@ -311,7 +311,11 @@ func TestRealNodePodBuggerDebugContainerRuns(t *testing.T) {
 	g.Eventually(pbStatus).WithArguments(pb).Should(And(HaveField("Installed", int32(1)),
 		WithTransform(pbReadyReason, Equal(debugv1alpha1.ReasonActive))))
 
-	g.Expect(c.KubectlWithin(kubectlWait, "exec", "-n", ns, "web", "-c", "shell", "--", "id", "-u")).To(Equal("65534\n"))
+	// The restricted profile runs the debugger as uid 65532, whatever user
+	// the image names (busybox's own would be root, which runAsNonRoot
+	// refuses).
+	g.Expect(c.KubectlWithin(kubectlWait, "exec", "-n", ns, "web", "-c", "shell", "--", "id", "-u")).To(Equal("65532\n"))
+	g.Eventually(pbStatus).WithArguments(pb).Should(HaveField("Pods", ContainElement(HaveField("State", debugv1alpha1.DebuggerRunning))))
 	// It shares the pod's network: the app's processes are not visible
 	// (no targetContainerName), but its hostname is the pod's.
 	g.Expect(c.KubectlWithin(kubectlWait, "exec", "-n", ns, "web", "-c", "shell", "--", "hostname")).To(Equal("web\n"))
