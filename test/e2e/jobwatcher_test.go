@@ -116,9 +116,16 @@ spec:
 
 	inReach := runJob(t, reached, "pi", false)
 	outOfReach := runJob(t, missed, "pi", false)
-	waitFinished(t, inReach, batchv1.JobComplete)
-	waitFinished(t, outOfReach, batchv1.JobComplete)
+	// With a TTL of 0 the Job in reach may be gone before a poll sees it
+	// Complete; the watcher's count says it was deleted as a finished Job
+	// (a running one is never a candidate).
 	waitGone(t, inReach, time.Minute)
+	waitFinished(t, outOfReach, batchv1.JobComplete)
+	w := &deckhandbatchv1.ClusterJobWatcher{}
+	g.Eventually(func() (int64, error) {
+		err := c.Client.Get(ctx, client.ObjectKey{Name: name}, w)
+		return w.Status.DeletedJobs, err
+	}).WithTimeout(30*time.Second).Should(BeEquivalentTo(1), "the cluster watcher deleted the Job in reach")
 	g.Eventually(pods(inReach)).WithTimeout(time.Minute).Should(BeEmpty())
 	g.Consistently(func() error {
 		return c.Client.Get(ctx, client.ObjectKeyFromObject(outOfReach), &batchv1.Job{})
