@@ -2,6 +2,7 @@ package apps_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -133,6 +134,23 @@ func scale(t *testing.T, set *appsv1alpha1.PodSet, replicas int32) {
 	if err := env.Client.SubResource("scale").Update(ctx, set, client.WithSubResourceBody(s)); err != nil {
 		t.Fatalf("scaling to %d: %v", replicas, err)
 	}
+}
+
+// A round of creations is one Event on the PodSet, not one per pod: at
+// 1,000 pods, an Event per pod doubles the scale-up's writes.
+func TestPodSetRecordsOneEventPerRound(t *testing.T) {
+	g := testenv.NewG(t)
+	set := runPodSet(t, "many", 20)
+	pods := settled(t, set, 20)
+	names := podNames(pods)
+	slices.Sort(names)
+	g.Eventually(env.Events(set.Namespace, set)).Should(ConsistOf(
+		fmt.Sprintf("%s: Created 20 pods: %s and 17 more", appscontroller.EventSuccessfulCreate, strings.Join(names[:3], ", "))))
+
+	scale(t, set, 19)
+	settled(t, set, 19)
+	g.Eventually(env.Events(set.Namespace, set)).Should(ContainElement(HavePrefix(appscontroller.EventSuccessfulDelete + ": Deleted pod: many-")))
+	g.Expect(env.Events(set.Namespace, set)()).To(HaveLen(2))
 }
 
 func TestPodSetRunsTheSeedPodAndScalesThroughTheScaleSubresource(t *testing.T) {

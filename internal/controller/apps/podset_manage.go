@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -89,7 +90,11 @@ func (r *PodSetReconciler) createPods(ctx context.Context, set *appsv1alpha1.Pod
 		return nil
 	}
 	key := client.ObjectKeyFromObject(set)
-	created, errs := slowStartBatch(n, initial, func() error {
+	var (
+		mu      sync.Mutex
+		created []*corev1.Pod
+	)
+	_, errs := slowStartBatch(n, initial, func() error {
 		pod := podFor(set, tmpl, hash)
 		if err := r.Create(ctx, pod); err != nil {
 			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
@@ -99,22 +104,24 @@ func (r *PodSetReconciler) createPods(ctx context.Context, set *appsv1alpha1.Pod
 			// The apiserver names the pod it refused; with that name the
 			// error, and the ReplicaFailure condition quoting it, would
 			// change on every attempt.
-			err = errors.New(withoutGeneratedName(err.Error(), pod.GenerateName))
-			r.Recorder.Eventf(set, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "Error creating: %v", err)
-			return err
+			return errors.New(withoutGeneratedName(err.Error(), pod.GenerateName))
 		}
-		r.Recorder.Eventf(set, pod, corev1.EventTypeNormal, EventSuccessfulCreate, "Create", "Created pod: %s", pod.Name)
 		podsCreated.WithLabelValues(key.Namespace, key.Name).Inc()
+		mu.Lock()
+		defer mu.Unlock()
+		created = append(created, pod)
 		return nil
 	})
+	r.recordRound(set, EventSuccessfulCreate, "Create", "Created", created)
 	// Creations that failed, or were never tried, will not show up in the
 	// cache: stop waiting for them.
-	for range n - created {
+	for range n - len(created) {
 		r.expectations.creationObserved(set.UID)
 	}
 	errs = slices.DeleteFunc(errs, func(err error) bool { return errors.Is(err, errNamespaceTerminating) })
 	if len(errs) > 0 {
-		log.FromContext(ctx).V(1).Info("creating pods stopped early", "podset", klog.KObj(set), "created", created, "wanted", n)
+		log.FromContext(ctx).V(1).Info("creating pods stopped early", "podset", klog.KObj(set), "created", len(created), "wanted", n)
+		r.Recorder.Eventf(set, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "Error creating %s: %v", plural(len(errs), "pod"), errs[0])
 		return fmt.Errorf("creating pods: %w", errors.Join(errs...))
 	}
 	return nil
@@ -124,33 +131,73 @@ func (r *PodSetReconciler) createPods(ctx context.Context, set *appsv1alpha1.Pod
 func (r *PodSetReconciler) deletePods(ctx context.Context, set *appsv1alpha1.PodSet, pods []*corev1.Pod) error {
 	key := client.ObjectKeyFromObject(set)
 	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
+		mu      sync.Mutex
+		errs    []error
+		deleted []*corev1.Pod
+		wg      sync.WaitGroup
 	)
 	for _, pod := range pods {
 		wg.Go(func() {
 			// The UID precondition keeps a slow delete from removing a
 			// different pod that took the same name since.
 			err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
+			if err != nil {
+				// Already gone, or failed: nothing will show, stop waiting.
+				r.expectations.deletionObserved(set.UID, pod.Name)
+			}
+			mu.Lock()
+			defer mu.Unlock()
 			switch {
 			case err == nil:
-				r.Recorder.Eventf(set, pod, corev1.EventTypeNormal, EventSuccessfulDelete, "Delete", "Deleted pod: %s", pod.Name)
 				podsDeleted.WithLabelValues(key.Namespace, key.Name).Inc()
+				deleted = append(deleted, pod)
 			case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-				// Already gone: nothing will show, stop waiting.
-				r.expectations.deletionObserved(set.UID, pod.Name)
 			default:
-				r.expectations.deletionObserved(set.UID, pod.Name)
-				r.Recorder.Eventf(set, pod, corev1.EventTypeWarning, EventFailedDelete, "Delete", "Error deleting: %v", err)
-				mu.Lock()
 				errs = append(errs, fmt.Errorf("deleting pod %s: %w", pod.Name, err))
-				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
+	r.recordRound(set, EventSuccessfulDelete, "Delete", "Deleted", deleted)
+	if len(errs) > 0 {
+		r.Recorder.Eventf(set, nil, corev1.EventTypeWarning, EventFailedDelete, "Delete", "Error deleting %s: %v", plural(len(errs), "pod"), errs[0])
+	}
 	return errors.Join(errs...)
+}
+
+// eventNamesShown is how many pods a round's Event names.
+const eventNamesShown = 3
+
+// recordRound records one Event for a round of creations or deletions. An
+// Event per pod, as the ReplicaSet controller writes until its recorder's
+// spam filter drops them, would be an API write per pod competing with the
+// pods' own: a 1,000-pod scale-up writes two Events instead of 1,000.
+func (r *PodSetReconciler) recordRound(set *appsv1alpha1.PodSet, reason, action, verb string, pods []*corev1.Pod) {
+	switch len(pods) {
+	case 0:
+		return
+	case 1:
+		r.Recorder.Eventf(set, pods[0], corev1.EventTypeNormal, reason, action, "%s pod: %s", verb, pods[0].Name)
+		return
+	}
+	names := make([]string, len(pods))
+	for i, p := range pods {
+		names[i] = p.Name
+	}
+	slices.Sort(names)
+	shown := strings.Join(names[:min(len(names), eventNamesShown)], ", ")
+	if more := len(names) - eventNamesShown; more > 0 {
+		shown += fmt.Sprintf(" and %d more", more)
+	}
+	r.Recorder.Eventf(set, nil, corev1.EventTypeNormal, reason, action, "%s %d pods: %s", verb, len(pods), shown)
+}
+
+// plural says "1 pod" or "n pods".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // withoutGeneratedName removes from msg the random suffix the apiserver gave
