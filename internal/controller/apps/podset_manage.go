@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/notes"
 )
 
 // errNamespaceTerminating is a creation refused because the namespace is
@@ -121,7 +121,7 @@ func (r *PodSetReconciler) createPods(ctx context.Context, set *appsv1alpha1.Pod
 	errs = slices.DeleteFunc(errs, func(err error) bool { return errors.Is(err, errNamespaceTerminating) })
 	if len(errs) > 0 {
 		log.FromContext(ctx).V(1).Info("creating pods stopped early", "podset", klog.KObj(set), "created", len(created), "wanted", n)
-		r.Recorder.Eventf(set, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "Error creating %s: %v", plural(len(errs), "pod"), errs[0])
+		r.Recorder.Eventf(set, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "Error creating %s: %v", notes.Count(len(errs), "pod"), errs[0])
 		return fmt.Errorf("creating pods: %w", errors.Join(errs...))
 	}
 	return nil
@@ -160,13 +160,10 @@ func (r *PodSetReconciler) deletePods(ctx context.Context, set *appsv1alpha1.Pod
 	wg.Wait()
 	r.recordRound(set, EventSuccessfulDelete, "Delete", "Deleted", deleted)
 	if len(errs) > 0 {
-		r.Recorder.Eventf(set, nil, corev1.EventTypeWarning, EventFailedDelete, "Delete", "Error deleting %s: %v", plural(len(errs), "pod"), errs[0])
+		r.Recorder.Eventf(set, nil, corev1.EventTypeWarning, EventFailedDelete, "Delete", "Error deleting %s: %v", notes.Count(len(errs), "pod"), errs[0])
 	}
 	return errors.Join(errs...)
 }
-
-// eventNamesShown is how many pods a round's Event names.
-const eventNamesShown = 3
 
 // recordRound records one Event for a round of creations or deletions. An
 // Event per pod, as the ReplicaSet controller writes until its recorder's
@@ -180,24 +177,7 @@ func (r *PodSetReconciler) recordRound(set *appsv1alpha1.PodSet, reason, action,
 		r.Recorder.Eventf(set, pods[0], corev1.EventTypeNormal, reason, action, "%s pod: %s", verb, pods[0].Name)
 		return
 	}
-	names := make([]string, len(pods))
-	for i, p := range pods {
-		names[i] = p.Name
-	}
-	slices.Sort(names)
-	shown := strings.Join(names[:min(len(names), eventNamesShown)], ", ")
-	if more := len(names) - eventNamesShown; more > 0 {
-		shown += fmt.Sprintf(" and %d more", more)
-	}
-	r.Recorder.Eventf(set, nil, corev1.EventTypeNormal, reason, action, "%s %d pods: %s", verb, len(pods), shown)
-}
-
-// plural says "1 pod" or "n pods".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
+	r.Recorder.Eventf(set, nil, corev1.EventTypeNormal, reason, action, "%s %d pods: %s", verb, len(pods), notes.Names(pods))
 }
 
 // withoutGeneratedName removes from msg the random suffix the apiserver gave
