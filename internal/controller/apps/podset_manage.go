@@ -77,14 +77,14 @@ func (r *PodSetReconciler) manage(ctx context.Context, set *appsv1alpha1.PodSet,
 		return wait, &syncFailure{reason: appsv1alpha1.ReasonFailedDelete, err: err}
 	}
 	failing := meta.IsStatusConditionTrue(set.Status.Conditions, appsv1alpha1.ConditionReplicaFailure)
-	if err := r.createPods(ctx, set, tmpl, hash, creations, firstBatch(len(active), failing)); err != nil {
+	if err := r.createPods(ctx, set, tmpl, hash, creations, initialInflight(len(active), failing)); err != nil {
 		return wait, &syncFailure{reason: appsv1alpha1.ReasonFailedCreate, err: err}
 	}
 	return wait, nil
 }
 
-// createPods creates n pods in slow-start batches from initial, and stops
-// at the first batch that fails.
+// createPods creates n pods with a slow start from initial in flight, and
+// starts no more once one fails.
 func (r *PodSetReconciler) createPods(ctx context.Context, set *appsv1alpha1.PodSet, tmpl corev1.PodTemplateSpec, hash string, n, initial int) error {
 	if n == 0 {
 		return nil
@@ -94,7 +94,7 @@ func (r *PodSetReconciler) createPods(ctx context.Context, set *appsv1alpha1.Pod
 		mu      sync.Mutex
 		created []*corev1.Pod
 	)
-	_, errs := slowStartBatch(n, initial, func() error {
+	_, errs := slowStart(n, initial, maxInflight, func() error {
 		pod := podFor(set, tmpl, hash)
 		if err := r.Create(ctx, pod); err != nil {
 			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
