@@ -258,6 +258,12 @@ func TestRealNodeModelBoxWaitsForItsReadinessProbe(t *testing.T) {
 
 	// The other box's container runs, its probe gets 404s: not available.
 	var pod corev1.Pod
+	t.Cleanup(func() {
+		if t.Failed() && pod.Name != "" {
+			logs, err := c.KubectlWithin(kubectlWait, "logs", "-n", ns, pod.Name, "--tail", "60")
+			t.Logf("manager pod %s/%s logs (%v):\n%s", ns, pod.Name, err, logs)
+		}
+	})
 	g.Eventually(func(g Gomega) {
 		pods := &corev1.PodList{}
 		g.Expect(c.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{modelcontroller.LabelModelBox: "not-yet"})).To(Succeed())
@@ -406,6 +412,11 @@ func uninstallChart(t *testing.T, helm, ns, release string) {
 	}).Should(Succeed())
 	g.Expect(c.Kubectl("apply", "--server-side", "--force-conflicts", "-f", filepath.Join(repoRoot(), "dist", "install.yaml"))).
 		Error().NotTo(HaveOccurred())
+	// The installed ServiceAccount, which later tests' managers run as, has
+	// its permissions back.
+	binding := &rbacv1.ClusterRoleBinding{}
+	g.Expect(c.Client.Get(context.Background(), client.ObjectKey{Name: "deckhand-manager-rolebinding"}, binding)).To(Succeed())
+	g.Expect(binding.Subjects).To(ConsistOf(HaveField("Namespace", cluster.Namespace)))
 }
 
 // managerServesOnRealNode proves that the manager installed in ns runs on
@@ -444,6 +455,14 @@ func managerServesOnRealNode(t *testing.T, node, ns string) {
 		lease := &coordinationv1.Lease{}
 		g.Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "deckhand.deckhand.dev"}, lease)).To(Succeed())
 		g.Expect(lease.Spec.HolderIdentity).To(HaveValue(HavePrefix(pod.Name + "_")))
+	}).Should(Succeed())
+	// The election's Event is recorded too (through core/v1 Events, which
+	// the leader election Role must allow).
+	g.Eventually(func(g Gomega) {
+		events := &corev1.EventList{}
+		g.Expect(c.Client.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+		g.Expect(events.Items).To(ContainElement(And(HaveField("Reason", "LeaderElection"),
+			HaveField("Message", And(HavePrefix(pod.Name+"_"), HaveSuffix("became leader"))))))
 	}).Should(Succeed())
 
 	// Webhooks through the Service: the configuration calls the Service in
