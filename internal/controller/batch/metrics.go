@@ -25,6 +25,14 @@ var (
 		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300},
 	})
 
+	// expiredJobs is what the JobWatcherExpiredJobsPiling alert watches:
+	// an active watcher deletes an expired Job within moments, so Jobs that
+	// stay expired mean its deletions fail or it cannot keep up.
+	expiredJobs = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "deckhand_jobwatcher_expired_jobs",
+		Help: "Finished Jobs a watcher governs that are past their TTL (or history limit) and not yet deleted, by watcher (kind, namespace, name); suspended and dry-run watchers count none.",
+	}, []string{"watcher_kind", "watcher_namespace", "watcher"})
+
 	jobAPIRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "deckhand_jobwatcher_job_api_requests_total",
 		Help: "Requests for single Jobs the controller sent to the API server (verb: get, delete); everything else it reads comes from the cache.",
@@ -32,7 +40,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(jobsDeleted, deletionLag, jobAPIRequests)
+	metrics.Registry.MustRegister(jobsDeleted, deletionLag, expiredJobs, jobAPIRequests)
 }
 
 func countJob(d decision, result string) {
@@ -43,5 +51,7 @@ func countJob(d decision, result string) {
 // forgetMetrics drops the series of a watcher that is gone, so that churn of
 // short-lived watchers does not grow the registry without bound.
 func forgetMetrics(kind string, key types.NamespacedName) {
-	jobsDeleted.DeletePartialMatch(prometheus.Labels{"watcher_kind": kind, "watcher_namespace": key.Namespace, "watcher": key.Name})
+	labels := prometheus.Labels{"watcher_kind": kind, "watcher_namespace": key.Namespace, "watcher": key.Name}
+	jobsDeleted.DeletePartialMatch(labels)
+	expiredJobs.Delete(labels)
 }
