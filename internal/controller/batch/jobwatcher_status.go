@@ -209,8 +209,8 @@ func (r *StatusReconciler) watchersOf(ctx context.Context, job client.Object) []
 // have deleted already: more than a moment's worth means deletions fail.
 type summary struct {
 	Matched, Pending, Expired int32
-	Next             *time.Time
-	WouldDelete      []string
+	Next                      *time.Time
+	WouldDelete               []string
 }
 
 // summarize judges every Job with every policy and counts, for self, the
