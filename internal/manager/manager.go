@@ -94,6 +94,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		ctrl.Log.WithName("setup").Info("admission webhooks are off: JobWatcher patterns and the PodBugger policy are not checked at admission; " +
 			"installed webhook configurations that point at this manager will refuse those kinds")
 	}
+	if opts.WebhooksEnabled() {
+		webhookcert.ReportExpiry(opts.WebhookCertDir)
+	}
 	if opts.WebhooksEnabled() && opts.WebhookCertMode == CertModeSelfSigned {
 		if err := selfSignedCerts(ctx, mgr, cfg, opts); err != nil {
 			return nil, err

@@ -63,7 +63,7 @@ type PodSetReconciler struct {
 
 // NewPodSetReconciler returns a reconciler that reads and writes through c.
 func NewPodSetReconciler(c client.Client, rec events.EventRecorder) *PodSetReconciler {
-	r := &PodSetReconciler{Client: c, APIReader: c, Recorder: rec, Now: time.Now, status: status.NewWriter[appsv1alpha1.PodSetStatus](c),
+	r := &PodSetReconciler{Client: c, APIReader: c, Recorder: rec, Now: time.Now, status: status.NewWriter(c, status.ConditionMetrics("PodSet", func(s *appsv1alpha1.PodSetStatus) []metav1.Condition { return s.Conditions })),
 		backoff: newFinishedBackoff()}
 	r.expectations = newExpectations(func() time.Time { return r.Now() })
 	return r

@@ -61,7 +61,7 @@ func NewModelBoxReconciler(c client.Client, apiReader client.Reader, rec events.
 		APIReader: apiReader,
 		Recorder:  rec,
 		Now:       time.Now,
-		status:    status.NewWriter[modelv1.ModelBoxStatus](c),
+		status:    status.NewWriter(c, status.ConditionMetrics("ModelBox", func(s *modelv1.ModelBoxStatus) []metav1.Condition { return s.Conditions })),
 	}
 }
 
