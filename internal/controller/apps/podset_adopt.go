@@ -32,7 +32,7 @@ func (r *PodSetReconciler) claimPods(ctx context.Context, set *appsv1alpha1.PodS
 			kept = append(kept, p)
 			continue
 		}
-		if err := r.patchOwner(ctx, p, map[string]any{"$patch": "delete", "uid": set.UID}); err != nil {
+		if err := r.patchOwner(ctx, p.DeepCopy(), map[string]any{"$patch": "delete", "uid": set.UID}); err != nil {
 			return nil, fmt.Errorf("releasing pod %s: %w", p.Name, err)
 		}
 	}
@@ -52,6 +52,7 @@ func (r *PodSetReconciler) claimPods(ctx context.Context, set *appsv1alpha1.PodS
 	}
 	ref := metav1.NewControllerRef(set, appsv1alpha1.GroupVersion.WithKind("PodSet"))
 	for _, p := range orphans {
+		p = p.DeepCopy() // the cache's own
 		if err := r.patchOwner(ctx, p, ref); err != nil {
 			return nil, fmt.Errorf("adopting pod %s: %w", p.Name, err)
 		}
@@ -61,10 +62,11 @@ func (r *PodSetReconciler) claimPods(ctx context.Context, set *appsv1alpha1.PodS
 }
 
 // orphansOf lists the pods that match the set's selector and have no
-// controller, and are not being deleted.
+// controller, and are not being deleted. Like podsOf, it returns the cache's
+// own pods.
 func (r *PodSetReconciler) orphansOf(ctx context.Context, set *appsv1alpha1.PodSet) ([]*corev1.Pod, error) {
 	list := &corev1.PodList{}
-	if err := r.List(ctx, list, client.InNamespace(set.Namespace), client.MatchingLabels{appsv1alpha1.PodSetLabel: set.Name}); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(set.Namespace), client.MatchingLabels{appsv1alpha1.PodSetLabel: set.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing pods that match PodSet %s: %w", client.ObjectKeyFromObject(set), err)
 	}
 	var out []*corev1.Pod

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -117,6 +118,7 @@ func relabelLegacyHash(pods []*corev1.Pod, tmpl corev1.PodTemplateSpec, hash str
 			legacy = legacyTemplateHash(tmpl)
 		}
 		if p.Labels[appsv1alpha1.PodTemplateHashLabel] == legacy {
+			p.Labels = maps.Clone(p.Labels) // shared with the cache
 			p.Labels[appsv1alpha1.PodTemplateHashLabel] = hash
 		}
 	}
