@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 )
 
 // inject adds pb's container to the pods the plan names, unless a safety
@@ -23,7 +23,7 @@ import (
 // reported once. A pod that changed since it was read is retried shortly.
 // The error joins the other failures, one per pod, for the rate limiter to
 // retry.
-func (r *PodBuggerReconciler) inject(ctx context.Context, pb *debugv1alpha1.PodBugger, p plan, o *observation) (ctrl.Result, error) {
+func (r *PodBuggerReconciler) inject(ctx context.Context, pb *debugv1beta1.PodBugger, p plan, o *observation) (ctrl.Result, error) {
 	defer func() { o.refused = o.memory.refusals() }()
 	if len(o.violations) > 0 {
 		return ctrl.Result{}, nil
@@ -44,7 +44,7 @@ func (r *PodBuggerReconciler) inject(ctx context.Context, pb *debugv1alpha1.PodB
 		err := r.addContainer(ctx, pod, debugContainer(pb))
 		switch {
 		case err == nil:
-			o.carriers[pod.UID] = carrier{name: pod.Name, addedAt: r.Now(), state: debugv1alpha1.DebuggerUnknown}
+			o.carriers[pod.UID] = carrier{name: pod.Name, addedAt: r.Now(), state: debugv1beta1.DebuggerUnknown}
 			injections.WithLabelValues(key.Namespace, key.Name, resultAdded).Inc()
 			log.FromContext(ctx).Info("added debug container", "pod", klog.KObj(pod), "container", ContainerName(pb.Name))
 			r.Recorder.Eventf(pb, pod, corev1.EventTypeNormal, ReasonInjected, "AddEphemeralContainer",
@@ -79,9 +79,9 @@ func (r *PodBuggerReconciler) inject(ctx context.Context, pb *debugv1alpha1.PodB
 }
 
 // failed tells that adding pb's container to pod failed with err.
-func (r *PodBuggerReconciler) failed(pb *debugv1alpha1.PodBugger, pod *corev1.Pod, err error) {
+func (r *PodBuggerReconciler) failed(pb *debugv1beta1.PodBugger, pod *corev1.Pod, err error) {
 	injections.WithLabelValues(pb.Namespace, pb.Name, resultFailed).Inc()
-	r.Recorder.Eventf(pb, pod, corev1.EventTypeWarning, debugv1alpha1.ReasonInjectionFailed, "AddEphemeralContainer",
+	r.Recorder.Eventf(pb, pod, corev1.EventTypeWarning, debugv1beta1.ReasonInjectionFailed, "AddEphemeralContainer",
 		"Adding ephemeral container %s to pod %s failed: %v", ContainerName(pb.Name), pod.Name, err)
 }
 
