@@ -74,8 +74,15 @@ type Cluster struct {
 // Deckhand from dist/install.yaml, runs the package's tests, removes the
 // cluster, and exits.
 func Main(m *testing.M, c **Cluster, nodes int) {
+	MainWithInstall(m, c, nodes, "")
+}
+
+// MainWithInstall is Main with Deckhand installed from installer (a
+// multi-document YAML file) instead of dist/install.yaml: an older release,
+// for an upgrade test. "" is dist/install.yaml.
+func MainWithInstall(m *testing.M, c **Cluster, nodes int, installer string) {
 	removeOrphans()
-	cl, err := Start(fmt.Sprintf("deckhand-e2e-%d", os.Getpid()), nodes)
+	cl, err := StartWithInstall(fmt.Sprintf("deckhand-e2e-%d", os.Getpid()), nodes, installer)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
 		os.Exit(1)
@@ -124,6 +131,12 @@ func removeOrphans() {
 // Managers started with RunManager authenticate as that ServiceAccount, so
 // every e2e test also proves the shipped RBAC is enough.
 func Start(name string, nodes int) (*Cluster, error) {
+	return StartWithInstall(name, nodes, "")
+}
+
+// StartWithInstall is Start with Deckhand installed from installer; "" is
+// dist/install.yaml.
+func StartWithInstall(name string, nodes int, installer string) (*Cluster, error) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		return nil, err
@@ -145,7 +158,10 @@ func Start(name string, nodes int) (*Cluster, error) {
 	if err := c.findRealNode(context.Background()); err != nil {
 		return nil, errors.Join(err, c.Stop())
 	}
-	if err := c.install(); err != nil {
+	if installer == "" {
+		installer = filepath.Join(c.root, "dist", "install.yaml")
+	}
+	if err := c.Install(installer); err != nil {
 		return nil, errors.Join(err, c.Stop())
 	}
 	return c, nil
@@ -161,15 +177,16 @@ func (c *Cluster) Stop() error {
 	return nil
 }
 
-// install applies dist/install.yaml, waits for the CRDs, and writes a
-// kubeconfig that authenticates as the manager's ServiceAccount.
-func (c *Cluster) install() error {
-	installer := filepath.Join(c.root, "dist", "install.yaml")
+// Install applies installer (dist/install.yaml, or an older release's),
+// waits for the CRDs, and writes a kubeconfig that authenticates as the
+// manager's ServiceAccount. Applied over an older install, it is the
+// upgrade the README describes.
+func (c *Cluster) Install(installer string) error {
 	manifests, err := os.ReadFile(installer)
 	if err != nil {
 		return fmt.Errorf("%w: run 'make build-installer' (make test-e2e does)", err)
 	}
-	if _, err := c.Kubectl("apply", "--server-side", "-f", installer); err != nil {
+	if _, err := c.Kubectl("apply", "--server-side", "--force-conflicts", "-f", installer); err != nil {
 		return err
 	}
 	if bytes.Contains(manifests, []byte("kind: CustomResourceDefinition")) {
@@ -296,7 +313,15 @@ func (c *Cluster) RunManager(t testing.TB, args ...string) *Process {
 	if bin == "" {
 		bin = filepath.Join(c.root, "bin", "deckhand")
 	}
-	port := c.installWebhooks(t)
+	return c.RunManagerFrom(t, bin, filepath.Join(c.root, "config", "webhook", "manifests.yaml"), args...)
+}
+
+// RunManagerFrom is RunManager with another manager binary and the webhook
+// configurations it serves (controller-gen's manifests of its release): an
+// older release, for an upgrade test.
+func (c *Cluster) RunManagerFrom(t testing.TB, bin, webhookManifests string, args ...string) *Process {
+	t.Helper()
+	port := c.installWebhooks(t, webhookManifests)
 	health := testenv.FreeAddr(t)
 	flags := slices.Concat([]string{
 		"--kubeconfig", c.ManagerKubeconfig,
@@ -353,7 +378,7 @@ func (p *Process) waitReady(url string, timeout time.Duration) error {
 // installWebhooks points the cluster's webhook configurations at a free
 // loopback port and returns it; the manager then issues its certificate and
 // injects the CA (self-signed mode).
-func (c *Cluster) installWebhooks(t testing.TB) int {
+func (c *Cluster) installWebhooks(t testing.TB, webhookManifests string) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -361,7 +386,7 @@ func (c *Cluster) installWebhooks(t testing.TB) int {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	_ = l.Close()
-	manifests, err := os.ReadFile(filepath.Join(c.root, "config", "webhook", "manifests.yaml"))
+	manifests, err := os.ReadFile(webhookManifests)
 	if errors.Is(err, os.ErrNotExist) {
 		return port
 	} else if err != nil {
