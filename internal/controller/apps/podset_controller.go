@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -252,9 +253,14 @@ func enqueueAdopter(q workqueue.TypedRateLimitingInterface[reconcile.Request], p
 }
 
 // podSetRef returns the owner reference of the PodSet controlling o, if any.
+// Any version of the group counts: pods made before an upgrade name the
+// version their PodSet had then (v1alpha1), and stay its pods.
 func podSetRef(o metav1.Object) *metav1.OwnerReference {
 	ref := metav1.GetControllerOfNoCopy(o)
-	if ref == nil || ref.Kind != "PodSet" || ref.APIVersion != appsv1beta1.GroupVersion.String() {
+	if ref == nil || ref.Kind != "PodSet" {
+		return nil
+	}
+	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != appsv1beta1.GroupVersion.Group {
 		return nil
 	}
 	return ref

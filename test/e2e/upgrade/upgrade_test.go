@@ -119,6 +119,10 @@ func TestUpgradeFromV1alpha1(t *testing.T) {
 	// The upgrade: the current install over the previous one. Until the
 	// new manager serves the conversion webhook, the objects stored as
 	// v1alpha1 read only as v1alpha1: proof of where they are stored.
+	// The webhook configuration RunManagerFrom pointed at the out-of-cluster
+	// manager (a URL) goes first: in a real cluster it names the Service, as
+	// the install does, and a URL beside the Service would be refused.
+	g.Expect(c.Kubectl("delete", "validatingwebhookconfiguration", "deckhand-validating-webhook-configuration")).Error().NotTo(HaveOccurred())
 	g.Expect(c.Install(filepath.Join(root, "dist", "install.yaml"))).To(Succeed())
 	g.Eventually(func() error { return c.Client.Get(ctx, setKey, &appsv1alpha1.PodSet{}) }).Should(Succeed())
 	g.Expect(c.Client.Get(ctx, setKey, &appsv1beta1.PodSet{})).NotTo(Succeed(), "read as v1beta1 without a conversion webhook")
