@@ -74,15 +74,14 @@ type Cluster struct {
 // Deckhand from dist/install.yaml, runs the package's tests, removes the
 // cluster, and exits.
 func Main(m *testing.M, c **Cluster, nodes int) {
-	MainWithInstall(m, c, nodes, "")
+	MainWithInstall(m, c, nodes, nil)
 }
 
-// MainWithInstall is Main with Deckhand installed from installer (a
-// multi-document YAML file) instead of dist/install.yaml: an older release,
-// for an upgrade test. "" is dist/install.yaml.
-func MainWithInstall(m *testing.M, c **Cluster, nodes int, installer string) {
+// MainWithInstall is Main with Deckhand installed by install instead of
+// from dist/install.yaml (nil): an older release, for an upgrade test.
+func MainWithInstall(m *testing.M, c **Cluster, nodes int, install func(*Cluster) error) {
 	removeOrphans()
-	cl, err := StartWithInstall(fmt.Sprintf("deckhand-e2e-%d", os.Getpid()), nodes, installer)
+	cl, err := StartWithInstall(fmt.Sprintf("deckhand-e2e-%d", os.Getpid()), nodes, install)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
 		os.Exit(1)
@@ -131,12 +130,19 @@ func removeOrphans() {
 // Managers started with RunManager authenticate as that ServiceAccount, so
 // every e2e test also proves the shipped RBAC is enough.
 func Start(name string, nodes int) (*Cluster, error) {
-	return StartWithInstall(name, nodes, "")
+	return StartWithInstall(name, nodes, nil)
 }
 
-// StartWithInstall is Start with Deckhand installed from installer; "" is
-// dist/install.yaml.
-func StartWithInstall(name string, nodes int, installer string) (*Cluster, error) {
+// InstallFile installs Deckhand from a multi-document YAML file: an
+// install.yaml (Cluster.Install).
+func InstallFile(path string) func(*Cluster) error {
+	return func(c *Cluster) error { return c.Install(path) }
+}
+
+// StartWithInstall is Start with Deckhand installed by install; nil is
+// InstallFile(dist/install.yaml). install must leave the manager's
+// ServiceAccount in Namespace and call WriteManagerKubeconfig.
+func StartWithInstall(name string, nodes int, install func(*Cluster) error) (*Cluster, error) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		return nil, err
@@ -158,10 +164,10 @@ func StartWithInstall(name string, nodes int, installer string) (*Cluster, error
 	if err := c.findRealNode(context.Background()); err != nil {
 		return nil, errors.Join(err, c.Stop())
 	}
-	if installer == "" {
-		installer = filepath.Join(c.root, "dist", "install.yaml")
+	if install == nil {
+		install = InstallFile(filepath.Join(c.root, "dist", "install.yaml"))
 	}
-	if err := c.Install(installer); err != nil {
+	if err := install(c); err != nil {
 		return nil, errors.Join(err, c.Stop())
 	}
 	return c, nil
@@ -190,10 +196,16 @@ func (c *Cluster) Install(installer string) error {
 		return err
 	}
 	if bytes.Contains(manifests, []byte("kind: CustomResourceDefinition")) {
-		if err := c.waitForCRDs(time.Minute); err != nil {
+		if err := c.WaitForCRDs(time.Minute); err != nil {
 			return err
 		}
 	}
+	return c.WriteManagerKubeconfig()
+}
+
+// WriteManagerKubeconfig writes ManagerKubeconfig: a kubeconfig that
+// authenticates as the installed manager's ServiceAccount.
+func (c *Cluster) WriteManagerKubeconfig() error {
 	ctx := context.Background()
 	tr, err := c.Clientset.CoreV1().ServiceAccounts(Namespace).CreateToken(ctx, ServiceAccount,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)}},
@@ -216,9 +228,9 @@ func (c *Cluster) Install(installer string) error {
 	return clientcmd.WriteToFile(*cfg, c.ManagerKubeconfig)
 }
 
-// waitForCRDs waits until every Deckhand CRD is Established. (kubectl wait
+// WaitForCRDs waits until every Deckhand CRD is Established. (kubectl wait
 // right after apply can fail on a CRD that has no conditions yet.)
-func (c *Cluster) waitForCRDs(timeout time.Duration) error {
+func (c *Cluster) WaitForCRDs(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		crds := &unstructured.UnstructuredList{}
