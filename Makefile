@@ -4,6 +4,9 @@
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION    ?= v2.15.0
 HELM_VERSION             ?= v3.22.0
+# promtool is pinned by hack/promtool/go.mod (Prometheus's module version:
+# v0.315.0 is Prometheus 3.15.0).
+PROMTOOL_VERSION := $(shell awk '$$1 == "github.com/prometheus/prometheus" {print $$2}' hack/promtool/go.mod)
 
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
@@ -15,6 +18,7 @@ KUBECTL    := $(K8S_BIN)/kubectl
 CONTROLLER_GEN := $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 GOLANGCI_LINT  := $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 HELM           := $(LOCALBIN)/helm-$(HELM_VERSION)
+PROMTOOL       := $(LOCALBIN)/promtool-$(PROMTOOL_VERSION)
 
 # The manager image the installs reference.
 IMG ?= ghcr.io/deckhand-dev/deckhand:latest
@@ -68,6 +72,7 @@ verify: manifests generate ## Fail if gofmt, go mod tidy or generated files are 
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go mod tidy -diff
 	cd hack/k8s && go mod tidy -diff
+	cd hack/promtool && go mod tidy -diff
 	@git diff --exit-code -- api config internal cmd charts || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- api config charts)" || { echo "untracked generated files:"; git status --porcelain -- api config charts; exit 1; }
 
@@ -75,8 +80,13 @@ verify: manifests generate ## Fail if gofmt, go mod tidy or generated files are 
 test: test-unit test-e2e ## Run every test: unit and envtest integration tests, then e2e on a fresh local cluster.
 
 .PHONY: test-unit
-test-unit: k8s-tools manifests generate ## Unit tests and integration tests against envtest (pinned apiserver and etcd).
+test-unit: k8s-tools manifests generate test-rules ## Unit tests and integration tests against envtest (pinned apiserver and etcd); the alert rules' tests.
 	go test ./... -count=1
+
+.PHONY: test-rules
+test-rules: $(PROMTOOL) ## Check the alert rules (config/prometheus/alerts.yaml) and run their unit tests with the pinned promtool.
+	$(PROMTOOL) check rules config/prometheus/alerts.yaml
+	$(PROMTOOL) test rules config/prometheus/tests/*.yaml
 
 .PHONY: test-e2e
 test-e2e: k8s-tools manifests build build-installer build-previous image node-tools $(HELM) ## End-to-end tests on a local cluster (kwok nodes and, as root, a real node) the run starts and removes.
@@ -170,7 +180,7 @@ helm-lint: $(HELM) ## Lint the Helm chart.
 ##@ Tools
 
 .PHONY: tools
-tools: k8s-tools $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(HELM) ## Build every pinned tool into bin/ (minutes the first time, seconds after).
+tools: k8s-tools $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(HELM) $(PROMTOOL) ## Build every pinned tool into bin/ (minutes the first time, seconds after).
 
 .PHONY: node-tools
 node-tools: ## As root: install containerd, runc, CNI plugins, busybox-static; build the kubelet (bin/node) and the test images.
@@ -194,3 +204,8 @@ $(GOLANGCI_LINT):
 $(HELM):
 	GOBIN=$(LOCALBIN)/.gobin go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 	mv $(LOCALBIN)/.gobin/helm $@
+
+# Not `go install ...@version`: Prometheus's go.mod has a replace directive,
+# which go install refuses; hack/promtool repeats it.
+$(PROMTOOL):
+	cd hack/promtool && go build -trimpath -o $@ github.com/prometheus/prometheus/cmd/promtool

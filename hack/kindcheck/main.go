@@ -160,6 +160,8 @@ func check(crds []crd) error {
 			{!slices.Contains(strings.Fields(string(samples)), sample), "config/samples/kustomization.yaml does not list " + sample},
 			{!strings.Contains(string(readme), kind), "README.md does not mention " + kind},
 			{!docMentions(kind), "no page in docs/ is about " + kind},
+			{!exists(filepath.Join("config", "rbac", lower+"_editor_role.yaml")), "no editor ClusterRole config/rbac/" + lower + "_editor_role.yaml"},
+			{!exists(filepath.Join("config", "rbac", lower+"_viewer_role.yaml")), "no viewer ClusterRole config/rbac/" + lower + "_viewer_role.yaml"},
 		} {
 			if gap.missing {
 				errs = append(errs, fmt.Errorf("%s: %s", kind, gap.what))

@@ -95,6 +95,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 			"installed webhook configurations that point at this manager will refuse those kinds; " +
 			"PodSets and PodBuggers cannot be read or written as v1alpha1 (no conversion webhook)")
 	}
+	if opts.WebhooksEnabled() {
+		webhookcert.ReportExpiry(opts.WebhookCertDir)
+	}
 	if opts.WebhooksEnabled() && opts.WebhookCertMode == CertModeSelfSigned {
 		if err := selfSignedCerts(ctx, mgr, cfg, opts); err != nil {
 			return nil, err

@@ -32,6 +32,12 @@ type Writer[S any] struct {
 
 	mu      sync.Mutex
 	written map[types.NamespacedName]record[S]
+
+	// kind and conditions are set by ConditionMetrics; shown is, per
+	// object, the reason of each condition type the gauge shows.
+	kind       string
+	conditions func(*S) []metav1.Condition
+	shown      map[types.NamespacedName]map[string]string
 }
 
 // record is the last status a Writer wrote for one object.
@@ -42,8 +48,12 @@ type record[S any] struct {
 }
 
 // NewWriter returns a Writer that writes through c's status subresource.
-func NewWriter[S any](c client.StatusClient) *Writer[S] {
-	return &Writer[S]{client: c, written: map[types.NamespacedName]record[S]{}}
+func NewWriter[S any](c client.StatusClient, opts ...Option[S]) *Writer[S] {
+	w := &Writer[S]{client: c, written: map[types.NamespacedName]record[S]{}, shown: map[types.NamespacedName]map[string]string{}}
+	for _, o := range opts {
+		o(w)
+	}
+	return w
 }
 
 // Write makes the status of obj on the apiserver equal to want. obj is the
@@ -51,9 +61,12 @@ func NewWriter[S any](c client.StatusClient) *Writer[S] {
 // its status field. When the apiserver already holds want, Write sends
 // nothing; otherwise it sends one request and, on success, obj and *current
 // reflect what the apiserver now holds. An object deleted meanwhile is no
-// error.
+// error. With ConditionMetrics, the conditions the apiserver then holds are
+// shown in the deckhand_status_condition gauge.
 func (w *Writer[S]) Write(ctx context.Context, obj client.Object, current *S, want S) error {
+	key := client.ObjectKeyFromObject(obj)
 	if equality.Semantic.DeepEqual(w.held(obj, *current), want) {
+		w.showConditions(key, &want)
 		return nil
 	}
 	body, err := json.Marshal([]jsonPatchOp{{Op: "add", Path: "/status", Value: want}})
@@ -62,15 +75,16 @@ func (w *Writer[S]) Write(ctx context.Context, obj client.Object, current *S, wa
 	}
 	if err := w.client.Status().Patch(ctx, obj, client.RawPatch(types.JSONPatchType, body)); err != nil {
 		if apierrors.IsNotFound(err) {
-			w.Forget(client.ObjectKeyFromObject(obj))
+			w.Forget(key)
 			return nil
 		}
 		return fmt.Errorf("writing status: %w", err)
 	}
 	// obj, and with it *current, now holds what the apiserver answered.
 	w.mu.Lock()
-	w.written[client.ObjectKeyFromObject(obj)] = record[S]{uid: obj.GetUID(), resourceVersion: obj.GetResourceVersion(), status: *current}
+	w.written[key] = record[S]{uid: obj.GetUID(), resourceVersion: obj.GetResourceVersion(), status: *current}
 	w.mu.Unlock()
+	w.showConditions(key, current)
 	return nil
 }
 
@@ -89,11 +103,12 @@ func (w *Writer[S]) held(obj client.Object, cached S) S {
 	return rec.status
 }
 
-// Forget drops what the Writer remembers of the object key names: call it
-// when the object is gone.
+// Forget drops what the Writer remembers of the object key names, and its
+// condition series: call it when the object is gone.
 func (w *Writer[S]) Forget(key types.NamespacedName) {
 	w.mu.Lock()
 	delete(w.written, key)
+	w.forgetConditions(key)
 	w.mu.Unlock()
 }
 

@@ -150,3 +150,67 @@ func TestSetCondition(t *testing.T) {
 		})
 	}
 }
+
+// With ConditionMetrics, deckhand_status_condition shows each condition the
+// apiserver holds (1 True, 0 False, -1 Unknown), labelled with its current
+// reason only, also when the write sends nothing; Forget drops the series.
+func TestConditionMetrics(t *testing.T) {
+	g := NewWithT(t)
+	set := newSet(t)
+	key := client.ObjectKeyFromObject(set)
+	w := status.NewWriter(env.Client, status.ConditionMetrics("PodSet", func(s *appsv1beta1.PodSetStatus) []metav1.Condition { return s.Conditions }))
+	labels := func(typ, reason string) map[string]string {
+		l := map[string]string{"kind": "PodSet", "namespace": key.Namespace, "name": key.Name}
+		if typ != "" {
+			l["type"] = typ
+		}
+		if reason != "" {
+			l["reason"] = reason
+		}
+		return l
+	}
+	cond := func(typ string, st metav1.ConditionStatus, reason string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: st, Reason: reason, Message: "m", LastTransitionTime: metav1.Now().Rfc3339Copy()}
+	}
+	value := func(typ, reason string) float64 {
+		v, err := testenv.Metric("deckhand_status_condition", labels(typ, reason))
+		g.Expect(err).NotTo(HaveOccurred())
+		return v
+	}
+	series := func(typ, reason string) int {
+		n, err := testenv.MetricSeries("deckhand_status_condition", labels(typ, reason))
+		g.Expect(err).NotTo(HaveOccurred())
+		return n
+	}
+
+	failing := appsv1beta1.PodSetStatus{Conditions: []metav1.Condition{
+		cond(appsv1beta1.ConditionReplicaFailure, metav1.ConditionTrue, "FailedCreate"),
+		cond(appsv1beta1.ConditionAvailable, metav1.ConditionFalse, "MinimumReplicasUnavailable"),
+		cond(appsv1beta1.ConditionProgressing, metav1.ConditionUnknown, "Waiting"),
+	}}
+	g.Expect(w.Write(ctx, set, &set.Status, failing)).To(Succeed())
+	g.Expect(value(appsv1beta1.ConditionReplicaFailure, "FailedCreate")).To(Equal(1.0))
+	g.Expect(value(appsv1beta1.ConditionAvailable, "MinimumReplicasUnavailable")).To(Equal(0.0))
+	g.Expect(series(appsv1beta1.ConditionAvailable, "")).To(Equal(1))
+	g.Expect(value(appsv1beta1.ConditionProgressing, "Waiting")).To(Equal(-1.0))
+
+	// A fresh Writer (a new leader) that finds the status already written
+	// sends nothing, and shows it all the same.
+	w2 := status.NewWriter(env.Client, status.ConditionMetrics("PodSet", func(s *appsv1beta1.PodSetStatus) []metav1.Condition { return s.Conditions }))
+	w.Forget(key)
+	g.Expect(series("", "")).To(BeZero())
+	g.Expect(w2.Write(ctx, set, &set.Status, failing)).To(Succeed())
+	g.Expect(series("", "")).To(Equal(3))
+
+	// Recovered: the old reason's series goes, and a type the status no
+	// longer has goes too.
+	healthy := appsv1beta1.PodSetStatus{Conditions: []metav1.Condition{
+		cond(appsv1beta1.ConditionAvailable, metav1.ConditionTrue, "MinimumReplicasAvailable"),
+	}}
+	g.Expect(w2.Write(ctx, set, &set.Status, healthy)).To(Succeed())
+	g.Expect(series("", "")).To(Equal(1))
+	g.Expect(value(appsv1beta1.ConditionAvailable, "MinimumReplicasAvailable")).To(Equal(1.0))
+
+	w2.Forget(key)
+	g.Expect(series("", "")).To(BeZero())
+}

@@ -229,3 +229,31 @@ func TestEnsureInjectsIntoCRDConversionWebhooks(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(crd), crd)).To(Succeed())
 	g.Expect(crd.GetResourceVersion()).To(Equal(rv))
 }
+
+// deckhand_webhook_certificate_expiry_timestamp_seconds is the expiry of
+// the certificate being served, and follows a renewal.
+func TestExpiryGaugeFollowsTheServedCertificate(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	r := rotator(t, ns, webhookConfig(t).Name)
+	g.Expect(r.Ensure(ctx)).To(Succeed())
+	webhookcert.ReportExpiry(r.CertDir)
+	notAfter := func() float64 {
+		pair, err := tls.LoadX509KeyPair(filepath.Join(r.CertDir, "tls.crt"), filepath.Join(r.CertDir, "tls.key"))
+		g.Expect(err).NotTo(HaveOccurred())
+		leaf, err := x509.ParseCertificate(pair.Certificate[0])
+		g.Expect(err).NotTo(HaveOccurred())
+		return float64(leaf.NotAfter.Unix())
+	}
+	gauge := func() (float64, error) {
+		return testenv.Metric("deckhand_webhook_certificate_expiry_timestamp_seconds", nil)
+	}
+	first := notAfter()
+	g.Expect(gauge()).To(Equal(first))
+
+	r.Now = func() time.Time { return time.Now().Add(330 * 24 * time.Hour) }
+	g.Expect(r.Ensure(ctx)).To(Succeed())
+	g.Expect(notAfter()).To(BeNumerically(">", first))
+	g.Expect(gauge()).To(Equal(notAfter()))
+}

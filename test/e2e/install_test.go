@@ -77,6 +77,8 @@ func TestHelmChartInstallsWhatInstallYAMLInstalls(t *testing.T) {
 	for _, kind := range []string{"ClusterRole", "Role", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "CustomResourceDefinition"} {
 		g.Expect(specs(fromChart, kind)).To(Equal(specs(fromInstaller, kind)), kind)
 	}
+	// The roles aggregate into the same built-in roles.
+	g.Expect(aggregation(fromChart)).To(Equal(aggregation(fromInstaller)))
 
 	// The chart in a restricted namespace of its own: its namespaced objects
 	// for real (the manager pod must be admitted), its cluster-wide ones
@@ -174,6 +176,26 @@ func identities(objs []*unstructured.Unstructured) []string {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// aggregation returns, by ClusterRole name, the built-in roles it is
+// aggregated into (its rbac.authorization.k8s.io/aggregate-to-* labels).
+func aggregation(objs []*unstructured.Unstructured) map[string][]string {
+	out := map[string][]string{}
+	for _, o := range objs {
+		if o.GetKind() != "ClusterRole" {
+			continue
+		}
+		into := []string{}
+		for k, v := range o.GetLabels() {
+			if role, ok := strings.CutPrefix(k, "rbac.authorization.k8s.io/aggregate-to-"); ok && v == "true" {
+				into = append(into, role)
+			}
+		}
+		slices.Sort(into)
+		out[o.GetName()] = into
+	}
+	return out
 }
 
 // specs returns, by name, what objects of kind say apart from metadata.

@@ -5,11 +5,13 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -256,6 +258,12 @@ func TestRealNodeModelBoxWaitsForItsReadinessProbe(t *testing.T) {
 
 	// The other box's container runs, its probe gets 404s: not available.
 	var pod corev1.Pod
+	t.Cleanup(func() {
+		if t.Failed() && pod.Name != "" {
+			logs, err := c.KubectlWithin(kubectlWait, "logs", "-n", ns, pod.Name, "--tail", "60")
+			t.Logf("manager pod %s/%s logs (%v):\n%s", ns, pod.Name, err, logs)
+		}
+	})
 	g.Eventually(func(g Gomega) {
 		pods := &corev1.PodList{}
 		g.Expect(c.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{modelcontroller.LabelModelBox: "not-yet"})).To(Succeed())
@@ -321,41 +329,111 @@ func TestRealNodePodBuggerDebugContainerRuns(t *testing.T) {
 	g.Expect(c.KubectlWithin(kubectlWait, "exec", "-n", ns, "web", "-c", "shell", "--", "hostname")).To(Equal("web\n"))
 }
 
+// The names the install (install.yaml or the Helm chart) gives the manager's
+// objects, in whatever namespace it goes to.
+const (
+	managerDeployment = "deckhand-controller-manager"
+	metricsService    = "deckhand-controller-manager-metrics"
+	webhookService    = "deckhand-webhook-service"
+)
+
 // The manager installed from install.yaml runs on the real node from its own
-// image (bin/images/deckhand.tar, imported by hack/realnode.sh): it passes
-// its probes, becomes leader, serves its webhooks through its Service and
-// its metrics to a scraper with a bound token. The test moves the installed
-// Deployment there and back.
+// image (bin/images/deckhand.tar, imported by hack/realnode.sh). The test
+// moves the installed Deployment there and back: elsewhere its pod is a kwok
+// pod, which runs nothing.
 func TestRealNodeRunsTheInstalledManager(t *testing.T) {
-	// Not yet seen passing: its first run met a controller-manager that had
-	// exited on the loaded machine, later runs did not finish in time.
-	if os.Getenv("DECKHAND_E2E_INSTALLED_MANAGER") == "" {
-		t.Skip("skipped: not yet proven on the real node; set DECKHAND_E2E_INSTALLED_MANAGER=1 to run it")
-	}
 	node := c.RealNode(t)
 	g := rnG(t)
-	ctx := context.Background()
-	key := client.ObjectKey{Namespace: cluster.Namespace, Name: "deckhand-controller-manager"}
+	key := client.ObjectKey{Namespace: cluster.Namespace, Name: managerDeployment}
 
 	// The webhook configurations as installed: calling the Service (earlier
 	// tests pointed them at a manager process on 127.0.0.1).
 	installWebhookConfigurations(t)
 
 	original := &appsv1.Deployment{}
-	g.Expect(c.Client.Get(ctx, key, original)).To(Succeed())
+	g.Expect(c.Client.Get(context.Background(), key, original)).To(Succeed())
+	t.Cleanup(func() { moveManagerBack(t, node, key, original.Spec.Template) })
 	setTemplate(g, key, func(spec *corev1.PodSpec) {
 		spec.NodeSelector = map[string]string{cluster.RealNodeLabel: "true"}
 		spec.Tolerations = []corev1.Toleration{cluster.RealNodeToleration()}
 		spec.Containers[0].ImagePullPolicy = corev1.PullNever
 	})
-	t.Cleanup(func() { moveManagerBack(t, node, key, original.Spec.Template) })
+
+	managerServesOnRealNode(t, node, cluster.Namespace)
+}
+
+// The Helm chart installs the manager on the real node from its image
+// (pulled never) in a fresh namespace and release, and it does there what
+// the install.yaml copy does. The chart's cluster-wide objects (RBAC,
+// webhook configurations) have the same names as install.yaml's: the release
+// takes them over for the test and dist/install.yaml is applied again after
+// it. The install.yaml copy keeps running as a kwok pod meanwhile, which runs
+// nothing: the chart's manager is the only one at work (its Lease is in its
+// own namespace).
+func TestRealNodeRunsTheHelmChart(t *testing.T) {
+	node := c.RealNode(t)
+	helm := helmBinary(t)
+	ns := c.Namespace(t, map[string]string{"pod-security.kubernetes.io/enforce": "restricted"})
+	values, err := json.Marshal(map[string]any{
+		"image":        map[string]any{"pullPolicy": corev1.PullNever},
+		"nodeSelector": map[string]string{cluster.RealNodeLabel: "true"},
+		"tolerations":  []corev1.Toleration{cluster.RealNodeToleration()},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	valuesFile := filepath.Join(t.TempDir(), "values.json")
+	if err := os.WriteFile(valuesFile, values, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const release = "deckhand-e2e"
+	t.Cleanup(func() { uninstallChart(t, helm, ns, release) })
+	out, err := exec.Command(helm, "install", release, chartDir(), "--namespace", ns, "--kubeconfig", c.Kubeconfig,
+		"--take-ownership", "--values", valuesFile).CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm install: %v\n%s", err, out)
+	}
+
+	managerServesOnRealNode(t, node, ns)
+}
+
+// uninstallChart removes the release, waits until its manager has left the
+// real node, and applies dist/install.yaml again for the cluster-wide
+// objects the release had taken over (and deleted).
+func uninstallChart(t *testing.T, helm, ns, release string) {
+	g := rnG(t)
+	out, err := exec.Command(helm, "uninstall", release, "--namespace", ns, "--kubeconfig", c.Kubeconfig,
+		"--ignore-not-found", "--wait").CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "helm uninstall: %s", out)
+	g.Eventually(func(g Gomega) {
+		pods := &corev1.PodList{}
+		g.Expect(c.Client.List(context.Background(), pods, client.InNamespace(ns))).To(Succeed())
+		g.Expect(pods.Items).To(BeEmpty())
+	}).Should(Succeed())
+	g.Expect(c.Kubectl("apply", "--server-side", "--force-conflicts", "-f", filepath.Join(repoRoot(), "dist", "install.yaml"))).
+		Error().NotTo(HaveOccurred())
+	// The installed ServiceAccount, which later tests' managers run as, has
+	// its permissions back.
+	binding := &rbacv1.ClusterRoleBinding{}
+	g.Expect(c.Client.Get(context.Background(), client.ObjectKey{Name: "deckhand-manager-rolebinding"}, binding)).To(Succeed())
+	g.Expect(binding.Subjects).To(ConsistOf(HaveField("Namespace", cluster.Namespace)))
+}
+
+// managerServesOnRealNode proves that the manager installed in ns runs on
+// the real node and does its job there: it passes its probes, becomes
+// leader, serves its webhooks through its Service and its metrics to a
+// scraper with a bound token, and to no one else.
+func managerServesOnRealNode(t *testing.T, node, ns string) {
+	t.Helper()
+	g := rnG(t)
+	ctx := context.Background()
 
 	// Ready means its readiness probe (/readyz: caches synced, webhook server
-	// serving) passed on the node.
+	// serving) passed on the node; no restart means its liveness probe did.
 	var pod corev1.Pod
 	g.Eventually(func(g Gomega) {
 		pods := &corev1.PodList{}
-		g.Expect(c.Client.List(ctx, pods, client.InNamespace(cluster.Namespace),
+		g.Expect(c.Client.List(ctx, pods, client.InNamespace(ns),
 			client.MatchingLabels{"control-plane": "controller-manager"})).To(Succeed())
 		var onNode []corev1.Pod
 		for _, p := range pods.Items {
@@ -371,16 +449,33 @@ func TestRealNodeRunsTheInstalledManager(t *testing.T) {
 			HaveField("ImageID", Not(BeEmpty())))))
 	}).WithTimeout(3 * time.Minute).Should(Succeed())
 
-	// Leader: the Lease names the pod (controller-runtime's identity is the
-	// hostname and a suffix).
+	// Leader: the Lease in its namespace names the pod (controller-runtime's
+	// identity is the hostname and a suffix).
 	g.Eventually(func(g Gomega) {
 		lease := &coordinationv1.Lease{}
-		g.Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: "deckhand.deckhand.dev"}, lease)).To(Succeed())
+		g.Expect(c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "deckhand.deckhand.dev"}, lease)).To(Succeed())
 		g.Expect(lease.Spec.HolderIdentity).To(HaveValue(HavePrefix(pod.Name + "_")))
 	}).Should(Succeed())
+	// The election's Event is recorded too (through core/v1 Events, which
+	// the leader election Role must allow).
+	g.Eventually(func(g Gomega) {
+		events := &corev1.EventList{}
+		g.Expect(c.Client.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+		g.Expect(events.Items).To(ContainElement(And(HaveField("Reason", "LeaderElection"),
+			HaveField("Message", And(HavePrefix(pod.Name+"_"), HaveSuffix("became leader"))))))
+	}).Should(Succeed())
 
-	// Webhooks through the Service: a regular expression only the webhook
-	// compiles is refused, naming the field.
+	// Webhooks through the Service: the configuration calls the Service in
+	// ns, whose only endpoint is the pod (the apiserver dials endpoints:
+	// hack/cluster.sh), and a regular expression only the webhook compiles
+	// is refused, naming the field.
+	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	g.Expect(c.Client.Get(ctx, client.ObjectKey{Name: "deckhand-validating-webhook-configuration"}, cfg)).To(Succeed())
+	g.Expect(cfg.Webhooks).NotTo(BeEmpty())
+	for _, w := range cfg.Webhooks {
+		g.Expect(w.ClientConfig.Service).To(HaveValue(And(HaveField("Namespace", ns), HaveField("Name", webhookService))), w.Name)
+	}
+	g.Expect(serviceEndpoint(g, ns, webhookService, 9443)).To(Equal(net.JoinHostPort(pod.Status.PodIP, "9443")))
 	bad := &deckhandbatchv1.JobWatcher{
 		ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace(t, nil), Name: "bad-regex"},
 		Spec: deckhandbatchv1.JobWatcherSpec{JobPolicy: deckhandbatchv1.JobPolicy{
@@ -391,9 +486,10 @@ func TestRealNodeRunsTheInstalledManager(t *testing.T) {
 	g.Eventually(func() error { return c.Client.Create(ctx, bad.DeepCopy(), client.DryRunAll) }).
 		Should(MatchError(And(ContainSubstring("spec.jobNamePatterns[0]"), ContainSubstring("error parsing regexp"))))
 
-	// Metrics through the Service's endpoint, for a scraper whose bound
-	// token may read them, and for no one else.
-	addr := metricsEndpoint(g)
+	// Metrics at the metrics Service's endpoint, the pod: for a scraper
+	// whose bound token may read them, and for no one else.
+	addr := serviceEndpoint(g, ns, metricsService, 8443)
+	g.Expect(addr).To(Equal(net.JoinHostPort(pod.Status.PodIP, "8443")))
 	scraperNS := c.Namespace(t, nil)
 	allowed := serviceAccountToken(t, scraperNS, "scraper", true)
 	denied := serviceAccountToken(t, scraperNS, "stranger", false)
@@ -457,14 +553,15 @@ func moveManagerBack(t *testing.T, node string, key client.ObjectKey, template c
 	}).Should(Succeed())
 }
 
-// metricsEndpoint is the address the metrics Service sends to.
-func metricsEndpoint(g Gomega) string {
+// serviceEndpoint is the address the Service ns/name sends port to: that
+// of its one ready endpoint, on the real node's bridge.
+func serviceEndpoint(g Gomega, ns, name string, port int32) string {
 	var addr string
 	g.Eventually(func(g Gomega) {
 		slices := &discoveryv1.EndpointSliceList{}
-		g.Expect(c.Client.List(context.Background(), slices, client.InNamespace(cluster.Namespace),
-			client.MatchingLabels{discoveryv1.LabelServiceName: "deckhand-controller-manager-metrics-service"})).To(Succeed())
-		g.Expect(slices.Items).To(HaveLen(1))
+		g.Expect(c.Client.List(context.Background(), slices, client.InNamespace(ns),
+			client.MatchingLabels{discoveryv1.LabelServiceName: name})).To(Succeed())
+		g.Expect(slices.Items).To(HaveLen(1), "EndpointSlices of Service %s/%s", ns, name)
 		var ready []string
 		for _, e := range slices.Items[0].Endpoints {
 			if ptr.Deref(e.Conditions.Ready, false) && inPodSubnet(e.Addresses[0]) {
@@ -472,8 +569,8 @@ func metricsEndpoint(g Gomega) string {
 			}
 		}
 		g.Expect(ready).To(HaveLen(1))
-		g.Expect(slices.Items[0].Ports).To(ContainElement(HaveField("Port", HaveValue(BeEquivalentTo(8443)))))
-		addr = net.JoinHostPort(ready[0], "8443")
+		g.Expect(slices.Items[0].Ports).To(ContainElement(HaveField("Port", HaveValue(Equal(port)))))
+		addr = net.JoinHostPort(ready[0], fmt.Sprint(port))
 	}).Should(Succeed())
 	return addr
 }

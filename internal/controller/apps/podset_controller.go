@@ -64,7 +64,7 @@ type PodSetReconciler struct {
 
 // NewPodSetReconciler returns a reconciler that reads and writes through c.
 func NewPodSetReconciler(c client.Client, rec events.EventRecorder) *PodSetReconciler {
-	r := &PodSetReconciler{Client: c, APIReader: c, Recorder: rec, Now: time.Now, status: status.NewWriter[appsv1beta1.PodSetStatus](c),
+	r := &PodSetReconciler{Client: c, APIReader: c, Recorder: rec, Now: time.Now, status: status.NewWriter(c, status.ConditionMetrics("PodSet", func(s *appsv1beta1.PodSetStatus) []metav1.Condition { return s.Conditions })),
 		backoff: newFinishedBackoff()}
 	r.expectations = newExpectations(func() time.Time { return r.Now() })
 	return r
@@ -115,10 +115,17 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	// While the cache has not shown this PodSet's last creations and
 	// deletions, what it shows is stale: act on it and pods would be
-	// created twice. Only report status until it has caught up. Checked
-	// before the list, as the ReplicaSet controller does: checked after, an
-	// event handled in between would let an older list pass as synced.
+	// created twice, report it and status would go back in time. Until it
+	// catches up (a few pod events; expectationsTTL bounds the wait if one
+	// was lost) only a new spec generation is acknowledged. Without this
+	// early return each pod event of a 1,000-pod scale-up would list and
+	// judge every pod again. Checked before the list, as the ReplicaSet
+	// controller does: checked after, an event handled in between would
+	// let an older list pass as synced.
 	synced := r.expectations.satisfied(set.UID)
+	if !synced && set.Status.ObservedGeneration == set.Generation {
+		return ctrl.Result{RequeueAfter: expectationsTTL}, nil
+	}
 	pods, err := r.podsOf(ctx, set)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -135,15 +142,9 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		requeue, failure = r.manage(ctx, set, pods, tmpl, hash)
 	}
 	now := r.Now()
-	// While the cache lags behind the PodSet's own writes, a status computed
-	// from it is stale too: it waits for the cache (a few pod events),
-	// unless a new spec generation must be acknowledged. A 1,000-pod
-	// scale-up then writes status a few times, not once per pod event.
-	if synced || set.Status.ObservedGeneration != set.Generation {
-		want := calculateStatus(set, pods, hash, synced, failure, metav1.NewTime(now))
-		if err := r.status.Write(ctx, set, &set.Status, want); err != nil {
-			return ctrl.Result{}, fmt.Errorf("PodSet %s: %w", req.NamespacedName, err)
-		}
+	want := calculateStatus(set, pods, hash, synced, failure, metav1.NewTime(now))
+	if err := r.status.Write(ctx, set, &set.Status, want); err != nil {
+		return ctrl.Result{}, fmt.Errorf("PodSet %s: %w", req.NamespacedName, err)
 	}
 	return resultOf(failure, requeue, untilAvailable(pods, set.Spec.MinReadySeconds, now))
 }

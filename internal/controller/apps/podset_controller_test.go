@@ -2,8 +2,10 @@ package apps_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -135,6 +137,23 @@ func scale(t *testing.T, set *appsv1beta1.PodSet, replicas int32) {
 	}
 }
 
+// A round of creations is one Event on the PodSet, not one per pod: at
+// 1,000 pods, an Event per pod doubles the scale-up's writes.
+func TestPodSetRecordsOneEventPerRound(t *testing.T) {
+	g := testenv.NewG(t)
+	set := runPodSet(t, "many", 20)
+	pods := settled(t, set, 20)
+	names := podNames(pods)
+	slices.Sort(names)
+	g.Eventually(env.Events(set.Namespace, set)).Should(ConsistOf(
+		fmt.Sprintf("%s: Created 20 pods: %s and 17 more", appscontroller.EventSuccessfulCreate, strings.Join(names[:3], ", "))))
+
+	scale(t, set, 19)
+	settled(t, set, 19)
+	g.Eventually(env.Events(set.Namespace, set)).Should(ContainElement(HavePrefix(appscontroller.EventSuccessfulDelete + ": Deleted pod: many-")))
+	g.Expect(env.Events(set.Namespace, set)()).To(HaveLen(2))
+}
+
 func TestPodSetRunsTheSeedPodAndScalesThroughTheScaleSubresource(t *testing.T) {
 	g := testenv.NewG(t)
 	ctx := context.Background()
@@ -254,6 +273,43 @@ func TestPodSetCreatesNoExtraPodsWhenTheCacheLags(t *testing.T) {
 	_, err := r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(podsOf(g, recreated)).To(HaveLen(2))
+}
+
+// countingLists counts the Lists made through it.
+type countingLists struct {
+	client.Client
+	lists atomic.Int32
+}
+
+func (c *countingLists) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	c.lists.Add(1)
+	return c.Client.List(ctx, list, opts...)
+}
+
+// While the cache has not shown a PodSet's own creations there is nothing to
+// act on: the syncs that each pod event of a large scale-up queues read no
+// pods (each would list and judge all of them).
+func TestPodSetReadsNoPodsWhileItsCreationsAreOutstanding(t *testing.T) {
+	g := testenv.NewG(t)
+	ctx := context.Background()
+	set := newPodSet(env.Namespace(t), "busy", 3)
+	env.Create(t, set)
+
+	c := &countingLists{Client: testenv.StaleLists(env.Client, &corev1.PodList{})}
+	r := appscontroller.NewPodSetReconciler(c, &events.FakeRecorder{})
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(set)}
+	_, err := r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(podsOf(g, set)).To(HaveLen(3))
+	g.Expect(get(g, set).Status.ObservedGeneration).To(Equal(get(g, set).Generation))
+
+	listed := c.lists.Load()
+	for range 5 {
+		res, err := r.Reconcile(ctx, req)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(res.RequeueAfter).To(BeNumerically(">", 0), "a lost pod event must not leave it waiting forever")
+	}
+	g.Expect(c.lists.Load()).To(Equal(listed), "pods listed while the PodSet's own creations were outstanding")
 }
 
 func TestPodSetStopsCreatingAtTheQuotaAndSaysSo(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
+	"github.com/deckhand-dev/deckhand/internal/notes"
 )
 
 // errNamespaceTerminating is a creation refused because the namespace is
@@ -76,20 +77,24 @@ func (r *PodSetReconciler) manage(ctx context.Context, set *appsv1beta1.PodSet, 
 		return wait, &syncFailure{reason: appsv1beta1.ReasonFailedDelete, err: err}
 	}
 	failing := meta.IsStatusConditionTrue(set.Status.Conditions, appsv1beta1.ConditionReplicaFailure)
-	if err := r.createPods(ctx, set, tmpl, hash, creations, firstBatch(len(active), failing)); err != nil {
+	if err := r.createPods(ctx, set, tmpl, hash, creations, initialInflight(len(active), failing)); err != nil {
 		return wait, &syncFailure{reason: appsv1beta1.ReasonFailedCreate, err: err}
 	}
 	return wait, nil
 }
 
-// createPods creates n pods in slow-start batches from initial, and stops
-// at the first batch that fails.
+// createPods creates n pods with a slow start from initial in flight, and
+// starts no more once one fails.
 func (r *PodSetReconciler) createPods(ctx context.Context, set *appsv1beta1.PodSet, tmpl corev1.PodTemplateSpec, hash string, n, initial int) error {
 	if n == 0 {
 		return nil
 	}
 	key := client.ObjectKeyFromObject(set)
-	created, errs := slowStartBatch(n, initial, func() error {
+	var (
+		mu      sync.Mutex
+		created []*corev1.Pod
+	)
+	_, errs := slowStart(n, initial, maxInflight, func() error {
 		pod := podFor(set, tmpl, hash)
 		if err := r.Create(ctx, pod); err != nil {
 			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
@@ -99,22 +104,24 @@ func (r *PodSetReconciler) createPods(ctx context.Context, set *appsv1beta1.PodS
 			// The apiserver names the pod it refused; with that name the
 			// error, and the ReplicaFailure condition quoting it, would
 			// change on every attempt.
-			err = errors.New(withoutGeneratedName(err.Error(), pod.GenerateName))
-			r.Recorder.Eventf(set, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "Error creating: %v", err)
-			return err
+			return errors.New(withoutGeneratedName(err.Error(), pod.GenerateName))
 		}
-		r.Recorder.Eventf(set, pod, corev1.EventTypeNormal, EventSuccessfulCreate, "Create", "Created pod: %s", pod.Name)
 		podsCreated.WithLabelValues(key.Namespace, key.Name).Inc()
+		mu.Lock()
+		defer mu.Unlock()
+		created = append(created, pod)
 		return nil
 	})
+	r.recordRound(set, EventSuccessfulCreate, "Create", "Created", created)
 	// Creations that failed, or were never tried, will not show up in the
 	// cache: stop waiting for them.
-	for range n - created {
+	for range n - len(created) {
 		r.expectations.creationObserved(set.UID)
 	}
 	errs = slices.DeleteFunc(errs, func(err error) bool { return errors.Is(err, errNamespaceTerminating) })
 	if len(errs) > 0 {
-		log.FromContext(ctx).V(1).Info("creating pods stopped early", "podset", klog.KObj(set), "created", created, "wanted", n)
+		log.FromContext(ctx).V(1).Info("creating pods stopped early", "podset", klog.KObj(set), "created", len(created), "wanted", n)
+		r.Recorder.Eventf(set, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "Error creating %s: %v", notes.Count(len(errs), "pod"), errs[0])
 		return fmt.Errorf("creating pods: %w", errors.Join(errs...))
 	}
 	return nil
@@ -124,33 +131,53 @@ func (r *PodSetReconciler) createPods(ctx context.Context, set *appsv1beta1.PodS
 func (r *PodSetReconciler) deletePods(ctx context.Context, set *appsv1beta1.PodSet, pods []*corev1.Pod) error {
 	key := client.ObjectKeyFromObject(set)
 	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
+		mu      sync.Mutex
+		errs    []error
+		deleted []*corev1.Pod
+		wg      sync.WaitGroup
 	)
 	for _, pod := range pods {
 		wg.Go(func() {
 			// The UID precondition keeps a slow delete from removing a
 			// different pod that took the same name since.
 			err := r.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
+			if err != nil {
+				// Already gone, or failed: nothing will show, stop waiting.
+				r.expectations.deletionObserved(set.UID, pod.Name)
+			}
+			mu.Lock()
+			defer mu.Unlock()
 			switch {
 			case err == nil:
-				r.Recorder.Eventf(set, pod, corev1.EventTypeNormal, EventSuccessfulDelete, "Delete", "Deleted pod: %s", pod.Name)
 				podsDeleted.WithLabelValues(key.Namespace, key.Name).Inc()
+				deleted = append(deleted, pod)
 			case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-				// Already gone: nothing will show, stop waiting.
-				r.expectations.deletionObserved(set.UID, pod.Name)
 			default:
-				r.expectations.deletionObserved(set.UID, pod.Name)
-				r.Recorder.Eventf(set, pod, corev1.EventTypeWarning, EventFailedDelete, "Delete", "Error deleting: %v", err)
-				mu.Lock()
 				errs = append(errs, fmt.Errorf("deleting pod %s: %w", pod.Name, err))
-				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
+	r.recordRound(set, EventSuccessfulDelete, "Delete", "Deleted", deleted)
+	if len(errs) > 0 {
+		r.Recorder.Eventf(set, nil, corev1.EventTypeWarning, EventFailedDelete, "Delete", "Error deleting %s: %v", notes.Count(len(errs), "pod"), errs[0])
+	}
 	return errors.Join(errs...)
+}
+
+// recordRound records one Event for a round of creations or deletions. An
+// Event per pod, as the ReplicaSet controller writes until its recorder's
+// spam filter drops them, would be an API write per pod competing with the
+// pods' own: a 1,000-pod scale-up writes two Events instead of 1,000.
+func (r *PodSetReconciler) recordRound(set *appsv1beta1.PodSet, reason, action, verb string, pods []*corev1.Pod) {
+	switch len(pods) {
+	case 0:
+		return
+	case 1:
+		r.Recorder.Eventf(set, pods[0], corev1.EventTypeNormal, reason, action, "%s pod: %s", verb, pods[0].Name)
+		return
+	}
+	r.Recorder.Eventf(set, nil, corev1.EventTypeNormal, reason, action, "%s %d pods: %s", verb, len(pods), notes.Names(pods))
 }
 
 // withoutGeneratedName removes from msg the random suffix the apiserver gave

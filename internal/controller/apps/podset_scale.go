@@ -20,65 +20,68 @@ const burstLimit = 500
 // pods are cheaper to remove; the ReplicaSet controller honours the same one.
 const podDeletionCost = "controller.kubernetes.io/pod-deletion-cost"
 
-// slowStartBatchSizes splits n into batches that double from initial: 1, 2,
-// 4, … with the last one cut to what is left.
-func slowStartBatchSizes(n, initial int) []int {
-	var sizes []int
-	for batch := initial; n > 0; batch *= 2 {
-		b := min(batch, n)
-		sizes = append(sizes, b)
-		n -= b
-	}
-	return sizes
-}
+// maxInflight caps the creations one sync has in flight at once: as many as
+// the 64 parallel clients that bound what this cluster's apiserver accepts
+// (make bench, "raw ceiling").
+const maxInflight = 64
 
-// slowStartBatch calls fn n times, in batches that double in size (initial,
-// 2×initial, …), the calls of a batch in parallel. It stops after the first batch in
-// which a call fails, so that a request that fails for every pod (a quota, a
-// webhook that refuses them) is made a handful of times, not n times. It
-// returns how many calls succeeded and the errors of the failed ones.
-func slowStartBatch(n, initial int, fn func() error) (succeeded int, errs []error) {
-	for _, size := range slowStartBatchSizes(n, initial) {
-		var (
-			mu sync.Mutex
-			wg sync.WaitGroup
-		)
-		for range size {
-			wg.Go(func() {
-				err := fn()
-				mu.Lock()
-				defer mu.Unlock()
-				if err != nil {
-					errs = append(errs, err)
-				} else {
-					succeeded++
-				}
-			})
+// slowStart calls fn n times, with at most initial calls in flight at
+// first and one more allowed with each success, up to limit: like TCP's slow
+// start, the concurrency doubles every round trip while calls succeed. Unlike
+// batches that double (the ReplicaSet controller's slowStartBatch), it never
+// waits for the slowest call of a batch before starting the next ones. Once a
+// call fails no new call starts, so a request that fails for every pod (a
+// quota, a webhook that refuses them) is made a handful of times, not n
+// times. It returns how many calls succeeded and the errors of the failed
+// ones.
+func slowStart(n, initial, limit int, fn func() error) (succeeded int, errs []error) {
+	var (
+		mu       sync.Mutex
+		done     = sync.NewCond(&mu)
+		wg       sync.WaitGroup
+		inflight int
+		allowed  = max(1, min(initial, limit))
+	)
+	mu.Lock()
+	for started := 0; started < n && len(errs) == 0; started++ {
+		for inflight >= allowed && len(errs) == 0 {
+			done.Wait()
 		}
-		wg.Wait()
 		if len(errs) > 0 {
-			return succeeded, errs
+			break
 		}
+		inflight++
+		wg.Go(func() {
+			err := fn()
+			mu.Lock()
+			defer mu.Unlock()
+			inflight--
+			if err != nil {
+				errs = append(errs, err)
+			} else {
+				succeeded++
+				allowed = min(allowed+1, limit)
+			}
+			done.Signal()
+		})
 	}
-	return succeeded, nil
+	mu.Unlock()
+	wg.Wait()
+	return succeeded, errs
 }
 
-// maxWarmBatch caps the first creation batch of a PodSet whose template is
-// known to be creatable.
-const maxWarmBatch = 64
-
-// firstBatch is the size of a sync's first creation batch. A PodSet whose
-// last attempts did not fail (no ReplicaFailure) and that already has active
-// pods has shown that its pods are admitted: it starts at as many as it has,
-// up to maxWarmBatch, instead of at one, so the second round of a large
-// scale-up does not ramp up from a single pod again. A new PodSet, or one
-// whose creations failed, starts at one: a quota or webhook that refuses
-// every pod is asked once per attempt.
-func firstBatch(active int, failing bool) int {
+// initialInflight is how many creations a sync starts with in flight. A
+// PodSet whose last attempts did not fail (no ReplicaFailure) and that
+// already has active pods has shown that its pods are admitted: it starts at
+// as many as it has, up to maxInflight, instead of at one, so the second
+// round of a large scale-up does not ramp up from a single pod again. A new
+// PodSet, or one whose creations failed, starts at one: a quota or webhook
+// that refuses every pod is asked once per attempt.
+func initialInflight(active int, failing bool) int {
 	if failing {
 		return 1
 	}
-	return max(1, min(active, maxWarmBatch))
+	return max(1, min(active, maxInflight))
 }
 
 // deletionOrder sorts pods so that the ones to delete first come first:

@@ -3,6 +3,7 @@ package apps
 import (
 	"errors"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -162,58 +163,71 @@ func TestDeletionOrder(t *testing.T) {
 	}
 }
 
-func TestSlowStartBatchSizes(t *testing.T) {
+func TestSlowStartStopsAfterTheFirstFailure(t *testing.T) {
 	tests := map[string]struct {
-		n    int
-		want []int
-	}{
-		"none":           {n: 0, want: nil},
-		"one":            {n: 1, want: []int{1}},
-		"exact doubling": {n: 7, want: []int{1, 2, 4}},
-		"cut last batch": {n: 10, want: []int{1, 2, 4, 3}},
-		"burst":          {n: 500, want: []int{1, 2, 4, 8, 16, 32, 64, 128, 245}},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			if got := slowStartBatchSizes(tc.n, 1); !slices.Equal(got, tc.want) {
-				t.Errorf("slowStartBatchSizes(%d) = %v, want %v", tc.n, got, tc.want)
-			}
-		})
-	}
-}
-
-func TestSlowStartBatchStopsAtTheFirstFailingBatch(t *testing.T) {
-	tests := map[string]struct {
-		n, failFrom   int // calls numbered from 1; fail from this call on (0: never)
-		wantCalls     int
+		n, failFrom   int // calls numbered from 1 in the order they start; fail from this call on (0: never)
+		maxCalls      int // calls in flight when the first failure returns may still finish
 		wantSucceeded int
 	}{
-		"all succeed":               {n: 10, wantCalls: 10, wantSucceeded: 10},
-		"first call fails":          {n: 100, failFrom: 1, wantCalls: 1, wantSucceeded: 0},
-		"quota after three":         {n: 100, failFrom: 4, wantCalls: 7, wantSucceeded: 3},
-		"fails in the last batch":   {n: 10, failFrom: 10, wantCalls: 10, wantSucceeded: 9},
-		"every call in batch fails": {n: 3, failFrom: 2, wantCalls: 3, wantSucceeded: 1},
+		"all succeed":             {n: 10, maxCalls: 10, wantSucceeded: 10},
+		"first call fails":        {n: 100, failFrom: 1, maxCalls: 1},
+		"quota after three":       {n: 100, failFrom: 4, maxCalls: 3 + 4, wantSucceeded: 3},
+		"fails in the last call":  {n: 10, failFrom: 10, maxCalls: 10, wantSucceeded: 9},
+		"every later call fails":  {n: 3, failFrom: 2, maxCalls: 3, wantSucceeded: 1},
+		"quota after a long ramp": {n: 1000, failFrom: 201, maxCalls: 200 + 8, wantSucceeded: 200},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			var calls atomic.Int32
-			succeededN, errs := slowStartBatch(tc.n, 1, func() error {
+			succeeded, errs := slowStart(tc.n, 1, 8, func() error {
 				if n := int(calls.Add(1)); tc.failFrom > 0 && n >= tc.failFrom {
 					return errors.New("exceeded quota")
 				}
 				return nil
 			})
-			if int(calls.Load()) != tc.wantCalls || succeededN != tc.wantSucceeded {
-				t.Errorf("calls = %d, succeeded = %d; want %d, %d", calls.Load(), succeededN, tc.wantCalls, tc.wantSucceeded)
+			if got := int(calls.Load()); got > tc.maxCalls || succeeded != tc.wantSucceeded {
+				t.Errorf("calls = %d, succeeded = %d; want at most %d, %d", got, succeeded, tc.maxCalls, tc.wantSucceeded)
 			}
-			if wantErrs := tc.wantCalls - tc.wantSucceeded; len(errs) != wantErrs {
+			if wantErrs := int(calls.Load()) - tc.wantSucceeded; len(errs) != wantErrs {
 				t.Errorf("errors = %d, want %d", len(errs), wantErrs)
 			}
 		})
 	}
 }
 
-func TestFirstBatch(t *testing.T) {
+// The concurrency starts at the initial value, grows by one per success and
+// never passes the limit.
+func TestSlowStartRampsUpToTheLimit(t *testing.T) {
+	var (
+		mu                 sync.Mutex
+		inflight, peak, ok int
+		overGrowth         bool
+	)
+	succeeded, errs := slowStart(500, 2, 16, func() error {
+		mu.Lock()
+		inflight++
+		peak = max(peak, inflight)
+		overGrowth = overGrowth || inflight > 2+ok
+		mu.Unlock()
+		time.Sleep(100 * time.Microsecond)
+		mu.Lock()
+		inflight--
+		ok++
+		mu.Unlock()
+		return nil
+	})
+	if succeeded != 500 || len(errs) != 0 {
+		t.Fatalf("succeeded = %d, errors = %d; want 500, 0", succeeded, len(errs))
+	}
+	if peak != 16 {
+		t.Errorf("most calls in flight = %d, want the limit, 16", peak)
+	}
+	if overGrowth {
+		t.Errorf("more calls in flight than the initial 2 plus the successes so far")
+	}
+}
+
+func TestInitialInflight(t *testing.T) {
 	tests := map[string]struct {
 		active  int
 		failing bool
@@ -221,13 +235,13 @@ func TestFirstBatch(t *testing.T) {
 	}{
 		"new PodSet starts at one":           {active: 0, want: 1},
 		"a few pods":                         {active: 3, want: 3},
-		"capped":                             {active: 500, want: maxWarmBatch},
+		"capped":                             {active: 500, want: maxInflight},
 		"failing starts at one however many": {active: 500, failing: true, want: 1},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got := firstBatch(tc.active, tc.failing); got != tc.want {
-				t.Errorf("firstBatch(%d, %v) = %d, want %d", tc.active, tc.failing, got, tc.want)
+			if got := initialInflight(tc.active, tc.failing); got != tc.want {
+				t.Errorf("initialInflight(%d, %v) = %d, want %d", tc.active, tc.failing, got, tc.want)
 			}
 		})
 	}

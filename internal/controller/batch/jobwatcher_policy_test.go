@@ -205,7 +205,21 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("live watcher: %+v", got)
 	}
 	got = summarize(dry, policies, jobs, now)
-	if got.Matched != 5 || got.Pending != 0 || got.Next != nil || len(got.WouldDelete) != 1 || got.WouldDelete[0] != "a/bad-1" {
+	if got.Matched != 5 || got.Pending != 0 || got.Expired != 0 || got.Next != nil || len(got.WouldDelete) != 1 || got.WouldDelete[0] != "a/bad-1" {
 		t.Errorf("dry-run watcher: %+v", got)
+	}
+
+	// Past their TTL, the live watcher's two succeeded Jobs are expired, as
+	// long as it is not suspended.
+	later := finishedAt.Add(2 * time.Minute)
+	if got = summarize(live, policies, jobs, later); got.Pending != 2 || got.Expired != 2 {
+		t.Errorf("live watcher after the TTL: %+v", got)
+	}
+	if got = summarize(live, policies, jobs, now); got.Expired != 0 {
+		t.Errorf("live watcher before the TTL: %+v", got)
+	}
+	live.spec.Suspend = true
+	if got = summarize(live, policies, jobs, later); got.Pending != 2 || got.Expired != 0 {
+		t.Errorf("suspended watcher after the TTL: %+v", got)
 	}
 }

@@ -51,9 +51,10 @@ type StatusReconciler struct {
 // NewStatusReconciler returns the status reconciler of JobWatchers, or with
 // cluster of ClusterJobWatchers.
 func NewStatusReconciler(c client.Client, cluster bool) *StatusReconciler {
-	return &StatusReconciler{Client: c, Now: time.Now, cluster: cluster,
-		status: status.NewWriter[deckhandbatchv1.JobWatcherStatus](c), deleted: newLedger(),
+	r := &StatusReconciler{Client: c, Now: time.Now, cluster: cluster, deleted: newLedger(),
 		evaluated: map[types.NamespacedName]time.Time{}}
+	r.status = status.NewWriter(c, status.ConditionMetrics(r.kind(), func(s *deckhandbatchv1.JobWatcherStatus) []metav1.Condition { return s.Conditions }))
+	return r
 }
 
 // Reconcile recounts what one watcher matches and governs and writes its
@@ -76,6 +77,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, err
 	}
 	s := summarize(w.policy, policies, jobs, start)
+	expiredJobs.WithLabelValues(r.kind(), req.Namespace, req.Name).Set(float64(s.Expired))
 	want := computeStatus(*w.status, w.policy, s, r.deleted.count(w.obj.GetUID(), w.status.RecentFailures), start, r.Now())
 	if err := r.status.Write(ctx, w.obj, w.status, want); err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing status of %s: %w", w.policy.key(), err)
@@ -202,11 +204,13 @@ func (r *StatusReconciler) watchersOf(ctx context.Context, job client.Object) []
 	return reqs
 }
 
-// summary is what one watcher governs among the Jobs it reaches.
+// summary is what one watcher governs among the Jobs it reaches. Expired
+// counts the pending Jobs past their expiry that an active watcher should
+// have deleted already: more than a moment's worth means deletions fail.
 type summary struct {
-	Matched, Pending int32
-	Next             *time.Time
-	WouldDelete      []string
+	Matched, Pending, Expired int32
+	Next                      *time.Time
+	WouldDelete               []string
 }
 
 // summarize judges every Job with every policy and counts, for self, the
@@ -232,6 +236,9 @@ func summarize(self *policy, policies []*policy, jobs []batchv1.Job, now time.Ti
 			continue
 		}
 		s.Pending++
+		if d.due(now) && !self.spec.Suspend {
+			s.Expired++
+		}
 		if d.Expiry.After(now) && (s.Next == nil || d.Expiry.Before(*s.Next)) {
 			s.Next = &d.Expiry
 		}

@@ -137,3 +137,43 @@ func (c *jobListCounter) lists() int {
 	defer c.mu.Unlock()
 	return c.n
 }
+
+// deckhand_jobwatcher_expired_jobs counts the Jobs a watcher should have
+// deleted by now and has not, what the DeckhandJobWatcherExpiredJobs alert
+// watches; and goes with the watcher.
+func TestExpiredJobsAreCounted(t *testing.T) {
+	g := testenv.NewG(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	_, stop := env.StartManager(t, env.ManagerOptions()) // for the webhook
+	w := jobWatcher(ns, "w", i32(3600), nil)
+	env.Create(t, w)
+	job := createJob(t, newJob(ns, "pi"), batchv1.JobComplete, time.Now())
+	g.Eventually(status(w)).Should(HaveField("PendingDeletions", BeEquivalentTo(1)))
+	// From here on only the test's reconciler, two hours later, reports:
+	// the Job is then an hour past its TTL, and nothing deletes it.
+	stop()
+	r := batchcontroller.NewStatusReconciler(env.Client, false)
+	now := time.Now().Add(2 * time.Hour)
+	r.Now = func() time.Time { now = now.Add(batchcontroller.StatusInterval); return now }
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(w)}
+	labels := map[string]string{"watcher_kind": "JobWatcher", "watcher_namespace": ns, "watcher": "w"}
+	expired := func() (float64, error) { return testenv.Metric("deckhand_jobwatcher_expired_jobs", labels) }
+
+	_, err := r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(expired()).To(Equal(1.0))
+
+	g.Expect(env.Client.Delete(ctx, job, client.PropagationPolicy("Background"))).To(Succeed())
+	g.Eventually(env.Exists(job)).Should(BeFalse())
+	_, err = r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(expired()).To(BeZero())
+	g.Expect(testenv.MetricSeries("deckhand_jobwatcher_expired_jobs", labels)).To(Equal(1))
+
+	g.Expect(env.Client.Delete(ctx, w)).To(Succeed())
+	g.Eventually(env.Exists(w)).Should(BeFalse())
+	_, err = r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(testenv.MetricSeries("deckhand_jobwatcher_expired_jobs", labels)).To(BeZero())
+}

@@ -83,7 +83,7 @@ func NewPodBuggerReconciler(c client.Client, apiReader client.Reader, recorder e
 		Recorder:  recorder,
 		Now:       time.Now,
 		Policy:    p,
-		status:    status.NewWriter[debugv1beta1.PodBuggerStatus](c),
+		status:    status.NewWriter(c, status.ConditionMetrics("PodBugger", func(s *debugv1beta1.PodBuggerStatus) []metav1.Condition { return s.Conditions })),
 		memory:    newMemory(),
 	}
 }

@@ -2,6 +2,7 @@ package debug_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -224,6 +225,13 @@ func TestMaxPodsCapsCarriers(t *testing.T) {
 	}
 	g.Consistently(carriers).Should(Equal(2))
 	g.Expect(status(pb)()).To(installed(2))
+
+	// One Event for the pass, naming both pods: not an API write per pod.
+	injected := func() ([]string, error) {
+		evs, err := env.Events(ns, pb)()
+		return slices.DeleteFunc(evs, func(e string) bool { return !strings.HasPrefix(e, debugcontroller.ReasonInjected+":") }), err
+	}
+	g.Eventually(injected).Should(ConsistOf(MatchRegexp(`^Injected: Added ephemeral container web-debug \(image .+\) to 2 pods: web-\d, web-\d$`)))
 }
 
 func TestSuspendStopsNewInjections(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+	"github.com/deckhand-dev/deckhand/internal/notes"
 )
 
 // inject adds pb's container to the pods the plan names, unless a safety
@@ -35,40 +37,45 @@ func (r *PodBuggerReconciler) inject(ctx context.Context, pb *debugv1beta1.PodBu
 			injections.WithLabelValues(key.Namespace, key.Name, resultSkipped).Inc()
 		}
 	}
-	var result ctrl.Result
-	var errs []error
+	var (
+		result ctrl.Result
+		errs   []error
+		added  []*corev1.Pod
+	)
 	queue, spare := p.inject, p.spare
 	for len(queue) > 0 {
-		pod := queue[0]
-		queue = queue[1:]
-		err := r.addContainer(ctx, pod, debugContainer(pb))
-		switch {
-		case err == nil:
-			o.carriers[pod.UID] = carrier{name: pod.Name, addedAt: r.Now(), state: debugv1beta1.DebuggerUnknown}
-			injections.WithLabelValues(key.Namespace, key.Name, resultAdded).Inc()
-			log.FromContext(ctx).Info("added debug container", "pod", klog.KObj(pod), "container", ContainerName(pb.Name))
-			r.Recorder.Eventf(pb, pod, corev1.EventTypeNormal, ReasonInjected, "AddEphemeralContainer",
-				"Added ephemeral container %s (image %s, profile %s) to pod %s", ContainerName(pb.Name), pb.Spec.Image, pb.Spec.Profile, pod.Name)
-			continue
-		case apierrors.IsConflict(err):
-			// The pod changed (or its UID did) since it was read: look again
-			// once the watch catches up, never on stale data.
-			result.RequeueAfter = time.Second
-			continue
-		case apierrors.IsNotFound(err):
-			// The pod is gone; its place goes to the next pod.
-		case refused(err):
-			o.memory.refuse(pod, err, o.now)
-			r.failed(pb, pod, err)
-		default:
-			r.failed(pb, pod, err)
-			errs = append(errs, fmt.Errorf("adding debug container to pod %s: %w", pod.Name, err))
-			continue
-		}
-		if len(spare) > 0 {
-			queue, spare = append(queue, spare[0]), spare[1:]
+		wave := queue[:min(len(queue), injectParallelism)]
+		queue = queue[len(wave):]
+		for i, err := range r.addContainers(ctx, wave, debugContainer(pb)) {
+			pod := wave[i]
+			switch {
+			case err == nil:
+				o.carriers[pod.UID] = carrier{name: pod.Name, addedAt: r.Now(), state: debugv1beta1.DebuggerUnknown}
+				injections.WithLabelValues(key.Namespace, key.Name, resultAdded).Inc()
+				log.FromContext(ctx).Info("added debug container", "pod", klog.KObj(pod), "container", ContainerName(pb.Name))
+				added = append(added, pod)
+				continue
+			case apierrors.IsConflict(err):
+				// The pod changed (or its UID did) since it was read: look
+				// again once the watch catches up, never on stale data.
+				result.RequeueAfter = time.Second
+				continue
+			case apierrors.IsNotFound(err):
+				// The pod is gone; its place goes to the next pod.
+			case refused(err):
+				o.memory.refuse(pod, err, o.now)
+				r.failed(pb, pod, err)
+			default:
+				r.failed(pb, pod, err)
+				errs = append(errs, fmt.Errorf("adding debug container to pod %s: %w", pod.Name, err))
+				continue
+			}
+			if len(spare) > 0 {
+				queue, spare = append(queue, spare[0]), spare[1:]
+			}
 		}
 	}
+	r.recordInjected(pb, added)
 	if o.injectErr = errors.Join(errs...); o.injectErr != nil {
 		return ctrl.Result{}, o.injectErr // never a requeue together with an error
 	}
@@ -89,6 +96,38 @@ func (r *PodBuggerReconciler) failed(pb *debugv1beta1.PodBugger, pod *corev1.Pod
 // Security or validation. Retrying the same request soon won't help.
 func refused(err error) bool {
 	return apierrors.IsForbidden(err) || apierrors.IsInvalid(err)
+}
+
+// injectParallelism is how many pods a pass adds containers to at once, as
+// many parallel clients of `kubectl debug` would. Each wave's failures hand
+// their places within maxPods to spare pods in the next wave, so maxPods holds
+// however the requests interleave.
+const injectParallelism = 64
+
+// addContainers adds c to each of pods at once and returns each one's error,
+// in the order of pods.
+func (r *PodBuggerReconciler) addContainers(ctx context.Context, pods []*corev1.Pod, c corev1.EphemeralContainer) []error {
+	errs := make([]error, len(pods))
+	var wg sync.WaitGroup
+	for i, pod := range pods {
+		wg.Go(func() { errs[i] = r.addContainer(ctx, pod, c) })
+	}
+	wg.Wait()
+	return errs
+}
+
+// recordInjected records one Event for the containers a pass added: one per
+// pod would be an API write per pod, doubling an injection's cost. Each pod
+// keeps its own record: the container in its spec, forever.
+func (r *PodBuggerReconciler) recordInjected(pb *debugv1beta1.PodBugger, added []*corev1.Pod) {
+	what := fmt.Sprintf("ephemeral container %s (image %s, profile %s)", ContainerName(pb.Name), pb.Spec.Image, pb.Spec.Profile)
+	switch len(added) {
+	case 0:
+	case 1:
+		r.Recorder.Eventf(pb, added[0], corev1.EventTypeNormal, ReasonInjected, "AddEphemeralContainer", "Added %s to pod %s", what, added[0].Name)
+	default:
+		r.Recorder.Eventf(pb, nil, corev1.EventTypeNormal, ReasonInjected, "AddEphemeralContainer", "Added %s to %d pods: %s", what, len(added), notes.Names(added))
+	}
 }
 
 // addContainer adds c to pod's ephemeral containers through the

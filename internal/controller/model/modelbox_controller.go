@@ -22,6 +22,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
@@ -61,7 +62,7 @@ func NewModelBoxReconciler(c client.Client, apiReader client.Reader, rec events.
 		APIReader: apiReader,
 		Recorder:  rec,
 		Now:       time.Now,
-		status:    status.NewWriter[modelv1.ModelBoxStatus](c),
+		status:    status.NewWriter(c, status.ConditionMetrics("ModelBox", func(s *modelv1.ModelBoxStatus) []metav1.Condition { return s.Conditions })),
 	}
 }
 
@@ -83,6 +84,9 @@ func Setup(mgr ctrl.Manager, _ setup.Options) error {
 		Owns(&corev1.Service{}).
 		Owns(&autoscalingv2.HorizontalPodAutoscaler{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
+		// Each sync is a few sequential API calls for one ModelBox's own
+		// children: with one worker, 300 new ModelBoxes wait in line.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 16}).
 		Complete(r)
 }
 

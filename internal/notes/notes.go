@@ -1,0 +1,35 @@
+// Package notes formats the human-readable notes of Deckhand's Events.
+package notes
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Shown is how many names a note about many objects lists.
+const Shown = 3
+
+// Names lists the names of the first Shown of objs in order, then says how
+// many more there are: "a, b, c and 497 more". An Event about a round of a
+// thousand pods stays short and still names some to look at.
+func Names[T interface{ GetName() string }](objs []T) string {
+	sorted := make([]string, len(objs))
+	for i, o := range objs {
+		sorted[i] = o.GetName()
+	}
+	slices.Sort(sorted)
+	out := strings.Join(sorted[:min(len(sorted), Shown)], ", ")
+	if more := len(sorted) - Shown; more > 0 {
+		out += fmt.Sprintf(" and %d more", more)
+	}
+	return out
+}
+
+// Count says "1 pod" or "n pods".
+func Count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -1,0 +1,37 @@
+package notes_test
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/deckhand-dev/deckhand/internal/notes"
+)
+
+func TestNames(t *testing.T) {
+	for _, tc := range []struct {
+		names []string
+		want  string
+	}{
+		{nil, ""},
+		{[]string{"b"}, "b"},
+		{[]string{"c", "a", "b"}, "a, b, c"},
+		{[]string{"e", "d", "c", "b", "a"}, "a, b, c and 2 more"},
+	} {
+		objs := make([]*metav1.ObjectMeta, len(tc.names))
+		for i, n := range tc.names {
+			objs[i] = &metav1.ObjectMeta{Name: n}
+		}
+		if got := notes.Names(objs); got != tc.want {
+			t.Errorf("Names(%q) = %q, want %q", tc.names, got, tc.want)
+		}
+	}
+}
+
+func TestCount(t *testing.T) {
+	for n, want := range map[int]string{0: "0 pods", 1: "1 pod", 2: "2 pods"} {
+		if got := notes.Count(n, "pod"); got != want {
+			t.Errorf("Count(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
