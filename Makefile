@@ -95,7 +95,7 @@ test-e2e: k8s-tools manifests build build-installer build-previous image node-to
 # The release the upgrade test starts from: its manager is built from this
 # git ref, its install (test/e2e/upgrade/testdata/previous) was rendered from
 # the same ref's config/.
-PREVIOUS_RELEASE ?= 67f6e26
+PREVIOUS_RELEASE ?= 8bbd4b3
 
 .PHONY: build-previous
 build-previous: ## Build the previous release's manager (git ref PREVIOUS_RELEASE) into bin/deckhand-previous, for the upgrade test.
