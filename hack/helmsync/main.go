@@ -177,11 +177,16 @@ func withConversion(data []byte) ([]byte, error) {
 	conversion := map[string]any{
 		"strategy": "Webhook",
 		"webhook": map[string]any{
-			"clientConfig": map[string]any{"service": map[string]any{
-				"name": "deckhand-webhook-service", "namespace": ChartNamespace, "path": "/convert",
-			}},
+			"clientConfig":             map[string]any{},
 			"conversionReviewVersions": []any{"v1"},
 		},
+	}
+	service := map[string]any{"namespace": ChartNamespace, "path": "/convert"}
+	if err := unstructured.SetNestedField(service, "deckhand-webhook-service", "name"); err != nil {
+		return nil, err
+	}
+	if err := unstructured.SetNestedMap(conversion, service, "webhook", "clientConfig", "service"); err != nil {
+		return nil, err
 	}
 	if err := unstructured.SetNestedMap(crd, conversion, "spec", "conversion"); err != nil {
 		return nil, err
