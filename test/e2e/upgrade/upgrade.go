@@ -171,8 +171,9 @@ func Check(t *testing.T, c *cluster.Cluster, upgrade func(g Gomega)) {
 	// through v1beta1, the PodSet adds one pod and keeps the three it had,
 	// all counted as made from the current template (nothing to roll); the
 	// ModelBox keeps its Deployment.
-	set.Spec.Replicas = 4
-	g.Expect(c.Client.Update(ctx, set)).To(Succeed())
+	// A merge patch, not an update: the new controller may be writing the
+	// status at the same moment.
+	g.Expect(c.Client.Patch(ctx, set, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":4}}`)))).To(Succeed())
 	g.Eventually(func(g Gomega) int32 {
 		g.Expect(c.Client.Get(ctx, setKey, set)).To(Succeed())
 		g.Expect(set.Status.ObservedGeneration).To(Equal(set.Generation))
