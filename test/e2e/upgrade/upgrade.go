@@ -152,9 +152,11 @@ func Check(t *testing.T, c *cluster.Cluster, upgrade func(g Gomega)) {
 
 	current := c.RunManager(t, flags...)
 
-	// Every object is served in every version it has, with the same values.
+	// Every object is served in every version it has, with the same values:
+	// as soon as the apiserver has seen the CA the manager injected into the
+	// CRDs (its CRD informer lags the write by a moment).
 	set := &appsv1beta1.PodSet{}
-	g.Expect(c.Client.Get(ctx, setKey, set)).To(Succeed())
+	g.Eventually(func() error { return c.Client.Get(ctx, setKey, set) }).Should(Succeed())
 	g.Expect(set.Spec.Replicas).To(Equal(int32(3)))
 	g.Expect(set.Spec.UpdateStrategy.RollingUpdate.MaxSurge.IntValue()).To(Equal(1))
 	g.Expect(c.Client.Get(ctx, setKey, &appsv1alpha1.PodSet{})).To(Succeed())
