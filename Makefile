@@ -89,8 +89,17 @@ test-rules: $(PROMTOOL) ## Check the alert rules (config/prometheus/alerts.yaml)
 	$(PROMTOOL) test rules config/prometheus/tests/*.yaml
 
 .PHONY: test-e2e
-test-e2e: k8s-tools manifests build build-installer image node-tools $(HELM) ## End-to-end tests on a local cluster (kwok nodes and, as root, a real node) the run starts and removes.
-	DECKHAND_BIN=$(LOCALBIN)/deckhand DECKHAND_HELM=$(HELM) go test ./test/e2e/... -tags e2e -count=1 -timeout 30m -v
+test-e2e: k8s-tools manifests build build-installer build-previous image node-tools $(HELM) ## End-to-end tests on a local cluster (kwok nodes and, as root, a real node) the run starts and removes.
+	DECKHAND_BIN=$(LOCALBIN)/deckhand DECKHAND_PREVIOUS_BIN=$(LOCALBIN)/deckhand-previous DECKHAND_HELM=$(HELM) go test ./test/e2e/... -p 1 -tags e2e -count=1 -timeout 40m -v
+
+# The release the upgrade test starts from: its manager is built from this
+# git ref, its install (test/e2e/upgrade/testdata/previous) was rendered from
+# the same ref's config/.
+PREVIOUS_RELEASE ?= 8bbd4b3
+
+.PHONY: build-previous
+build-previous: ## Build the previous release's manager (git ref PREVIOUS_RELEASE) into bin/deckhand-previous, for the upgrade test.
+	hack/build-previous.sh $(PREVIOUS_RELEASE) $(LOCALBIN)/deckhand-previous
 
 ##@ Benchmarks
 

@@ -82,6 +82,8 @@ Admission webhooks are OFF (ENABLE_WEBHOOKS=false): JobWatcher and
 ClusterJobWatcher regexes and the PodBugger policy are not checked when you
 apply them. The controllers still refuse to act on what they forbid: an
 invalid watcher reports it in status, a PodBugger off the policy is Blocked.
+Nothing converts between API versions either: use PodSet and PodBugger
+v1beta1 (v1alpha1 requests fail).
 MSG
 fi
 

@@ -11,7 +11,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 )
 
 func TestColourLevels(t *testing.T) {
@@ -66,11 +66,11 @@ func TestMakeRunPassesTheSeedsSpellings(t *testing.T) {
 // The PodBugger sample works on `make run` as it is: its image is on the
 // allow-list `make run` gives the manager.
 func TestMakeRunAllowsThePodBuggerSampleImage(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "debug_v1alpha1_podbugger.yaml"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "debug_v1beta1_podbugger.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sample debugv1alpha1.PodBugger
+	var sample debugv1beta1.PodBugger
 	if err := yaml.Unmarshal(data, &sample); err != nil {
 		t.Fatal(err)
 	}

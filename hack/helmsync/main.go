@@ -147,11 +147,55 @@ func syncCRDs() error {
 		if err != nil {
 			return err
 		}
+		if data, err = withConversion(data); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
 		if err := os.WriteFile(filepath.Join(dst, filepath.Base(f)), data, 0o644); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// ChartNamespace is the namespace the chart's CRDs expect the conversion
+// webhook's Service in: Helm never templates crds/, so it cannot be the
+// release namespace (README.md, "Helm").
+const ChartNamespace = "deckhand-system"
+
+// withConversion returns a CRD served in more than one version with its
+// conversion webhook set, as config/crd's patches set it; other CRDs are
+// returned unchanged.
+func withConversion(data []byte) ([]byte, error) {
+	crd := map[string]any{}
+	if err := sigsyaml.Unmarshal(data, &crd); err != nil {
+		return nil, err
+	}
+	versions, _, _ := unstructured.NestedSlice(crd, "spec", "versions")
+	if len(versions) < 2 {
+		return data, nil
+	}
+	conversion := map[string]any{
+		"strategy": "Webhook",
+		"webhook": map[string]any{
+			"clientConfig":             map[string]any{},
+			"conversionReviewVersions": []any{"v1"},
+		},
+	}
+	service := map[string]any{"namespace": ChartNamespace, "path": "/convert"}
+	if err := unstructured.SetNestedField(service, "deckhand-webhook-service", "name"); err != nil {
+		return nil, err
+	}
+	if err := unstructured.SetNestedMap(conversion, service, "webhook", "clientConfig", "service"); err != nil {
+		return nil, err
+	}
+	if err := unstructured.SetNestedMap(crd, conversion, "spec", "conversion"); err != nil {
+		return nil, err
+	}
+	out, err := sigsyaml.Marshal(crd)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte("---\n"), out...), nil
 }
 
 // syncRBAC writes the rules of the generated ClusterRole and (namespaced)

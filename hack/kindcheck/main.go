@@ -1,7 +1,9 @@
 // Command kindcheck checks that every Deckhand kind is wired in everywhere
-// a kind must be (docs/contributing.md has the checklist), and writes the
-// one list that can simply be generated: config/crd/kustomization.yaml,
-// from the CRDs controller-gen wrote. `make manifests` runs it; `make
+// a kind must be (docs/contributing.md has the checklist), and writes what
+// can simply be generated from the CRDs controller-gen wrote:
+// config/crd/kustomization.yaml, and for each CRD served in more than one
+// version the patch that makes the manager's conversion webhook convert it
+// (config/crd/patches/webhook_in_<plural>.yaml, as kubebuilder scaffolds it). `make manifests` runs it; `make
 // verify` fails when it finds a gap or its output is stale.
 package main
 
@@ -35,8 +37,11 @@ func main() {
 }
 
 type crd struct {
-	file string // base name in config/crd/bases
-	gvk  schema.GroupVersionKind
+	file     string // base name in config/crd/bases
+	name     string // the CRD's name, <plural>.<group>
+	plural   string
+	versions int
+	gvk      schema.GroupVersionKind
 }
 
 func readCRDs(dir string) ([]crd, error) {
@@ -56,7 +61,8 @@ func readCRDs(dir string) ([]crd, error) {
 		}
 		for _, v := range c.Spec.Versions {
 			if v.Storage {
-				out = append(out, crd{file: filepath.Base(f), gvk: schema.GroupVersionKind{Group: c.Spec.Group, Version: v.Name, Kind: c.Spec.Names.Kind}})
+				out = append(out, crd{file: filepath.Base(f), name: c.Name, plural: c.Spec.Names.Plural, versions: len(c.Spec.Versions),
+					gvk: schema.GroupVersionKind{Group: c.Spec.Group, Version: v.Name, Kind: c.Spec.Names.Kind}})
 			}
 		}
 	}
@@ -71,7 +77,58 @@ func writeCRDKustomization(path string, crds []crd) error {
 	for _, c := range crds {
 		fmt.Fprintf(&b, "- bases/%s\n", c.file)
 	}
+	patches := filepath.Join(filepath.Dir(path), "patches")
+	old, _ := filepath.Glob(filepath.Join(patches, "webhook_in_*.yaml"))
+	for _, f := range old {
+		if err := os.Remove(f); err != nil {
+			return err
+		}
+	}
+	first := true
+	for _, c := range crds {
+		if c.versions < 2 {
+			continue
+		}
+		if first {
+			b.WriteString("# The CRDs served in more than one version are converted by the manager's\n" +
+				"# webhook (config/default sets the Service's namespace).\npatches:\n")
+			first = false
+		}
+		file := "webhook_in_" + c.plural + ".yaml"
+		fmt.Fprintf(&b, "- path: patches/%s\n", file)
+		if err := os.MkdirAll(patches, 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(patches, file), []byte(conversionPatch(c.name)), 0o644); err != nil {
+			return err
+		}
+	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// conversionPatch makes the CRD name convert its versions through the
+// manager's /convert endpoint. The Service is named as config/default names
+// it (kustomize's namePrefix does not reach into a CRD); config/default sets
+// the namespace. caBundle is left to the manager (self-signed
+// mode) or cert-manager's CA injector.
+func conversionPatch(name string) string {
+	return `# Written by hack/kindcheck: do not edit.
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: ` + name + `
+spec:
+  conversion:
+    strategy: Webhook
+    webhook:
+      clientConfig:
+        service:
+          namespace: system
+          name: deckhand-webhook-service
+          path: /convert
+      conversionReviewVersions:
+      - v1
+`
 }
 
 // check reports every kind that misses one of the places a kind must be.

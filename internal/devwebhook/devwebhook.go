@@ -3,7 +3,8 @@
 // generated webhook configurations pointed at the manager's local address
 // instead of at the in-cluster Service. The manager's self-signed mode
 // (internal/webhookcert) then issues a certificate for that address and
-// injects its CA, exactly as it does in a cluster.
+// injects its CA, exactly as it does in a cluster. The CRDs converted by a
+// webhook (PodSet, PodBugger) get their conversion webhook pointed there too.
 package devwebhook
 
 import (
@@ -13,9 +14,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -36,6 +39,37 @@ func Install(ctx context.Context, c client.Client, manifests []byte, host string
 	for _, obj := range objs {
 		if err := replace(ctx, c, obj); err != nil {
 			return fmt.Errorf("installing %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+	}
+	return pointConversion(ctx, c, fmt.Sprintf("https://%s/convert", net.JoinHostPort(host, fmt.Sprint(port))))
+}
+
+// pointConversion makes every Deckhand CRD whose versions are converted by a
+// webhook call url instead of the in-cluster Service. The caBundle stays:
+// the manager keeps it.
+func pointConversion(ctx context.Context, c client.Client, url string) error {
+	crds := &unstructured.UnstructuredList{}
+	crds.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinitionList"})
+	if err := c.List(ctx, crds); err != nil {
+		return fmt.Errorf("listing CRDs: %w", err)
+	}
+	for i := range crds.Items {
+		crd := &crds.Items[i]
+		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+		strategy, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "strategy")
+		if !strings.HasSuffix(group, ".deckhand.dev") || strategy != "Webhook" {
+			continue
+		}
+		bundle, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "webhook", "clientConfig", "caBundle")
+		clientConfig := map[string]any{"url": url}
+		if bundle != "" {
+			clientConfig["caBundle"] = bundle
+		}
+		if err := unstructured.SetNestedMap(crd.Object, clientConfig, "spec", "conversion", "webhook", "clientConfig"); err != nil {
+			return err
+		}
+		if err := c.Update(ctx, crd); err != nil {
+			return fmt.Errorf("pointing the conversion webhook of CRD %s at %s: %w", crd.GetName(), url, err)
 		}
 	}
 	return nil

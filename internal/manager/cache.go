@@ -6,7 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 )
 
 // podCache is how the manager's cache holds pods. Two controllers read them:
@@ -76,7 +76,7 @@ func SlimPod(obj any) (any, error) {
 // controlledByPodSet reports whether a PodSet is the pod's controller.
 func controlledByPodSet(pod *corev1.Pod) bool {
 	ref := metav1.GetControllerOfNoCopy(pod)
-	return ref != nil && ref.Kind == "PodSet" && ref.APIVersion == appsv1alpha1.GroupVersion.String()
+	return ref != nil && ref.Kind == "PodSet" && ref.APIVersion == appsv1beta1.GroupVersion.String()
 }
 
 func containerNames(cs []corev1.Container) []corev1.Container {

@@ -8,14 +8,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 )
 
 func TestSlimPod(t *testing.T) {
 	created := metav1.Unix(1000, 0)
 	deleting := metav1.Unix(2000, 0)
 	grace := int64(30)
-	podSetRef := metav1.OwnerReference{APIVersion: appsv1alpha1.GroupVersion.String(), Kind: "PodSet", Name: "web", UID: "set-uid", Controller: new(true)}
+	podSetRef := metav1.OwnerReference{APIVersion: appsv1beta1.GroupVersion.String(), Kind: "PodSet", Name: "web", UID: "set-uid", Controller: new(true)}
 	replicaSetRef := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "rs-uid", Controller: new(true)}
 	// full is a pod with a bit of everything a real pod carries.
 	full := func(owners ...metav1.OwnerReference) *corev1.Pod {

@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
-	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	appscontroller "github.com/deckhand-dev/deckhand/internal/controller/apps"
 	debugcontroller "github.com/deckhand-dev/deckhand/internal/controller/debug"
 )
@@ -23,7 +23,7 @@ func TestSlimmedPodsStillDriveTheControllers(t *testing.T) {
 	g := NewWithT(t)
 	g.SetDefaultEventuallyTimeout(30 * time.Second)
 	ctx := context.Background()
-	ns := env.NamespaceWithLabels(t, map[string]string{debugv1alpha1.NamespaceEnabledLabel: "true"})
+	ns := env.NamespaceWithLabels(t, map[string]string{debugv1beta1.NamespaceEnabledLabel: "true"})
 
 	opts := env.ManagerOptions()
 	opts.Controllers = []string{appscontroller.ControllerName, debugcontroller.ControllerName}
@@ -53,9 +53,9 @@ func TestSlimmedPodsStillDriveTheControllers(t *testing.T) {
 	g.Expect(cached.Spec.Containers).To(Equal([]corev1.Container{{Name: "app"}}), "the cache keeps an unowned pod's container bodies")
 
 	// PodBugger plans on the slimmed pod and injects.
-	pb := &debugv1alpha1.PodBugger{
+	pb := &debugv1beta1.PodBugger{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dbg"},
-		Spec: debugv1alpha1.PodBuggerSpec{
+		Spec: debugv1beta1.PodBuggerSpec{
 			Selector:            metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 			Image:               "docker.io/library/busybox:1.37",
 			TargetContainerName: "app",
@@ -68,7 +68,7 @@ func TestSlimmedPodsStillDriveTheControllers(t *testing.T) {
 		g.Expect(got.Spec.EphemeralContainers).To(ConsistOf(HaveField("Name", debugcontroller.ContainerName(pb.Name))))
 	}).Should(Succeed())
 	g.Eventually(func(g Gomega) {
-		got := &debugv1alpha1.PodBugger{}
+		got := &debugv1beta1.PodBugger{}
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pb), got)).To(Succeed())
 		g.Expect(got.Status.Installed).To(BeEquivalentTo(1))
 	}).Should(Succeed())
@@ -80,18 +80,18 @@ func TestSlimmedPodsStillDriveTheControllers(t *testing.T) {
 	}).WithTimeout(2 * time.Second).Should(Succeed())
 
 	// A PodSet's pods are cached whole, and the PodSet keeps its size.
-	set := &appsv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "set"}, Spec: appsv1alpha1.PodSetSpec{Size: 2}}
+	set := &appsv1beta1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "set"}, Spec: appsv1beta1.PodSetSpec{Replicas: 2}}
 	g.Expect(env.Client.Create(ctx, set)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		pods := &corev1.PodList{}
-		g.Expect(mgr.GetClient().List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{appsv1alpha1.PodSetLabel: set.Name})).To(Succeed())
+		g.Expect(mgr.GetClient().List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{appsv1beta1.PodSetLabel: set.Name})).To(Succeed())
 		g.Expect(pods.Items).To(HaveLen(2))
 		for _, p := range pods.Items {
 			g.Expect(p.Spec.Containers).To(ConsistOf(HaveField("Image", "busybox")))
 		}
 	}).Should(Succeed())
 	g.Eventually(func(g Gomega) {
-		got := &appsv1alpha1.PodSet{}
+		got := &appsv1beta1.PodSet{}
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(set), got)).To(Succeed())
 		g.Expect(got.Status.Replicas).To(BeEquivalentTo(2))
 	}).Should(Succeed())

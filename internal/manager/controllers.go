@@ -7,17 +7,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
 	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
 	appscontroller "github.com/deckhand-dev/deckhand/internal/controller/apps"
 	batchcontroller "github.com/deckhand-dev/deckhand/internal/controller/batch"
 	debugcontroller "github.com/deckhand-dev/deckhand/internal/controller/debug"
 	modelcontroller "github.com/deckhand-dev/deckhand/internal/controller/model"
 	"github.com/deckhand-dev/deckhand/internal/setup"
-	appswebhook "github.com/deckhand-dev/deckhand/internal/webhook/apps/v1alpha1"
+	appswebhook "github.com/deckhand-dev/deckhand/internal/webhook/apps/v1beta1"
 	batchwebhook "github.com/deckhand-dev/deckhand/internal/webhook/batch/v1"
-	debugwebhook "github.com/deckhand-dev/deckhand/internal/webhook/debug/v1alpha1"
+	debugwebhook "github.com/deckhand-dev/deckhand/internal/webhook/debug/v1beta1"
 )
 
 // Controller is one kind's reconciler together with its webhooks, switched on
@@ -25,9 +27,9 @@ import (
 type Controller struct {
 	// Name is what --controllers calls it: the package's ControllerName.
 	Name string
-	// AddToScheme registers the kind's API group (the generated
-	// <group>/<version>.AddToScheme). It runs whether or not the controller is
-	// enabled, so clients can always read every Deckhand kind.
+	// AddToScheme registers the kind's API group, every version of it (the
+	// generated <group>/<version>.AddToScheme). It runs whether or not the
+	// controller is enabled, so clients can always read every Deckhand kind.
 	AddToScheme func(*runtime.Scheme) error
 	// Setup registers the reconcilers with the manager: the controller
 	// package's Setup.
@@ -36,6 +38,12 @@ type Controller struct {
 	// package's Setup, nil for a kind without webhooks. The manager is then
 	// only ready once the webhook server serves.
 	SetupWebhooks func(ctrl.Manager, setup.Options) error
+	// SetupConversion registers the conversion webhook of a kind served in
+	// more than one version: the webhook package's SetupConversion, nil for
+	// a kind with one version. It runs whenever the manager serves webhooks,
+	// whether or not the controller is enabled: the apiserver cannot serve
+	// the kind's other versions (nor read objects stored in them) without it.
+	SetupConversion func(ctrl.Manager) error
 	// CacheByObject, when set, says how the manager's cache holds some kinds
 	// (label selector, transform) for this controller. A kind belongs to one
 	// controller: it applies to every reader of that kind.
@@ -45,10 +53,16 @@ type Controller struct {
 // controllers lists every controller Deckhand can run, in start order.
 // A new kind adds one line here (docs/contributing.md has the checklist).
 var controllers = []Controller{
-	{Name: appscontroller.ControllerName, AddToScheme: appsv1alpha1.AddToScheme, Setup: appscontroller.Setup, SetupWebhooks: appswebhook.Setup},
+	{Name: appscontroller.ControllerName, AddToScheme: versions(appsv1beta1.AddToScheme, appsv1alpha1.AddToScheme), Setup: appscontroller.Setup, SetupWebhooks: appswebhook.Setup, SetupConversion: appswebhook.SetupConversion},
 	{Name: modelcontroller.ControllerName, AddToScheme: modelv1.AddToScheme, Setup: modelcontroller.Setup, CacheByObject: modelcontroller.CacheByObject},
 	{Name: batchcontroller.ControllerName, AddToScheme: deckhandbatchv1.AddToScheme, Setup: batchcontroller.Setup, SetupWebhooks: batchwebhook.Setup, CacheByObject: batchcontroller.CacheByObject},
-	{Name: debugcontroller.ControllerName, AddToScheme: debugv1alpha1.AddToScheme, Setup: debugcontroller.Setup, SetupWebhooks: debugwebhook.Setup},
+	{Name: debugcontroller.ControllerName, AddToScheme: versions(debugv1beta1.AddToScheme, debugv1alpha1.AddToScheme), Setup: debugcontroller.Setup, SetupWebhooks: debugwebhook.Setup, SetupConversion: debugwebhook.SetupConversion},
+}
+
+// versions registers every version of an API group.
+func versions(addToScheme ...func(*runtime.Scheme) error) func(*runtime.Scheme) error {
+	b := runtime.NewSchemeBuilder(addToScheme...)
+	return b.AddToScheme
 }
 
 // KnownControllers returns the names --controllers accepts.

@@ -91,8 +91,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		return nil, err
 	}
 	if opts.DisableWebhooks {
-		ctrl.Log.WithName("setup").Info("admission webhooks are off: JobWatcher patterns and the PodBugger policy are not checked at admission; " +
-			"installed webhook configurations that point at this manager will refuse those kinds")
+		ctrl.Log.WithName("setup").Info("webhooks are off: JobWatcher patterns and the PodBugger policy are not checked at admission; " +
+			"installed webhook configurations that point at this manager will refuse those kinds; " +
+			"PodSets and PodBuggers cannot be read or written as v1alpha1 (no conversion webhook)")
 	}
 	if opts.WebhooksEnabled() {
 		webhookcert.ReportExpiry(opts.WebhookCertDir)
@@ -146,6 +147,7 @@ func selfSignedCerts(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, op
 		CertDir:                  opts.WebhookCertDir,
 		ValidatingConfigurations: []string{ValidatingWebhookConfiguration},
 		MutatingConfigurations:   []string{MutatingWebhookConfiguration},
+		CRDs:                     ConvertedCRDs,
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -198,9 +200,15 @@ func cacheSynced(mgr ctrl.Manager) healthz.Checker {
 }
 
 // setupControllers registers every enabled controller of the registry and,
-// unless webhooks are off, its webhooks.
+// unless webhooks are off, its webhooks; the conversion webhooks of every
+// kind, enabled or not.
 func setupControllers(mgr ctrl.Manager, opts Options) error {
 	for _, c := range controllers {
+		if c.SetupConversion != nil && opts.WebhooksEnabled() {
+			if err := c.SetupConversion(mgr); err != nil {
+				return fmt.Errorf("setting up the conversion webhook of %s: %w", c.Name, err)
+			}
+		}
 		if !opts.enabled(c.Name) {
 			continue
 		}

@@ -19,9 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
 
-	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
-	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
@@ -60,7 +60,7 @@ func TestAlertsAndDashboardQueryExportedMetrics(t *testing.T) {
 func exportedMetrics(t *testing.T) map[string]bool {
 	g := testenv.NewG(t)
 	ctx := context.Background()
-	ns := env.NamespaceWithLabels(t, map[string]string{debugv1alpha1.NamespaceEnabledLabel: "true"})
+	ns := env.NamespaceWithLabels(t, map[string]string{debugv1beta1.NamespaceEnabledLabel: "true"})
 	opts := env.ManagerOptions()
 	opts.LeaderElect = true
 	opts.Namespace = ns
@@ -68,10 +68,10 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	env.StartManager(t, opts)
 
 	objs := []client.Object{
-		&appsv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ps"}, Spec: appsv1alpha1.PodSetSpec{Size: 1}},
+		&appsv1beta1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ps"}, Spec: appsv1beta1.PodSetSpec{Replicas: 1}},
 		decodeInto(t, &modelv1.ModelBox{}, "{metadata: {name: mb}, spec: {image: 'nginx:1.27', ports: [{port: 80}]}}"),
 		decodeInto(t, &deckhandbatchv1.JobWatcher{}, "{metadata: {name: jw}, spec: {ttlSecondsAfterSucceeded: 0}}"),
-		decodeInto(t, &debugv1alpha1.PodBugger{}, "{metadata: {name: pb}, spec: {selector: {matchLabels: {app: web}}, image: 'docker.io/library/busybox:1.37'}}"),
+		decodeInto(t, &debugv1beta1.PodBugger{}, "{metadata: {name: pb}, spec: {selector: {matchLabels: {app: web}}, image: 'docker.io/library/busybox:1.37'}}"),
 	}
 	for _, o := range objs {
 		o.SetNamespace(ns)
@@ -109,7 +109,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 	}
 
 	// Scaled down, the PodSet deletes its pod.
-	g.Expect(env.Update(objs[0], func() { objs[0].(*appsv1alpha1.PodSet).Spec.Size = 0 })).To(Succeed())
+	g.Expect(env.Update(objs[0], func() { objs[0].(*appsv1beta1.PodSet).Spec.Replicas = 0 })).To(Succeed())
 	g.Eventually(func() (int, error) {
 		return testenv.MetricSeries("deckhand_podset_pods_deleted_total", map[string]string{"namespace": ns})
 	}).Should(BeNumerically(">", 0))

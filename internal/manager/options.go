@@ -101,6 +101,11 @@ const (
 	MutatingWebhookConfiguration   = "deckhand-mutating-webhook-configuration"
 )
 
+// ConvertedCRDs are the CRDs served in more than one version, whose
+// conversion webhook's caBundle the self-signed mode keeps at its CA (the
+// RBAC for it, in internal/webhookcert, names them too).
+var ConvertedCRDs = []string{"podsets.apps.deckhand.dev", "podbuggers.debug.deckhand.dev"}
+
 // BindFlags registers the options on fs with their defaults.
 func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8443",
@@ -210,13 +215,15 @@ func (o *Options) enabled(name string) bool {
 	return len(o.Controllers) == 0 || slices.Contains(o.Controllers, "*") || slices.Contains(o.Controllers, name)
 }
 
-// WebhooksEnabled reports whether any enabled controller serves webhooks.
+// WebhooksEnabled reports whether the manager serves webhooks: the
+// admission webhooks of an enabled controller, or the conversion webhook of
+// any kind (served whatever --controllers says).
 func (o *Options) WebhooksEnabled() bool {
 	if o.DisableWebhooks {
 		return false
 	}
 	for _, c := range controllers {
-		if c.SetupWebhooks != nil && o.enabled(c.Name) {
+		if c.SetupConversion != nil || (c.SetupWebhooks != nil && o.enabled(c.Name)) {
 			return true
 		}
 	}

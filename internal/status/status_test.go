@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/status"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
@@ -41,14 +41,14 @@ func (w countingWriter) Patch(ctx context.Context, obj client.Object, patch clie
 	return w.SubResourceWriter.Patch(ctx, obj, patch, opts...)
 }
 
-func newSet(t *testing.T) *appsv1alpha1.PodSet {
-	set := &appsv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "s"}}
+func newSet(t *testing.T) *appsv1beta1.PodSet {
+	set := &appsv1beta1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "s"}}
 	env.Create(t, set)
 	return set
 }
 
-func serverStatus(g Gomega, set *appsv1alpha1.PodSet) appsv1alpha1.PodSetStatus {
-	got := &appsv1alpha1.PodSet{}
+func serverStatus(g Gomega, set *appsv1beta1.PodSet) appsv1beta1.PodSetStatus {
+	got := &appsv1beta1.PodSet{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(set), got)).To(Succeed())
 	return got.Status
 }
@@ -59,9 +59,9 @@ func serverStatus(g Gomega, set *appsv1alpha1.PodSet) appsv1alpha1.PodSetStatus 
 func TestWriteIsNotFooledByACacheThatLooksEqual(t *testing.T) {
 	g := NewWithT(t)
 	set := newSet(t)
-	w := status.NewWriter[appsv1alpha1.PodSetStatus](env.Client)
-	a := appsv1alpha1.PodSetStatus{Replicas: 1, Nodes: []string{"a"}}
-	b := appsv1alpha1.PodSetStatus{Replicas: 2, Nodes: []string{"a", "b"}}
+	w := status.NewWriter[appsv1beta1.PodSetStatus](env.Client)
+	a := appsv1beta1.PodSetStatus{Replicas: 1, PodNames: []string{"a"}}
+	b := appsv1beta1.PodSetStatus{Replicas: 2, PodNames: []string{"a", "b"}}
 
 	g.Expect(w.Write(ctx, set, &set.Status, a)).To(Succeed())
 	stale := set.DeepCopy() // what the cache shows for a while: status A
@@ -78,11 +78,11 @@ func TestWriteLeavesNoStaleField(t *testing.T) {
 	g := NewWithT(t)
 	set := newSet(t)
 	stale := set.DeepCopy()
-	set.Status = appsv1alpha1.PodSetStatus{Replicas: 1, Nodes: []string{"gone"}, Selector: "app=x"}
+	set.Status = appsv1beta1.PodSetStatus{Replicas: 1, PodNames: []string{"gone"}, Selector: "app=x"}
 	g.Expect(env.Client.Status().Update(ctx, set)).To(Succeed())
 
-	want := appsv1alpha1.PodSetStatus{Replicas: 2}
-	g.Expect(status.NewWriter[appsv1alpha1.PodSetStatus](env.Client).Write(ctx, stale, &stale.Status, want)).To(Succeed())
+	want := appsv1beta1.PodSetStatus{Replicas: 2}
+	g.Expect(status.NewWriter[appsv1beta1.PodSetStatus](env.Client).Write(ctx, stale, &stale.Status, want)).To(Succeed())
 	g.Expect(serverStatus(g, set)).To(Equal(want))
 	g.Expect(stale.Status).To(Equal(want), "the copy shows what the server answered")
 }
@@ -93,8 +93,8 @@ func TestWriteSendsNothingWhenNothingChanged(t *testing.T) {
 	g := NewWithT(t)
 	set := newSet(t)
 	c := &patchCounter{Client: env.Client}
-	w := status.NewWriter[appsv1alpha1.PodSetStatus](c)
-	want := appsv1alpha1.PodSetStatus{Replicas: 3, Nodes: []string{"a", "b", "c"}}
+	w := status.NewWriter[appsv1beta1.PodSetStatus](c)
+	want := appsv1beta1.PodSetStatus{Replicas: 3, PodNames: []string{"a", "b", "c"}}
 
 	stale := set.DeepCopy()
 	g.Expect(w.Write(ctx, set, &set.Status, want)).To(Succeed())
@@ -107,8 +107,8 @@ func TestWriteToADeletedObjectIsNoError(t *testing.T) {
 	g := NewWithT(t)
 	set := newSet(t)
 	g.Expect(env.Client.Delete(ctx, set)).To(Succeed())
-	w := status.NewWriter[appsv1alpha1.PodSetStatus](env.Client)
-	g.Expect(w.Write(ctx, set, &set.Status, appsv1alpha1.PodSetStatus{Replicas: 1})).To(Succeed())
+	w := status.NewWriter[appsv1beta1.PodSetStatus](env.Client)
+	g.Expect(w.Write(ctx, set, &set.Status, appsv1beta1.PodSetStatus{Replicas: 1})).To(Succeed())
 }
 
 func TestSetCondition(t *testing.T) {
@@ -158,7 +158,7 @@ func TestConditionMetrics(t *testing.T) {
 	g := NewWithT(t)
 	set := newSet(t)
 	key := client.ObjectKeyFromObject(set)
-	w := status.NewWriter(env.Client, status.ConditionMetrics("PodSet", func(s *appsv1alpha1.PodSetStatus) []metav1.Condition { return s.Conditions }))
+	w := status.NewWriter(env.Client, status.ConditionMetrics("PodSet", func(s *appsv1beta1.PodSetStatus) []metav1.Condition { return s.Conditions }))
 	labels := func(typ, reason string) map[string]string {
 		l := map[string]string{"kind": "PodSet", "namespace": key.Namespace, "name": key.Name}
 		if typ != "" {
@@ -183,20 +183,20 @@ func TestConditionMetrics(t *testing.T) {
 		return n
 	}
 
-	failing := appsv1alpha1.PodSetStatus{Conditions: []metav1.Condition{
-		cond(appsv1alpha1.ConditionReplicaFailure, metav1.ConditionTrue, "FailedCreate"),
-		cond(appsv1alpha1.ConditionAvailable, metav1.ConditionFalse, "MinimumReplicasUnavailable"),
-		cond(appsv1alpha1.ConditionProgressing, metav1.ConditionUnknown, "Waiting"),
+	failing := appsv1beta1.PodSetStatus{Conditions: []metav1.Condition{
+		cond(appsv1beta1.ConditionReplicaFailure, metav1.ConditionTrue, "FailedCreate"),
+		cond(appsv1beta1.ConditionAvailable, metav1.ConditionFalse, "MinimumReplicasUnavailable"),
+		cond(appsv1beta1.ConditionProgressing, metav1.ConditionUnknown, "Waiting"),
 	}}
 	g.Expect(w.Write(ctx, set, &set.Status, failing)).To(Succeed())
-	g.Expect(value(appsv1alpha1.ConditionReplicaFailure, "FailedCreate")).To(Equal(1.0))
-	g.Expect(value(appsv1alpha1.ConditionAvailable, "MinimumReplicasUnavailable")).To(Equal(0.0))
-	g.Expect(series(appsv1alpha1.ConditionAvailable, "")).To(Equal(1))
-	g.Expect(value(appsv1alpha1.ConditionProgressing, "Waiting")).To(Equal(-1.0))
+	g.Expect(value(appsv1beta1.ConditionReplicaFailure, "FailedCreate")).To(Equal(1.0))
+	g.Expect(value(appsv1beta1.ConditionAvailable, "MinimumReplicasUnavailable")).To(Equal(0.0))
+	g.Expect(series(appsv1beta1.ConditionAvailable, "")).To(Equal(1))
+	g.Expect(value(appsv1beta1.ConditionProgressing, "Waiting")).To(Equal(-1.0))
 
 	// A fresh Writer (a new leader) that finds the status already written
 	// sends nothing, and shows it all the same.
-	w2 := status.NewWriter(env.Client, status.ConditionMetrics("PodSet", func(s *appsv1alpha1.PodSetStatus) []metav1.Condition { return s.Conditions }))
+	w2 := status.NewWriter(env.Client, status.ConditionMetrics("PodSet", func(s *appsv1beta1.PodSetStatus) []metav1.Condition { return s.Conditions }))
 	w.Forget(key)
 	g.Expect(series("", "")).To(BeZero())
 	g.Expect(w2.Write(ctx, set, &set.Status, failing)).To(Succeed())
@@ -204,12 +204,12 @@ func TestConditionMetrics(t *testing.T) {
 
 	// Recovered: the old reason's series goes, and a type the status no
 	// longer has goes too.
-	healthy := appsv1alpha1.PodSetStatus{Conditions: []metav1.Condition{
-		cond(appsv1alpha1.ConditionAvailable, metav1.ConditionTrue, "MinimumReplicasAvailable"),
+	healthy := appsv1beta1.PodSetStatus{Conditions: []metav1.Condition{
+		cond(appsv1beta1.ConditionAvailable, metav1.ConditionTrue, "MinimumReplicasAvailable"),
 	}}
 	g.Expect(w2.Write(ctx, set, &set.Status, healthy)).To(Succeed())
 	g.Expect(series("", "")).To(Equal(1))
-	g.Expect(value(appsv1alpha1.ConditionAvailable, "MinimumReplicasAvailable")).To(Equal(1.0))
+	g.Expect(value(appsv1beta1.ConditionAvailable, "MinimumReplicasAvailable")).To(Equal(1.0))
 
 	w2.Forget(key)
 	g.Expect(series("", "")).To(BeZero())

@@ -64,7 +64,11 @@ func Main(m *testing.M, env **Env) {
 }
 
 // Start brings up etcd and kube-apiserver and installs the CRDs from
-// config/crd/bases and the webhooks from config/webhook.
+// config/crd/bases and the webhooks from config/webhook. envtest gives the
+// CRDs of the kinds that convert (a hub and spokes in manager.Scheme:
+// PodSet, PodBugger) a conversion webhook pointing at the test webhook
+// server, with its CA, so a manager started with ManagerOptions converts
+// them as the installed manager does.
 func Start() (*Env, error) {
 	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true), zap.Level(logLevel())))
 	root, err := RepoRoot()

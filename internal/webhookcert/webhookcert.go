@@ -14,6 +14,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -26,16 +27,20 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // The manager reads and writes only its own certificate Secret, and patches
-// only its own webhook configurations.
+// only its own webhook configurations and the CRDs it converts.
 // +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=get;create;update
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;patch,resourceNames=deckhand-validating-webhook-configuration
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;patch,resourceNames=deckhand-mutating-webhook-configuration
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;patch,resourceNames=podsets.apps.deckhand.dev
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;patch,resourceNames=podbuggers.debug.deckhand.dev
 
 // Secret keys.
 const (
@@ -82,6 +87,10 @@ type Rotator struct {
 	// configurations whose caBundle is kept at the CA; missing ones are
 	// skipped (a deployment may have only one of the two).
 	ValidatingConfigurations, MutatingConfigurations []string
+	// CRDs name the CustomResourceDefinitions whose conversion webhook's
+	// caBundle is kept at the CA; missing ones, and ones whose conversion is
+	// not a webhook, are skipped.
+	CRDs []string
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
 }
@@ -299,12 +308,15 @@ func (r *Rotator) writeFiles(secret *corev1.Secret) error {
 // needs one.
 func (r *Rotator) injectCA(ctx context.Context, ca []byte) error {
 	bundle := func(current []byte) []byte { return caBundle(ca, current, r.now()) }
-	errs := make([]error, 0, len(r.ValidatingConfigurations)+len(r.MutatingConfigurations))
+	errs := make([]error, 0, len(r.ValidatingConfigurations)+len(r.MutatingConfigurations)+len(r.CRDs))
 	for _, name := range r.ValidatingConfigurations {
-		errs = append(errs, r.patchCA(ctx, name, &admissionregistrationv1.ValidatingWebhookConfiguration{}, bundle))
+		errs = append(errs, r.patchCA(ctx, "webhook configuration", name, &admissionregistrationv1.ValidatingWebhookConfiguration{}, bundle))
 	}
 	for _, name := range r.MutatingConfigurations {
-		errs = append(errs, r.patchCA(ctx, name, &admissionregistrationv1.MutatingWebhookConfiguration{}, bundle))
+		errs = append(errs, r.patchCA(ctx, "webhook configuration", name, &admissionregistrationv1.MutatingWebhookConfiguration{}, bundle))
+	}
+	for _, name := range r.CRDs {
+		errs = append(errs, r.patchCA(ctx, "CustomResourceDefinition", name, newCRD(), bundle))
 	}
 	return errors.Join(errs...)
 }
@@ -332,6 +344,40 @@ func caBundle(ca, current []byte, now time.Time) []byte {
 	}
 }
 
+// newCRD is an empty CustomResourceDefinition, read as unstructured: the
+// manager's scheme does not know apiextensions, and only one field is
+// touched.
+func newCRD() *unstructured.Unstructured {
+	crd := &unstructured.Unstructured{}
+	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+	return crd
+}
+
+// caBundleField is where a CRD's conversion webhook keeps its caBundle.
+var caBundleField = []string{"spec", "conversion", "webhook", "clientConfig", "caBundle"}
+
+// crdClientConfig is a CRD's conversion webhook client configuration, seen
+// as a WebhookClientConfig whose CABundle patchCA may change; store writes
+// a change back into the CRD. It is nil when the CRD does not convert
+// through a webhook.
+func crdClientConfig(crd *unstructured.Unstructured) (cc *admissionregistrationv1.WebhookClientConfig, store func()) {
+	if strategy, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "strategy"); strategy != "Webhook" {
+		return nil, nil
+	}
+	if _, found, _ := unstructured.NestedMap(crd.Object, caBundleField[:4]...); !found {
+		return nil, nil
+	}
+	current, _, _ := unstructured.NestedString(crd.Object, caBundleField...)
+	decoded, err := base64.StdEncoding.DecodeString(current)
+	if err != nil {
+		decoded = nil // not a bundle: replaced by the CA
+	}
+	cc = &admissionregistrationv1.WebhookClientConfig{CABundle: decoded}
+	return cc, func() {
+		_ = unstructured.SetNestedField(crd.Object, base64.StdEncoding.EncodeToString(cc.CABundle), caBundleField...)
+	}
+}
+
 // clientConfigs points at the client configuration of every webhook in a
 // validating or mutating configuration.
 func clientConfigs(cfg client.Object) []*admissionregistrationv1.WebhookClientConfig {
@@ -349,7 +395,7 @@ func clientConfigs(cfg client.Object) []*admissionregistrationv1.WebhookClientCo
 	return out
 }
 
-func (r *Rotator) patchCA(ctx context.Context, name string, cfg client.Object, bundle func(current []byte) []byte) error {
+func (r *Rotator) patchCA(ctx context.Context, what, name string, cfg client.Object, bundle func(current []byte) []byte) error {
 	// The optimistic lock makes a concurrent edit (another replica, an
 	// upgrade re-applying the configuration) fail the patch instead of being
 	// overwritten; it is then retried on what the apiserver holds.
@@ -365,6 +411,15 @@ func (r *Rotator) patchCA(ctx context.Context, name string, cfg client.Object, b
 				changed = true
 			}
 		}
+		if crd, ok := cfg.(*unstructured.Unstructured); ok {
+			if cc, store := crdClientConfig(crd); cc != nil {
+				if want := bundle(cc.CABundle); !bytes.Equal(cc.CABundle, want) {
+					cc.CABundle = want
+					store()
+					changed = true
+				}
+			}
+		}
 		if !changed {
 			return nil
 		}
@@ -373,7 +428,7 @@ func (r *Rotator) patchCA(ctx context.Context, name string, cfg client.Object, b
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
-	return wrap(err, "setting caBundle on webhook configuration %s", name)
+	return wrap(err, "setting caBundle on %s %s", what, name)
 }
 
 func parsePair(certPEM, keyPEM []byte) (*x509.Certificate, *ecdsa.PrivateKey, error) {

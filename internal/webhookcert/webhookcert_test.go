@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"os"
 	"path/filepath"
 	"sync"
@@ -14,8 +15,10 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 	"github.com/deckhand-dev/deckhand/internal/webhookcert"
@@ -166,6 +169,65 @@ func TestReplicasRacingAgreeOnOneCertificate(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "webhook-cert"}, secret)).To(Succeed())
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cfg), cfg)).To(Succeed())
 	g.Expect(cfg.Webhooks[1].ClientConfig.CABundle).To(Equal(secret.Data[webhookcert.CAKey]))
+}
+
+// conversionCRD creates a CRD with two versions converted by a webhook with
+// no caBundle, as an install leaves it.
+func conversionCRD(t *testing.T) *unstructured.Unstructured {
+	t.Helper()
+	crd := &unstructured.Unstructured{}
+	err := yaml.Unmarshal([]byte(`
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.certtest.deckhand.dev}
+spec:
+  group: certtest.deckhand.dev
+  names: {kind: Widget, plural: widgets}
+  scope: Namespaced
+  conversion:
+    strategy: Webhook
+    webhook:
+      conversionReviewVersions: [v1]
+      clientConfig: {url: "https://127.0.0.1:1/convert"}
+  versions:
+  - {name: v1beta1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}
+  - {name: v1alpha1, served: true, storage: false, schema: {openAPIV3Schema: {type: object}}}
+`), &crd.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Create(context.Background(), crd); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), crd) })
+	return crd
+}
+
+// A CRD's conversion webhook is called by the apiserver like an admission
+// webhook, so it must trust the same CA; a CRD that is missing is skipped.
+func TestEnsureInjectsIntoCRDConversionWebhooks(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	crd := conversionCRD(t)
+	r := rotator(t, ns, "does-not-exist")
+	r.CRDs = []string{crd.GetName(), "missing.certtest.deckhand.dev"}
+
+	g.Expect(r.Ensure(ctx)).To(Succeed())
+
+	secret := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "webhook-cert"}, secret)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(crd), crd)).To(Succeed())
+	bundle, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "webhook", "clientConfig", "caBundle")
+	g.Expect(base64.StdEncoding.DecodeString(bundle)).To(Equal(secret.Data[webhookcert.CAKey]))
+	url, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "webhook", "clientConfig", "url")
+	g.Expect(url).To(Equal("https://127.0.0.1:1/convert"), "only caBundle changes")
+
+	// A second pass with nothing to do writes nothing.
+	rv := crd.GetResourceVersion()
+	g.Expect(r.Ensure(ctx)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(crd), crd)).To(Succeed())
+	g.Expect(crd.GetResourceVersion()).To(Equal(rv))
 }
 
 // deckhand_webhook_certificate_expiry_timestamp_seconds is the expiry of

@@ -23,9 +23,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
-	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
 )
 
@@ -179,8 +179,8 @@ func (b *bench) podSetRow() {
 	tmpl := benchTemplate()
 	b.rounds(func(int) {
 		run(&ps, "podset", func(ns string) {
-			b.must(b.c.Client.Create(b.ctx, &appsv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bench"},
-				Spec: appsv1alpha1.PodSetSpec{Size: int32(n), Template: tmpl.DeepCopy()}}))
+			b.must(b.c.Client.Create(b.ctx, &appsv1beta1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bench"},
+				Spec: appsv1beta1.PodSetSpec{Replicas: int32(n), Template: tmpl.DeepCopy()}}))
 		})
 	}, func(int) {
 		run(&rs, "replicaset", func(ns string) {
@@ -469,7 +469,7 @@ func (b *bench) podBuggerRow() {
 	n := min(b.s.n(1000), 1000) // maxPods is at most 1,000
 	var pb, alt, calls []float64
 	run := func(into *[]float64, inject func(ns string)) {
-		ns := b.namespace("bench-podbugger", map[string]string{debugv1alpha1.NamespaceEnabledLabel: "true"})
+		ns := b.namespace("bench-podbugger", map[string]string{debugv1beta1.NamespaceEnabledLabel: "true"})
 		tr := b.trackPods(ns, n)
 		defer close(tr.stop)
 		b.createPods(ns, "target", n, benchLabels, false)
@@ -486,8 +486,8 @@ func (b *bench) podBuggerRow() {
 		b.warm()
 		before := b.apiCalls()
 		run(&pb, func(ns string) {
-			b.must(b.c.Client.Create(b.ctx, &debugv1alpha1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "debugger"},
-				Spec: debugv1alpha1.PodBuggerSpec{Selector: metav1.LabelSelector{MatchLabels: benchLabels},
+			b.must(b.c.Client.Create(b.ctx, &debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "debugger"},
+				Spec: debugv1beta1.PodBuggerSpec{Selector: metav1.LabelSelector{MatchLabels: benchLabels},
 					Image: "docker.io/library/busybox:1.37", MaxPods: int32(n)}}))
 		})
 		calls = append(calls, (b.apiCalls()-before)/float64(n))
@@ -535,10 +535,10 @@ func (b *bench) ceilingRow() {
 // them converged. The manager runs without leader election here, so every
 // write counts (there are no lease renewals to discount).
 func (b *bench) idleRow() {
-	ns := b.namespace("bench-idle", map[string]string{debugv1alpha1.NamespaceEnabledLabel: "true"})
+	ns := b.namespace("bench-idle", map[string]string{debugv1beta1.NamespaceEnabledLabel: "true"})
 	b.createPods(ns, "target", 1, map[string]string{"app": "debug-me"}, false)
-	b.must(b.c.Client.Create(b.ctx, &appsv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "idle"},
-		Spec: appsv1alpha1.PodSetSpec{Size: 5, Template: ptr.To(benchTemplate())}}))
+	b.must(b.c.Client.Create(b.ctx, &appsv1beta1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "idle"},
+		Spec: appsv1beta1.PodSetSpec{Replicas: 5, Template: ptr.To(benchTemplate())}}))
 	b.must(b.c.Client.Create(b.ctx, &modelv1.ModelBox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "idle"},
 		Spec: modelv1.ModelBoxSpec{Image: benchImage, Replicas: ptr.To[int32](2), Ports: []modelv1.ServicePort{{Port: 80, TargetPort: ptr.To(intstr.FromInt32(8080))}}}}))
 	b.must(b.c.Client.Create(b.ctx, &deckhandbatchv1.JobWatcher{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "idle"},
@@ -546,10 +546,10 @@ func (b *bench) idleRow() {
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kept"}, Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: benchPodSpec()}}}
 	job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
 	b.must(b.c.Client.Create(b.ctx, job))
-	b.must(b.c.Client.Create(b.ctx, &debugv1alpha1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "idle"},
-		Spec: debugv1alpha1.PodBuggerSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "debug-me"}}, Image: "docker.io/library/busybox:1.37"}}))
+	b.must(b.c.Client.Create(b.ctx, &debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "idle"},
+		Spec: debugv1beta1.PodBuggerSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "debug-me"}}, Image: "docker.io/library/busybox:1.37"}}))
 	err := wait.PollUntilContextTimeout(b.ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-		set, box, pbug, j := &appsv1alpha1.PodSet{}, &modelv1.ModelBox{}, &debugv1alpha1.PodBugger{}, &batchv1.Job{}
+		set, box, pbug, j := &appsv1beta1.PodSet{}, &modelv1.ModelBox{}, &debugv1beta1.PodBugger{}, &batchv1.Job{}
 		key := client.ObjectKey{Namespace: ns, Name: "idle"}
 		if b.c.Client.Get(ctx, key, set) != nil || b.c.Client.Get(ctx, key, box) != nil || b.c.Client.Get(ctx, key, pbug) != nil ||
 			b.c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "kept"}, j) != nil {

@@ -74,8 +74,14 @@ type Cluster struct {
 // Deckhand from dist/install.yaml, runs the package's tests, removes the
 // cluster, and exits.
 func Main(m *testing.M, c **Cluster, nodes int) {
+	MainWithInstall(m, c, nodes, nil)
+}
+
+// MainWithInstall is Main with Deckhand installed by install instead of
+// from dist/install.yaml (nil): an older release, for an upgrade test.
+func MainWithInstall(m *testing.M, c **Cluster, nodes int, install func(*Cluster) error) {
 	removeOrphans()
-	cl, err := Start(fmt.Sprintf("deckhand-e2e-%d", os.Getpid()), nodes)
+	cl, err := StartWithInstall(fmt.Sprintf("deckhand-e2e-%d", os.Getpid()), nodes, install)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
 		os.Exit(1)
@@ -124,6 +130,19 @@ func removeOrphans() {
 // Managers started with RunManager authenticate as that ServiceAccount, so
 // every e2e test also proves the shipped RBAC is enough.
 func Start(name string, nodes int) (*Cluster, error) {
+	return StartWithInstall(name, nodes, nil)
+}
+
+// InstallFile installs Deckhand from a multi-document YAML file: an
+// install.yaml (Cluster.Install).
+func InstallFile(path string) func(*Cluster) error {
+	return func(c *Cluster) error { return c.Install(path) }
+}
+
+// StartWithInstall is Start with Deckhand installed by install; nil is
+// InstallFile(dist/install.yaml). install must leave the manager's
+// ServiceAccount in Namespace and call WriteManagerKubeconfig.
+func StartWithInstall(name string, nodes int, install func(*Cluster) error) (*Cluster, error) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		return nil, err
@@ -145,7 +164,10 @@ func Start(name string, nodes int) (*Cluster, error) {
 	if err := c.findRealNode(context.Background()); err != nil {
 		return nil, errors.Join(err, c.Stop())
 	}
-	if err := c.install(); err != nil {
+	if install == nil {
+		install = InstallFile(filepath.Join(c.root, "dist", "install.yaml"))
+	}
+	if err := install(c); err != nil {
 		return nil, errors.Join(err, c.Stop())
 	}
 	return c, nil
@@ -161,22 +183,29 @@ func (c *Cluster) Stop() error {
 	return nil
 }
 
-// install applies dist/install.yaml, waits for the CRDs, and writes a
-// kubeconfig that authenticates as the manager's ServiceAccount.
-func (c *Cluster) install() error {
-	installer := filepath.Join(c.root, "dist", "install.yaml")
+// Install applies installer (dist/install.yaml, or an older release's),
+// waits for the CRDs, and writes a kubeconfig that authenticates as the
+// manager's ServiceAccount. Applied over an older install, it is the
+// upgrade the README describes.
+func (c *Cluster) Install(installer string) error {
 	manifests, err := os.ReadFile(installer)
 	if err != nil {
 		return fmt.Errorf("%w: run 'make build-installer' (make test-e2e does)", err)
 	}
-	if _, err := c.Kubectl("apply", "--server-side", "-f", installer); err != nil {
+	if _, err := c.Kubectl("apply", "--server-side", "--force-conflicts", "-f", installer); err != nil {
 		return err
 	}
 	if bytes.Contains(manifests, []byte("kind: CustomResourceDefinition")) {
-		if err := c.waitForCRDs(time.Minute); err != nil {
+		if err := c.WaitForCRDs(time.Minute); err != nil {
 			return err
 		}
 	}
+	return c.WriteManagerKubeconfig()
+}
+
+// WriteManagerKubeconfig writes ManagerKubeconfig: a kubeconfig that
+// authenticates as the installed manager's ServiceAccount.
+func (c *Cluster) WriteManagerKubeconfig() error {
 	ctx := context.Background()
 	tr, err := c.Clientset.CoreV1().ServiceAccounts(Namespace).CreateToken(ctx, ServiceAccount,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)}},
@@ -199,9 +228,9 @@ func (c *Cluster) install() error {
 	return clientcmd.WriteToFile(*cfg, c.ManagerKubeconfig)
 }
 
-// waitForCRDs waits until every Deckhand CRD is Established. (kubectl wait
+// WaitForCRDs waits until every Deckhand CRD is Established. (kubectl wait
 // right after apply can fail on a CRD that has no conditions yet.)
-func (c *Cluster) waitForCRDs(timeout time.Duration) error {
+func (c *Cluster) WaitForCRDs(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		crds := &unstructured.UnstructuredList{}
@@ -296,7 +325,15 @@ func (c *Cluster) RunManager(t testing.TB, args ...string) *Process {
 	if bin == "" {
 		bin = filepath.Join(c.root, "bin", "deckhand")
 	}
-	port := c.installWebhooks(t)
+	return c.RunManagerFrom(t, bin, filepath.Join(c.root, "config", "webhook", "manifests.yaml"), args...)
+}
+
+// RunManagerFrom is RunManager with another manager binary and the webhook
+// configurations it serves (controller-gen's manifests of its release): an
+// older release, for an upgrade test.
+func (c *Cluster) RunManagerFrom(t testing.TB, bin, webhookManifests string, args ...string) *Process {
+	t.Helper()
+	port := c.installWebhooks(t, webhookManifests)
 	health := testenv.FreeAddr(t)
 	flags := slices.Concat([]string{
 		"--kubeconfig", c.ManagerKubeconfig,
@@ -353,7 +390,7 @@ func (p *Process) waitReady(url string, timeout time.Duration) error {
 // installWebhooks points the cluster's webhook configurations at a free
 // loopback port and returns it; the manager then issues its certificate and
 // injects the CA (self-signed mode).
-func (c *Cluster) installWebhooks(t testing.TB) int {
+func (c *Cluster) installWebhooks(t testing.TB, webhookManifests string) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -361,7 +398,7 @@ func (c *Cluster) installWebhooks(t testing.TB) int {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	_ = l.Close()
-	manifests, err := os.ReadFile(filepath.Join(c.root, "config", "webhook", "manifests.yaml"))
+	manifests, err := os.ReadFile(webhookManifests)
 	if errors.Is(err, os.ErrNotExist) {
 		return port
 	} else if err != nil {

@@ -18,7 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 )
 
 // TestPodBugger runs the operator with busybox allowed and checks, on kwok
@@ -26,11 +26,11 @@ import (
 // that pods of a scale-up get theirs, and that the safety rules hold.
 func TestPodBugger(t *testing.T) {
 	ctx := context.Background()
-	enabled := map[string]string{debugv1alpha1.NamespaceEnabledLabel: "true"}
+	enabled := map[string]string{debugv1beta1.NamespaceEnabledLabel: "true"}
 	p := c.RunManager(t, "--controllers", "podbugger", "--podbugger-allowed-images", "docker.io/library/busybox:*")
 	web := map[string]string{"app": "web"}
 	// The manager serves the webhook once a dry run passes it.
-	probe := pbObject(c.Namespace(t, enabled), "probe", web, debugv1alpha1.ProfileRestricted)
+	probe := pbObject(c.Namespace(t, enabled), "probe", web, debugv1beta1.ProfileRestricted)
 	NewWithT(t).Eventually(func() error { return c.Client.Create(ctx, probe.DeepCopy(), client.DryRunAll) }).
 		WithTimeout(time.Minute).Should(Succeed())
 
@@ -40,7 +40,7 @@ func TestPodBugger(t *testing.T) {
 		pbDeployment(t, ns, 3)
 		g.Eventually(pbRunningPods).WithArguments(ns).Should(HaveLen(3))
 
-		pb := pbObject(ns, "web-debug", web, debugv1alpha1.ProfileRestricted)
+		pb := pbObject(ns, "web-debug", web, debugv1beta1.ProfileRestricted)
 		start := time.Now()
 		g.Expect(c.Client.Create(ctx, pb)).To(Succeed())
 		g.Eventually(pbStatus).WithArguments(pb).Should(HaveField("Installed", int32(3)))
@@ -48,9 +48,9 @@ func TestPodBugger(t *testing.T) {
 		g.Expect(pbEphemeralByPod(ns)).To(And(HaveLen(3), HaveEach(Equal([]string{"web-debug"}))))
 		// kwok reports no ephemeral container status: the PodBugger says it does not know.
 		g.Eventually(pbStatus).WithArguments(pb).Should(And(
-			HaveField("Pods", HaveEach(HaveField("State", debugv1alpha1.DebuggerUnknown))),
-			HaveField("Conditions", ContainElement(And(HaveField("Type", debugv1alpha1.ConditionStarted),
-				HaveField("Status", metav1.ConditionUnknown), HaveField("Reason", debugv1alpha1.ReasonStatusUnknown))))))
+			HaveField("Pods", HaveEach(HaveField("State", debugv1beta1.DebuggerUnknown))),
+			HaveField("Conditions", ContainElement(And(HaveField("Type", debugv1beta1.ConditionStarted),
+				HaveField("Status", metav1.ConditionUnknown), HaveField("Reason", debugv1beta1.ReasonStatusUnknown))))))
 
 		start = time.Now()
 		g.Expect(c.Kubectl("scale", "deployment/web", "-n", ns, "--replicas=5")).Error().NotTo(HaveOccurred())
@@ -66,12 +66,12 @@ func TestPodBugger(t *testing.T) {
 		g := pbG(t)
 		// A PodBugger selecting app=web in an opted-in namespace...
 		other := c.Namespace(t, enabled)
-		g.Expect(c.Client.Create(ctx, pbObject(other, "web-debug", web, debugv1alpha1.ProfileRestricted))).To(Succeed())
+		g.Expect(c.Client.Create(ctx, pbObject(other, "web-debug", web, debugv1beta1.ProfileRestricted))).To(Succeed())
 		// ...leaves the app=web pods of this namespace alone, and none can be created here.
 		ns := c.Namespace(t, nil)
 		pbDeployment(t, ns, 2)
 		g.Eventually(pbRunningPods).WithArguments(ns).Should(HaveLen(2))
-		err := c.Client.Create(ctx, pbObject(ns, "web-debug", web, debugv1alpha1.ProfileRestricted))
+		err := c.Client.Create(ctx, pbObject(ns, "web-debug", web, debugv1beta1.ProfileRestricted))
 		g.Expect(err).To(MatchError(ContainSubstring("metadata.namespace")))
 		g.Consistently(pbEphemeralByPod).WithArguments(ns).Should(And(HaveLen(2), HaveEach(BeEmpty())))
 	})
@@ -79,30 +79,30 @@ func TestPodBugger(t *testing.T) {
 	t.Run("a restricted namespace accepts the restricted profile only", func(t *testing.T) {
 		g := pbG(t)
 		ns := c.Namespace(t, map[string]string{
-			debugv1alpha1.NamespaceEnabledLabel:  "true",
+			debugv1beta1.NamespaceEnabledLabel:   "true",
 			"pod-security.kubernetes.io/enforce": "restricted",
 		})
 		pbDeployment(t, ns, 2)
 		g.Eventually(pbRunningPods).WithArguments(ns).Should(HaveLen(2))
 
-		restricted := pbObject(ns, "restricted-debug", web, debugv1alpha1.ProfileRestricted)
+		restricted := pbObject(ns, "restricted-debug", web, debugv1beta1.ProfileRestricted)
 		g.Expect(c.Client.Create(ctx, restricted)).To(Succeed())
 		g.Eventually(pbStatus).WithArguments(restricted).Should(And(HaveField("Installed", int32(2)),
-			WithTransform(pbReadyReason, Equal(debugv1alpha1.ReasonActive))))
+			WithTransform(pbReadyReason, Equal(debugv1beta1.ReasonActive))))
 
 		// Pod Security checks ephemeral containers too: baseline's root
 		// container is refused, and the PodBugger says so.
-		baseline := pbObject(ns, "baseline-debug", web, debugv1alpha1.ProfileBaseline)
+		baseline := pbObject(ns, "baseline-debug", web, debugv1beta1.ProfileBaseline)
 		g.Expect(c.Client.Create(ctx, baseline)).To(Succeed())
 		g.Eventually(pbStatus).WithArguments(baseline).Should(And(HaveField("Installed", int32(0)),
-			WithTransform(pbReadyReason, Equal(debugv1alpha1.ReasonInjectionFailed))))
+			WithTransform(pbReadyReason, Equal(debugv1beta1.ReasonInjectionFailed))))
 		g.Expect(pbEphemeralByPod(ns)).To(HaveEach(Equal([]string{"restricted-debug"})))
 	})
 
 	t.Run("the sample is accepted in an opted-in namespace", func(t *testing.T) {
 		g := pbG(t)
 		ns := c.Namespace(t, enabled)
-		sample := filepath.Join("..", "..", "config", "samples", "debug_v1alpha1_podbugger.yaml")
+		sample := filepath.Join("..", "..", "config", "samples", "debug_v1beta1_podbugger.yaml")
 		g.Expect(c.Kubectl("apply", "--dry-run=server", "-n", ns, "-f", sample)).
 			To(ContainSubstring("podbugger.debug.deckhand.dev/web-debug created (server dry run)"))
 	})
@@ -138,10 +138,10 @@ func pbG(t *testing.T) *WithT {
 	return g
 }
 
-func pbObject(ns, name string, selector map[string]string, profile debugv1alpha1.Profile) *debugv1alpha1.PodBugger {
-	return &debugv1alpha1.PodBugger{
+func pbObject(ns, name string, selector map[string]string, profile debugv1beta1.Profile) *debugv1beta1.PodBugger {
+	return &debugv1beta1.PodBugger{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: debugv1alpha1.PodBuggerSpec{
+		Spec: debugv1beta1.PodBuggerSpec{
 			Selector: metav1.LabelSelector{MatchLabels: selector},
 			Image:    "docker.io/library/busybox:1.37",
 			Profile:  profile,
@@ -213,14 +213,14 @@ func pbEphemeralByPod(ns string) (map[string][]string, error) {
 	return out, err
 }
 
-func pbStatus(pb *debugv1alpha1.PodBugger) (debugv1alpha1.PodBuggerStatus, error) {
-	got := &debugv1alpha1.PodBugger{}
+func pbStatus(pb *debugv1beta1.PodBugger) (debugv1beta1.PodBuggerStatus, error) {
+	got := &debugv1beta1.PodBugger{}
 	err := c.Client.Get(context.Background(), client.ObjectKeyFromObject(pb), got)
 	return got.Status, err
 }
 
-func pbReadyReason(s debugv1alpha1.PodBuggerStatus) string {
-	if cond := meta.FindStatusCondition(s.Conditions, debugv1alpha1.ConditionReady); cond != nil {
+func pbReadyReason(s debugv1beta1.PodBuggerStatus) string {
+	if cond := meta.FindStatusCondition(s.Conditions, debugv1beta1.ConditionReady); cond != nil {
 		return cond.Reason
 	}
 	return ""

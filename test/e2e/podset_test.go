@@ -21,7 +21,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
@@ -44,7 +44,7 @@ func watchPods(t *testing.T, ns, set string) *podWatch {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	pods := c.Clientset.CoreV1().Pods(ns)
-	selector := appsv1alpha1.PodSetLabel + "=" + set
+	selector := appsv1beta1.PodSetLabel + "=" + set
 	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		t.Fatalf("listing pods: %v", err)
@@ -137,14 +137,14 @@ func (w *podWatch) extremes(t *testing.T) (maxAlive, minReady, seen int) {
 	return w.maxAlive, w.minReady, len(w.seen)
 }
 
-func getPodSet(g Gomega, ns, name string) *appsv1alpha1.PodSet {
-	set := &appsv1alpha1.PodSet{}
+func getPodSet(g Gomega, ns, name string) *appsv1beta1.PodSet {
+	set := &appsv1beta1.PodSet{}
 	g.Expect(c.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, set)).To(Succeed())
 	return set
 }
 
 // converged waits until the PodSet has size pods, all Running, Ready, on a
-// kwok node, made from the current template and named in status.nodes, and
+// kwok node, made from the current template and named in status.podNames, and
 // reports Available.
 func converged(t *testing.T, ns, name string, size int, image string) {
 	t.Helper()
@@ -158,7 +158,7 @@ func converged(t *testing.T, ns, name string, size int, image string) {
 		set := getPodSet(g, ns, name)
 		pods := &corev1.PodList{}
 		g.Expect(c.Client.List(context.Background(), pods, client.InNamespace(ns),
-			client.MatchingLabels{appsv1alpha1.PodSetLabel: name})).To(Succeed())
+			client.MatchingLabels{appsv1beta1.PodSetLabel: name})).To(Succeed())
 		var alive []string
 		for _, p := range pods.Items {
 			if p.DeletionTimestamp != nil {
@@ -173,12 +173,12 @@ func converged(t *testing.T, ns, name string, size int, image string) {
 		}
 		slices.Sort(alive)
 		g.Expect(alive).To(HaveLen(size))
-		g.Expect(set.Status.Nodes).To(Equal(alive))
+		g.Expect(set.Status.PodNames).To(Equal(alive))
 		g.Expect(set.Status.ReadyReplicas).To(BeEquivalentTo(size))
 		g.Expect(set.Status.UpdatedReplicas).To(BeEquivalentTo(size))
 		g.Expect(set.Status.ObservedGeneration).To(Equal(set.Generation))
-		g.Expect(meta.IsStatusConditionTrue(set.Status.Conditions, appsv1alpha1.ConditionAvailable)).To(BeTrue())
-		g.Expect(meta.IsStatusConditionFalse(set.Status.Conditions, appsv1alpha1.ConditionProgressing)).To(BeTrue())
+		g.Expect(meta.IsStatusConditionTrue(set.Status.Conditions, appsv1beta1.ConditionAvailable)).To(BeTrue())
+		g.Expect(meta.IsStatusConditionFalse(set.Status.Conditions, appsv1beta1.ConditionProgressing)).To(BeTrue())
 	}).WithTimeout(2 * time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
 }
 
@@ -191,8 +191,8 @@ func TestPodSetOnTheCluster(t *testing.T) {
 	const name = "podset-sample"
 	pods := watchPods(t, ns, name)
 
-	// The seed's PodSet: three busybox pods, named in status.nodes.
-	g.Expect(c.Kubectl("apply", "-n", ns, "-f", filepath.Join(root, "config", "samples", "apps_v1alpha1_podset.yaml"))).
+	// The seed's PodSet: three busybox pods, named in status.podNames.
+	g.Expect(c.Kubectl("apply", "-n", ns, "-f", filepath.Join(root, "config", "samples", "apps_v1beta1_podset.yaml"))).
 		Error().NotTo(HaveOccurred())
 	converged(t, ns, name, 3, "busybox")
 	g.Expect(c.Kubectl("get", "podset", name, "-n", ns)).To(MatchRegexp(`podset-sample\s+3\s+3\s+3\s+`))
@@ -210,9 +210,9 @@ func TestPodSetOnTheCluster(t *testing.T) {
 	g.Expect(seen).To(Equal(10), "pods ever created")
 
 	// A pod deleted by hand is replaced.
-	victim := getPodSet(g, ns, name).Status.Nodes[0]
+	victim := getPodSet(g, ns, name).Status.PodNames[0]
 	g.Expect(c.Kubectl("delete", "pod", "-n", ns, victim, "--wait=false")).Error().NotTo(HaveOccurred())
-	g.Eventually(func(g Gomega) []string { return getPodSet(g, ns, name).Status.Nodes }).
+	g.Eventually(func(g Gomega) []string { return getPodSet(g, ns, name).Status.PodNames }).
 		WithTimeout(time.Minute).Should(SatisfyAll(HaveLen(2), Not(ContainElement(victim))))
 	converged(t, ns, name, 2, "busybox")
 	_, _, seen = pods.extremes(t)
@@ -239,6 +239,10 @@ func TestPodSetRefusesInvalidSpecsNamingTheField(t *testing.T) {
 		"negative size": {
 			manifest: `{"apiVersion":"apps.deckhand.dev/v1alpha1","kind":"PodSet","metadata":{"name":"neg"},"spec":{"size":-1}}`,
 			want:     "spec.size: Invalid value: -1: spec.size in body should be greater than or equal to 0",
+		},
+		"negative replicas (v1beta1)": {
+			manifest: `{"apiVersion":"apps.deckhand.dev/v1beta1","kind":"PodSet","metadata":{"name":"neg"},"spec":{"replicas":-1}}`,
+			want:     "spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0",
 		},
 		"template without containers": {
 			manifest: `{"apiVersion":"apps.deckhand.dev/v1alpha1","kind":"PodSet","metadata":{"name":"empty"},"spec":{"size":1,"template":{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[]}}}}`,

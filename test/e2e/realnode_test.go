@@ -35,9 +35,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
-	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
 	modelcontroller "github.com/deckhand-dev/deckhand/internal/controller/model"
 	"github.com/deckhand-dev/deckhand/test/cluster"
@@ -195,23 +195,23 @@ func TestRealNodePodSet(t *testing.T) {
 	ns := c.RealNodeNamespace(t, nil)
 	c.RunManager(t, "--controllers", "podset")
 
-	set := &appsv1alpha1.PodSet{
+	set := &appsv1beta1.PodSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sleepers"},
-		Spec: appsv1alpha1.PodSetSpec{Size: 2, Template: &corev1.PodTemplateSpec{
+		Spec: appsv1beta1.PodSetSpec{Replicas: 2, Template: &corev1.PodTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "sleepers"}},
 			Spec:       restrictedSpec("sleep", "3600"),
 		}},
 	}
 	g.Expect(c.Client.Create(ctx, set)).To(Succeed())
 	converged(t, ns, set.Name, 2, cluster.BusyboxImage)
-	first := getPodSet(g, ns, set.Name).Status.Nodes
+	first := getPodSet(g, ns, set.Name).Status.PodNames
 	for _, name := range first {
 		g.Expect(runningOnRealNode(g, node, ns, name)).NotTo(BeNil())
 	}
 
 	// A pod deleted is stopped by the kubelet and replaced.
 	g.Expect(c.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: first[0]}})).To(Succeed())
-	g.Eventually(func(g Gomega) []string { return getPodSet(g, ns, set.Name).Status.Nodes }).
+	g.Eventually(func(g Gomega) []string { return getPodSet(g, ns, set.Name).Status.PodNames }).
 		ShouldNot(ContainElement(first[0]))
 	converged(t, ns, set.Name, 2, cluster.BusyboxImage)
 }
@@ -288,7 +288,7 @@ func TestRealNodePodBuggerDebugContainerRuns(t *testing.T) {
 	g := rnG(t)
 	ctx := context.Background()
 	ns := c.RealNodeNamespace(t, map[string]string{
-		debugv1alpha1.NamespaceEnabledLabel:  "true",
+		debugv1beta1.NamespaceEnabledLabel:   "true",
 		"pod-security.kubernetes.io/enforce": "restricted",
 	})
 	c.RunManager(t, "--controllers", "podbugger", "--podbugger-allowed-images", "localhost/deckhand/busybox:*")
@@ -300,12 +300,12 @@ func TestRealNodePodBuggerDebugContainerRuns(t *testing.T) {
 	g.Expect(c.Client.Create(ctx, pod)).To(Succeed())
 	g.Eventually(func(g Gomega) { runningOnRealNode(g, node, ns, "web") }).Should(Succeed())
 
-	pb := &debugv1alpha1.PodBugger{
+	pb := &debugv1beta1.PodBugger{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shell"},
-		Spec: debugv1alpha1.PodBuggerSpec{
+		Spec: debugv1beta1.PodBuggerSpec{
 			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 			Image:    cluster.BusyboxImage,
-			Profile:  debugv1alpha1.ProfileRestricted,
+			Profile:  debugv1beta1.ProfileRestricted,
 		},
 	}
 	// The manager serves its webhook once the create passes.
@@ -317,13 +317,13 @@ func TestRealNodePodBuggerDebugContainerRuns(t *testing.T) {
 			HaveField("Name", "shell"), HaveField("State.Running", Not(BeNil())))))
 	}).Should(Succeed())
 	g.Eventually(pbStatus).WithArguments(pb).Should(And(HaveField("Installed", int32(1)),
-		WithTransform(pbReadyReason, Equal(debugv1alpha1.ReasonActive))))
+		WithTransform(pbReadyReason, Equal(debugv1beta1.ReasonActive))))
 
 	// The restricted profile runs the debugger as uid 65532, whatever user
 	// the image names (busybox's own would be root, which runAsNonRoot
 	// refuses).
 	g.Expect(c.KubectlWithin(kubectlWait, "exec", "-n", ns, "web", "-c", "shell", "--", "id", "-u")).To(Equal("65532\n"))
-	g.Eventually(pbStatus).WithArguments(pb).Should(HaveField("Pods", ContainElement(HaveField("State", debugv1alpha1.DebuggerRunning))))
+	g.Eventually(pbStatus).WithArguments(pb).Should(HaveField("Pods", ContainElement(HaveField("State", debugv1beta1.DebuggerRunning))))
 	// It shares the pod's network: the app's processes are not visible
 	// (no targetContainerName), but its hostname is the pod's.
 	g.Expect(c.KubectlWithin(kubectlWait, "exec", "-n", ns, "web", "-c", "shell", "--", "hostname")).To(Equal("web\n"))

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/manager"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
@@ -37,12 +37,12 @@ func TestNamespaceUsersGetDeckhandThroughEditAndView(t *testing.T) {
 	// Aggregation is asynchronous: wait until edit carries the PodSet rules.
 	g.Eventually(func() (bool, error) { return allowed(ctx, "alice", mine, "apps.deckhand.dev", "podsets", "create") }).Should(BeTrue())
 
-	set := func(ns string) *appsv1alpha1.PodSet {
-		return &appsv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "roles"}, Spec: appsv1alpha1.PodSetSpec{Size: 1}}
+	set := func(ns string) *appsv1beta1.PodSet {
+		return &appsv1beta1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "roles"}, Spec: appsv1beta1.PodSetSpec{Replicas: 1}}
 	}
 	g.Expect(alice.Create(ctx, set(mine))).To(Succeed(), "edit creates a PodSet in its namespace")
 	g.Expect(alice.Create(ctx, set(theirs))).To(Satisfy(apierrors.IsForbidden), "edit in one namespace creates nothing in another")
-	g.Expect(bob.Get(ctx, client.ObjectKeyFromObject(set(mine)), &appsv1alpha1.PodSet{})).To(Succeed(), "view gets a PodSet")
+	g.Expect(bob.Get(ctx, client.ObjectKeyFromObject(set(mine)), &appsv1beta1.PodSet{})).To(Succeed(), "view gets a PodSet")
 	bobsSet := set(mine)
 	bobsSet.Name = "bobs"
 	g.Expect(bob.Create(ctx, bobsSet)).To(Satisfy(apierrors.IsForbidden), "view creates no PodSet")

@@ -11,13 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 )
 
 // selects reports whether the PodSet's selector (status.selector) matches
 // the pod's labels.
-func selects(set *appsv1alpha1.PodSet, p metav1.Object) bool {
-	return p.GetLabels()[appsv1alpha1.PodSetLabel] == set.Name
+func selects(set *appsv1beta1.PodSet, p metav1.Object) bool {
+	return p.GetLabels()[appsv1beta1.PodSetLabel] == set.Name
 }
 
 // claimPods makes the pods the set controls match its selector, as the
@@ -25,7 +25,7 @@ func selects(set *appsv1alpha1.PodSet, p metav1.Object) bool {
 // match are released (so relabelling a pod takes it out of the set, which
 // replaces it), and orphans that match are adopted. It returns the pods the
 // set controls afterwards.
-func (r *PodSetReconciler) claimPods(ctx context.Context, set *appsv1alpha1.PodSet, owned []*corev1.Pod) ([]*corev1.Pod, error) {
+func (r *PodSetReconciler) claimPods(ctx context.Context, set *appsv1beta1.PodSet, owned []*corev1.Pod) ([]*corev1.Pod, error) {
 	kept := make([]*corev1.Pod, 0, len(owned))
 	for _, p := range owned {
 		if selects(set, p) {
@@ -43,14 +43,14 @@ func (r *PodSetReconciler) claimPods(ctx context.Context, set *appsv1alpha1.PodS
 	// The cache may show a PodSet that is already being deleted, or one of
 	// the same name that is gone: adopting for it would hand the pod to the
 	// garbage collector. Read it past the cache first.
-	fresh := &appsv1alpha1.PodSet{}
+	fresh := &appsv1beta1.PodSet{}
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(set), fresh); err != nil {
 		return nil, fmt.Errorf("checking PodSet before adopting pods: %w", client.IgnoreNotFound(err))
 	}
 	if fresh.UID != set.UID || fresh.DeletionTimestamp != nil {
 		return kept, nil
 	}
-	ref := metav1.NewControllerRef(set, appsv1alpha1.GroupVersion.WithKind("PodSet"))
+	ref := metav1.NewControllerRef(set, appsv1beta1.GroupVersion.WithKind("PodSet"))
 	for _, p := range orphans {
 		p = p.DeepCopy() // the cache's own
 		if err := r.patchOwner(ctx, p, ref); err != nil {
@@ -64,9 +64,9 @@ func (r *PodSetReconciler) claimPods(ctx context.Context, set *appsv1alpha1.PodS
 // orphansOf lists the pods that match the set's selector and have no
 // controller, and are not being deleted. Like podsOf, it returns the cache's
 // own pods.
-func (r *PodSetReconciler) orphansOf(ctx context.Context, set *appsv1alpha1.PodSet) ([]*corev1.Pod, error) {
+func (r *PodSetReconciler) orphansOf(ctx context.Context, set *appsv1beta1.PodSet) ([]*corev1.Pod, error) {
 	list := &corev1.PodList{}
-	if err := r.List(ctx, list, client.InNamespace(set.Namespace), client.MatchingLabels{appsv1alpha1.PodSetLabel: set.Name}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(set.Namespace), client.MatchingLabels{appsv1beta1.PodSetLabel: set.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing pods that match PodSet %s: %w", client.ObjectKeyFromObject(set), err)
 	}
 	var out []*corev1.Pod

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 )
 
 // defaultTemplate is the seed's pod: busybox sleeping for an hour. The
@@ -27,7 +27,7 @@ func defaultTemplate() corev1.PodTemplateSpec {
 }
 
 // templateOf is the template a PodSet's pods are made from.
-func templateOf(set *appsv1alpha1.PodSet) corev1.PodTemplateSpec {
+func templateOf(set *appsv1beta1.PodSet) corev1.PodTemplateSpec {
 	if set.Spec.Template == nil {
 		return defaultTemplate()
 	}
@@ -35,19 +35,19 @@ func templateOf(set *appsv1alpha1.PodSet) corev1.PodTemplateSpec {
 }
 
 // selectorOf is the label selector of a PodSet's pods, in string form.
-func selectorOf(set *appsv1alpha1.PodSet) string {
-	return appsv1alpha1.PodSetLabel + "=" + set.Name
+func selectorOf(set *appsv1beta1.PodSet) string {
+	return appsv1beta1.PodSetLabel + "=" + set.Name
 }
 
 // podFor builds a new pod for the set from its template, named by the
 // apiserver after the set and controlled by it.
-func podFor(set *appsv1alpha1.PodSet, tmpl corev1.PodTemplateSpec, hash string) *corev1.Pod {
+func podFor(set *appsv1beta1.PodSet, tmpl corev1.PodTemplateSpec, hash string) *corev1.Pod {
 	labels := maps.Clone(tmpl.Labels)
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	labels[appsv1alpha1.PodSetLabel] = set.Name
-	labels[appsv1alpha1.PodTemplateHashLabel] = hash
+	labels[appsv1beta1.PodSetLabel] = set.Name
+	labels[appsv1beta1.PodTemplateHashLabel] = hash
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:    set.Namespace,
@@ -56,7 +56,7 @@ func podFor(set *appsv1alpha1.PodSet, tmpl corev1.PodTemplateSpec, hash string) 
 			Annotations:  maps.Clone(tmpl.Annotations),
 			Finalizers:   tmpl.Finalizers,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(set,
-				appsv1alpha1.GroupVersion.WithKind("PodSet"))},
+				appsv1beta1.GroupVersion.WithKind("PodSet"))},
 		},
 		Spec: *tmpl.Spec.DeepCopy(),
 	}
@@ -119,12 +119,12 @@ func untilAvailable(pods []*corev1.Pod, minReadySeconds int32, now time.Time) ti
 
 // isUpdated reports whether a pod was made from the template with this hash.
 func isUpdated(p *corev1.Pod, hash string) bool {
-	return p.Labels[appsv1alpha1.PodTemplateHashLabel] == hash
+	return p.Labels[appsv1beta1.PodTemplateHashLabel] == hash
 }
 
 // PodFor is the pod the PodSet creates next (its name still to be
 // generated): what its admission webhook validates.
-func PodFor(set *appsv1alpha1.PodSet) *corev1.Pod {
+func PodFor(set *appsv1beta1.PodSet) *corev1.Pod {
 	tmpl := templateOf(set)
 	return podFor(set, tmpl, templateHash(tmpl))
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -21,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/setup"
 	"github.com/deckhand-dev/deckhand/internal/status"
 )
@@ -56,14 +57,14 @@ type PodSetReconciler struct {
 	// Now is the clock for condition transition times and expectations.
 	Now func() time.Time
 
-	status       *status.Writer[appsv1alpha1.PodSetStatus]
+	status       *status.Writer[appsv1beta1.PodSetStatus]
 	expectations *expectations
 	backoff      *finishedBackoff
 }
 
 // NewPodSetReconciler returns a reconciler that reads and writes through c.
 func NewPodSetReconciler(c client.Client, rec events.EventRecorder) *PodSetReconciler {
-	r := &PodSetReconciler{Client: c, APIReader: c, Recorder: rec, Now: time.Now, status: status.NewWriter(c, status.ConditionMetrics("PodSet", func(s *appsv1alpha1.PodSetStatus) []metav1.Condition { return s.Conditions })),
+	r := &PodSetReconciler{Client: c, APIReader: c, Recorder: rec, Now: time.Now, status: status.NewWriter(c, status.ConditionMetrics("PodSet", func(s *appsv1beta1.PodSetStatus) []metav1.Condition { return s.Conditions })),
 		backoff: newFinishedBackoff()}
 	r.expectations = newExpectations(func() time.Time { return r.Now() })
 	return r
@@ -85,7 +86,7 @@ func Setup(mgr ctrl.Manager, _ setup.Options) error {
 		Named(ControllerName).
 		// Not woken by its own status writes: only spec, label and
 		// annotation changes (and creations and deletions) matter.
-		For(&appsv1alpha1.PodSet{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{},
+		For(&appsv1beta1.PodSet{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{},
 			predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&corev1.Pod{}, r.podEventHandler()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
@@ -99,7 +100,7 @@ func Setup(mgr ctrl.Manager, _ setup.Options) error {
 
 // Reconcile brings one PodSet's pods to its spec and reports what it sees.
 func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	set := &appsv1alpha1.PodSet{}
+	set := &appsv1beta1.PodSet{}
 	if err := r.Get(ctx, req.NamespacedName, set); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.NamespacedName)
@@ -178,7 +179,7 @@ func (r *PodSetReconciler) forget(key types.NamespacedName) {
 //
 // The pods are the cache's own, not copies: copying a thousand pods on every
 // sync of a scale-up kept a core busy. Copy a pod before changing it.
-func (r *PodSetReconciler) podsOf(ctx context.Context, set *appsv1alpha1.PodSet) ([]*corev1.Pod, error) {
+func (r *PodSetReconciler) podsOf(ctx context.Context, set *appsv1beta1.PodSet) ([]*corev1.Pod, error) {
 	list := &corev1.PodList{}
 	if err := r.List(ctx, list, client.InNamespace(set.Namespace), client.MatchingFields{podOwnerIndex: string(set.UID)}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing pods of PodSet %s: %w", client.ObjectKeyFromObject(set), err)
@@ -248,7 +249,7 @@ func (r *PodSetReconciler) podEventHandler() handler.Funcs {
 // enqueueAdopter queues the PodSet that would adopt pod, an orphan that
 // carries a PodSet's label.
 func enqueueAdopter(q workqueue.TypedRateLimitingInterface[reconcile.Request], pod client.Object) {
-	name := pod.GetLabels()[appsv1alpha1.PodSetLabel]
+	name := pod.GetLabels()[appsv1beta1.PodSetLabel]
 	if name == "" || metav1.GetControllerOfNoCopy(pod) != nil || pod.GetDeletionTimestamp() != nil {
 		return
 	}
@@ -256,9 +257,14 @@ func enqueueAdopter(q workqueue.TypedRateLimitingInterface[reconcile.Request], p
 }
 
 // podSetRef returns the owner reference of the PodSet controlling o, if any.
+// Any version of the group counts: pods made before an upgrade name the
+// version their PodSet had then (v1alpha1), and stay its pods.
 func podSetRef(o metav1.Object) *metav1.OwnerReference {
 	ref := metav1.GetControllerOfNoCopy(o)
-	if ref == nil || ref.Kind != "PodSet" || ref.APIVersion != appsv1alpha1.GroupVersion.String() {
+	if ref == nil || ref.Kind != "PodSet" {
+		return nil
+	}
+	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != appsv1beta1.GroupVersion.Group {
 		return nil
 	}
 	return ref

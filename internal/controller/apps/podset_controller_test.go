@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	appscontroller "github.com/deckhand-dev/deckhand/internal/controller/apps"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
@@ -41,7 +41,7 @@ func startPodSetController(t *testing.T) {
 
 // runPodSet starts the controller and creates a PodSet of the given size,
 // shaped by the options, in a namespace of its own.
-func runPodSet(t *testing.T, name string, size int32, opts ...func(*appsv1alpha1.PodSet)) *appsv1alpha1.PodSet {
+func runPodSet(t *testing.T, name string, size int32, opts ...func(*appsv1beta1.PodSet)) *appsv1beta1.PodSet {
 	t.Helper()
 	startPodSetController(t)
 	set := newPodSet(env.Namespace(t), name, size)
@@ -52,16 +52,16 @@ func runPodSet(t *testing.T, name string, size int32, opts ...func(*appsv1alpha1
 	return set
 }
 
-func newPodSet(ns, name string, size int32) *appsv1alpha1.PodSet {
-	return &appsv1alpha1.PodSet{
+func newPodSet(ns, name string, size int32) *appsv1beta1.PodSet {
+	return &appsv1beta1.PodSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       appsv1alpha1.PodSetSpec{Size: size},
+		Spec:       appsv1beta1.PodSetSpec{Replicas: size},
 	}
 }
 
 // podsOf lists, straight from the apiserver, the pods a PodSet controls that
 // count towards its size.
-func podsOf(g Gomega, set *appsv1alpha1.PodSet) []corev1.Pod {
+func podsOf(g Gomega, set *appsv1beta1.PodSet) []corev1.Pod {
 	list := &corev1.PodList{}
 	g.Expect(env.Client.List(context.Background(), list, client.InNamespace(set.Namespace))).To(Succeed())
 	var out []corev1.Pod
@@ -84,22 +84,22 @@ func podNames(pods []corev1.Pod) []string {
 }
 
 // get reads the PodSet as the apiserver has it now.
-func get(g Gomega, set *appsv1alpha1.PodSet) *appsv1alpha1.PodSet {
-	out := &appsv1alpha1.PodSet{}
+func get(g Gomega, set *appsv1beta1.PodSet) *appsv1beta1.PodSet {
+	out := &appsv1beta1.PodSet{}
 	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(set), out)).To(Succeed())
 	return out
 }
 
 // settled waits until the PodSet has exactly n pods and its status names
 // them, and returns the pods.
-func settled(t *testing.T, set *appsv1alpha1.PodSet, n int) []corev1.Pod {
+func settled(t *testing.T, set *appsv1beta1.PodSet, n int) []corev1.Pod {
 	t.Helper()
 	var pods []corev1.Pod
 	testenv.NewG(t).Eventually(func(g Gomega) {
 		pods = podsOf(g, set)
 		g.Expect(pods).To(HaveLen(n))
 		st := get(g, set).Status
-		g.Expect(st.Nodes).To(Equal(nilIfEmpty(podNames(pods))))
+		g.Expect(st.PodNames).To(Equal(nilIfEmpty(podNames(pods))))
 		g.Expect(st.Replicas).To(BeEquivalentTo(n))
 	}).Should(Succeed())
 	return pods
@@ -124,7 +124,7 @@ func markReady(t *testing.T, pods ...corev1.Pod) {
 	}
 }
 
-func scale(t *testing.T, set *appsv1alpha1.PodSet, replicas int32) {
+func scale(t *testing.T, set *appsv1beta1.PodSet, replicas int32) {
 	t.Helper()
 	ctx := context.Background()
 	s := &autoscalingv1.Scale{}
@@ -164,7 +164,7 @@ func TestPodSetRunsTheSeedPodAndScalesThroughTheScaleSubresource(t *testing.T) {
 		g.Expect(p.Spec.Containers).To(HaveLen(1))
 		g.Expect(p.Spec.Containers[0].Image).To(Equal("busybox"))
 		g.Expect(p.Spec.Containers[0].Command).To(Equal([]string{"sleep", "3600"}))
-		g.Expect(p.Labels).To(HaveKeyWithValue(appsv1alpha1.PodSetLabel, "web"))
+		g.Expect(p.Labels).To(HaveKeyWithValue(appsv1beta1.PodSetLabel, "web"))
 		ref := metav1.GetControllerOf(&p)
 		g.Expect(ref.Kind).To(Equal("PodSet"))
 		g.Expect(*ref.BlockOwnerDeletion).To(BeTrue())
@@ -181,7 +181,7 @@ func TestPodSetRunsTheSeedPodAndScalesThroughTheScaleSubresource(t *testing.T) {
 	// to 2 keeps the other two ready ones.
 	markReady(t, pods[0], pods[1], pods[2])
 	marked := pods[0].DeepCopy()
-	marked.Annotations = map[string]string{appsv1alpha1.DeleteFirstAnnotation: "true"}
+	marked.Annotations = map[string]string{appsv1beta1.DeleteFirstAnnotation: "true"}
 	g.Expect(env.Client.Patch(ctx, marked, client.MergeFrom(&pods[0]))).To(Succeed())
 	g.Eventually(func(g Gomega) int32 { return get(g, set).Status.ReadyReplicas }).Should(BeEquivalentTo(3))
 
@@ -193,8 +193,8 @@ func TestPodSetRunsTheSeedPodAndScalesThroughTheScaleSubresource(t *testing.T) {
 	g.Expect(testenv.Metric("deckhand_podset_pods_created_total", series)).To(Equal(5.0))
 	g.Expect(testenv.Metric("deckhand_podset_pods_deleted_total", series)).To(Equal(3.0))
 	g.Eventually(func(g Gomega) []metav1.Condition { return get(g, set).Status.Conditions }).Should(SatisfyAll(
-		testenv.HaveCondition(appsv1alpha1.ConditionAvailable, metav1.ConditionTrue, ""),
-		testenv.HaveCondition(appsv1alpha1.ConditionProgressing, metav1.ConditionFalse, "")))
+		testenv.HaveCondition(appsv1beta1.ConditionAvailable, metav1.ConditionTrue, ""),
+		testenv.HaveCondition(appsv1beta1.ConditionProgressing, metav1.ConditionFalse, "")))
 
 	scale(t, set, 0)
 	settled(t, set, 0)
@@ -207,14 +207,14 @@ func TestPodSetReplacesDeletedAndFinishedPods(t *testing.T) {
 	pods := settled(t, set, 2)
 
 	g.Expect(env.Client.Delete(ctx, &pods[0])).To(Succeed())
-	g.Eventually(func(g Gomega) []string { return get(g, set).Status.Nodes }).
+	g.Eventually(func(g Gomega) []string { return get(g, set).Status.PodNames }).
 		Should(SatisfyAll(HaveLen(2), Not(ContainElement(pods[0].Name))))
 	settled(t, set, 2)
 
 	ended := podsOf(g, set)[0]
 	ended.Status.Phase = corev1.PodFailed
 	g.Expect(env.Client.Status().Update(ctx, &ended)).To(Succeed())
-	g.Eventually(func(g Gomega) []string { return get(g, set).Status.Nodes }).
+	g.Eventually(func(g Gomega) []string { return get(g, set).Status.PodNames }).
 		Should(SatisfyAll(HaveLen(2), Not(ContainElement(ended.Name))))
 	settled(t, set, 2)
 	// The finished pod is removed, not left to pile up.
@@ -233,7 +233,7 @@ func TestPodSetRecreatedUnderTheSameNameGetsPodsOfItsOwn(t *testing.T) {
 	// the old UID, exactly as they do in a cluster while the collector is
 	// behind.
 	g.Expect(env.Client.Delete(ctx, old)).To(Succeed())
-	g.Eventually(func() error { return env.Client.Get(ctx, client.ObjectKeyFromObject(old), &appsv1alpha1.PodSet{}) }).
+	g.Eventually(func() error { return env.Client.Get(ctx, client.ObjectKeyFromObject(old), &appsv1beta1.PodSet{}) }).
 		ShouldNot(Succeed())
 	recreated := newPodSet(ns, "same", 2)
 	g.Expect(env.Client.Create(ctx, recreated)).To(Succeed())
@@ -263,7 +263,7 @@ func TestPodSetCreatesNoExtraPodsWhenTheCacheLags(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 	}
 	g.Expect(podsOf(g, set)).To(HaveLen(3), "pods created again on a stale view")
-	g.Expect(get(g, set).Status.Nodes).To(BeEmpty(), "status reports what the cache shows")
+	g.Expect(get(g, set).Status.PodNames).To(BeEmpty(), "status reports what the cache shows")
 
 	// A PodSet recreated under the same name is a new PodSet: the old one's
 	// outstanding creations must not hold it back.
@@ -333,8 +333,8 @@ func TestPodSetStopsCreatingAtTheQuotaAndSaysSo(t *testing.T) {
 	settled(t, set, 2)
 	g.Eventually(func(g Gomega) {
 		conds := get(g, set).Status.Conditions
-		g.Expect(conds).To(testenv.HaveCondition(appsv1alpha1.ConditionReplicaFailure, metav1.ConditionTrue, appsv1alpha1.ReasonFailedCreate))
-		g.Expect(meta.FindStatusCondition(conds, appsv1alpha1.ConditionReplicaFailure).Message).To(ContainSubstring("exceeded quota"))
+		g.Expect(conds).To(testenv.HaveCondition(appsv1beta1.ConditionReplicaFailure, metav1.ConditionTrue, appsv1beta1.ReasonFailedCreate))
+		g.Expect(meta.FindStatusCondition(conds, appsv1beta1.ConditionReplicaFailure).Message).To(ContainSubstring("exceeded quota"))
 		g.Expect(env.Events(ns, set)()).To(ContainElement(HavePrefix(appscontroller.EventFailedCreate + ":")))
 	}).Should(Succeed())
 	g.Expect(podsOf(g, set)).To(HaveLen(2))
@@ -348,14 +348,14 @@ func TestPodSetStopsCreatingAtTheQuotaAndSaysSo(t *testing.T) {
 	g.Expect(env.Client.Status().Update(ctx, quota)).To(Succeed())
 	settled(t, set, 5)
 	g.Eventually(func(g Gomega) *metav1.Condition {
-		return meta.FindStatusCondition(get(g, set).Status.Conditions, appsv1alpha1.ConditionReplicaFailure)
+		return meta.FindStatusCondition(get(g, set).Status.Conditions, appsv1beta1.ConditionReplicaFailure)
 	}).Should(BeNil())
 }
 
 func TestPodSetRollsOutTemplateChangesOnePodAtATime(t *testing.T) {
 	g := testenv.NewG(t)
 	ctx := context.Background()
-	set := runPodSet(t, "roll", 3, func(s *appsv1alpha1.PodSet) { s.Spec.Template = seedTemplate("busybox:1.36") })
+	set := runPodSet(t, "roll", 3, func(s *appsv1beta1.PodSet) { s.Spec.Template = seedTemplate("busybox:1.36") })
 	markReady(t, settled(t, set, 3)...)
 
 	g.Eventually(func(g Gomega) error {
@@ -398,9 +398,9 @@ func TestPodSetRollsOutTemplateChangesOnePodAtATime(t *testing.T) {
 func TestPodSetOnDeleteReplacesOnlyDeletedPods(t *testing.T) {
 	g := testenv.NewG(t)
 	ctx := context.Background()
-	set := runPodSet(t, "ondelete", 2, func(s *appsv1alpha1.PodSet) {
+	set := runPodSet(t, "ondelete", 2, func(s *appsv1beta1.PodSet) {
 		s.Spec.Template = seedTemplate("busybox:1.36")
-		s.Spec.UpdateStrategy = appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.OnDeleteStrategy}
+		s.Spec.UpdateStrategy = appsv1beta1.PodSetUpdateStrategy{Type: appsv1beta1.OnDeleteStrategy}
 	})
 	pods := settled(t, set, 2)
 	markReady(t, pods...)
@@ -428,39 +428,39 @@ func TestPodSetSchemaRefusesInvalidSpecsNamingTheField(t *testing.T) {
 	tooMany := intstr.FromString("150%")
 	tests := map[string]struct {
 		name string
-		spec appsv1alpha1.PodSetSpec
+		spec appsv1beta1.PodSetSpec
 		want []string
 	}{
-		"name too long for a label": {name: strings.Repeat("a", 64), spec: appsv1alpha1.PodSetSpec{Size: 1},
+		"name too long for a label": {name: strings.Repeat("a", 64), spec: appsv1beta1.PodSetSpec{Replicas: 1},
 			want: []string{"metadata.name: must be no more than 63 characters"}},
-		"negative size":     {spec: appsv1alpha1.PodSetSpec{Size: -1}, want: []string{"spec.size", "greater than or equal to 0"}},
-		"absurd size":       {spec: appsv1alpha1.PodSetSpec{Size: 1_000_000}, want: []string{"spec.size", "less than or equal to 10000"}},
-		"no labels":         {spec: appsv1alpha1.PodSetSpec{Size: 1, Template: noLabels}, want: []string{"spec.template.metadata.labels", "at least one label"}},
-		"no containers":     {spec: appsv1alpha1.PodSetSpec{Size: 1, Template: noContainers}, want: []string{"spec.template.spec.containers", "at least one container"}},
-		"bad strategy type": {spec: appsv1alpha1.PodSetSpec{Size: 1, UpdateStrategy: appsv1alpha1.PodSetUpdateStrategy{Type: "Recreate"}}, want: []string{"spec.updateStrategy.type", "Unsupported value"}},
-		"maxUnavailable 0 without surge": {spec: appsv1alpha1.PodSetSpec{Size: 1, UpdateStrategy: appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.RollingUpdateStrategy, MaxUnavailable: &zero}},
-			want: []string{"spec.updateStrategy.maxUnavailable", "cannot both be 0"}},
-		"maxUnavailable 0% and maxSurge 0": {spec: appsv1alpha1.PodSetSpec{Size: 1, UpdateStrategy: appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.RollingUpdateStrategy, MaxUnavailable: new(intstr.FromString("0%")), MaxSurge: &zero}},
-			want: []string{"spec.updateStrategy.maxUnavailable", "cannot both be 0"}},
-		"negative maxSurge": {spec: appsv1alpha1.PodSetSpec{Size: 1, UpdateStrategy: appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.RollingUpdateStrategy, MaxSurge: new(intstr.FromInt32(-1))}},
-			want: []string{"spec.updateStrategy.maxSurge", "at least 0"}},
-		"maxSurge with OnDelete": {spec: appsv1alpha1.PodSetSpec{Size: 1, UpdateStrategy: appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.OnDeleteStrategy, MaxSurge: new(intstr.FromInt32(1))}},
-			want: []string{"spec.updateStrategy.maxSurge", "only allowed with type RollingUpdate"}},
-		"negative minReadySeconds": {spec: appsv1alpha1.PodSetSpec{Size: 1, MinReadySeconds: -1}, want: []string{"spec.minReadySeconds", "greater than or equal to 0"}},
-		"restartPolicy Never": {spec: appsv1alpha1.PodSetSpec{Size: 1, Template: withSpec(func(s *corev1.PodSpec) { s.RestartPolicy = corev1.RestartPolicyNever })},
+		"negative replicas": {spec: appsv1beta1.PodSetSpec{Replicas: -1}, want: []string{"spec.replicas", "greater than or equal to 0"}},
+		"absurd replicas":   {spec: appsv1beta1.PodSetSpec{Replicas: 1_000_000}, want: []string{"spec.replicas", "less than or equal to 10000"}},
+		"no labels":         {spec: appsv1beta1.PodSetSpec{Replicas: 1, Template: noLabels}, want: []string{"spec.template.metadata.labels", "at least one label"}},
+		"no containers":     {spec: appsv1beta1.PodSetSpec{Replicas: 1, Template: noContainers}, want: []string{"spec.template.spec.containers", "at least one container"}},
+		"bad strategy type": {spec: appsv1beta1.PodSetSpec{Replicas: 1, UpdateStrategy: appsv1beta1.PodSetUpdateStrategy{Type: "Recreate"}}, want: []string{"spec.updateStrategy.type", "Unsupported value"}},
+		"maxUnavailable 0 without surge": {spec: appsv1beta1.PodSetSpec{Replicas: 1, UpdateStrategy: appsv1beta1.PodSetUpdateStrategy{Type: appsv1beta1.RollingUpdateStrategy, RollingUpdate: appsv1beta1.PodSetRollingUpdate{MaxUnavailable: &zero}}},
+			want: []string{"spec.updateStrategy.rollingUpdate.maxUnavailable", "cannot both be 0"}},
+		"maxUnavailable 0% and maxSurge 0": {spec: appsv1beta1.PodSetSpec{Replicas: 1, UpdateStrategy: appsv1beta1.PodSetUpdateStrategy{Type: appsv1beta1.RollingUpdateStrategy, RollingUpdate: appsv1beta1.PodSetRollingUpdate{MaxUnavailable: new(intstr.FromString("0%")), MaxSurge: &zero}}},
+			want: []string{"spec.updateStrategy.rollingUpdate.maxUnavailable", "cannot both be 0"}},
+		"negative maxSurge": {spec: appsv1beta1.PodSetSpec{Replicas: 1, UpdateStrategy: appsv1beta1.PodSetUpdateStrategy{Type: appsv1beta1.RollingUpdateStrategy, RollingUpdate: appsv1beta1.PodSetRollingUpdate{MaxSurge: new(intstr.FromInt32(-1))}}},
+			want: []string{"spec.updateStrategy.rollingUpdate.maxSurge", "at least 0"}},
+		"maxSurge with OnDelete": {spec: appsv1beta1.PodSetSpec{Replicas: 1, UpdateStrategy: appsv1beta1.PodSetUpdateStrategy{Type: appsv1beta1.OnDeleteStrategy, RollingUpdate: appsv1beta1.PodSetRollingUpdate{MaxSurge: new(intstr.FromInt32(1))}}},
+			want: []string{"spec.updateStrategy.rollingUpdate", "only allowed with type RollingUpdate"}},
+		"negative minReadySeconds": {spec: appsv1beta1.PodSetSpec{Replicas: 1, MinReadySeconds: -1}, want: []string{"spec.minReadySeconds", "greater than or equal to 0"}},
+		"restartPolicy Never": {spec: appsv1beta1.PodSetSpec{Replicas: 1, Template: withSpec(func(s *corev1.PodSpec) { s.RestartPolicy = corev1.RestartPolicyNever })},
 			want: []string{"spec.template.spec.restartPolicy", "must be Always"}},
-		"activeDeadlineSeconds": {spec: appsv1alpha1.PodSetSpec{Size: 1, Template: withSpec(func(s *corev1.PodSpec) { s.ActiveDeadlineSeconds = new(int64(60)) })},
+		"activeDeadlineSeconds": {spec: appsv1beta1.PodSetSpec{Replicas: 1, Template: withSpec(func(s *corev1.PodSpec) { s.ActiveDeadlineSeconds = new(int64(60)) })},
 			want: []string{"spec.template.spec.activeDeadlineSeconds", "forbidden"}},
-		"container without image": {spec: appsv1alpha1.PodSetSpec{Size: 1, Template: withSpec(func(s *corev1.PodSpec) { s.Containers[0].Image = "" })},
+		"container without image": {spec: appsv1beta1.PodSetSpec{Replicas: 1, Template: withSpec(func(s *corev1.PodSpec) { s.Containers[0].Image = "" })},
 			want: []string{"spec.template.spec.containers", "every container needs an image"}},
-		"maxUnavailable 150%": {spec: appsv1alpha1.PodSetSpec{Size: 1, UpdateStrategy: appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.RollingUpdateStrategy, MaxUnavailable: &tooMany}},
-			want: []string{"spec.updateStrategy.maxUnavailable", "percentage"}},
-		"maxUnavailable with OnDelete": {spec: appsv1alpha1.PodSetSpec{Size: 1, UpdateStrategy: appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.OnDeleteStrategy, MaxUnavailable: new(intstr.FromInt32(1))}},
-			want: []string{"spec.updateStrategy.maxUnavailable", "only allowed with type RollingUpdate"}},
+		"maxUnavailable 150%": {spec: appsv1beta1.PodSetSpec{Replicas: 1, UpdateStrategy: appsv1beta1.PodSetUpdateStrategy{Type: appsv1beta1.RollingUpdateStrategy, RollingUpdate: appsv1beta1.PodSetRollingUpdate{MaxUnavailable: &tooMany}}},
+			want: []string{"spec.updateStrategy.rollingUpdate.maxUnavailable", "percentage"}},
+		"maxUnavailable with OnDelete": {spec: appsv1beta1.PodSetSpec{Replicas: 1, UpdateStrategy: appsv1beta1.PodSetUpdateStrategy{Type: appsv1beta1.OnDeleteStrategy, RollingUpdate: appsv1beta1.PodSetRollingUpdate{MaxUnavailable: new(intstr.FromInt32(1))}}},
+			want: []string{"spec.updateStrategy.rollingUpdate", "only allowed with type RollingUpdate"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			set := &appsv1alpha1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "bad-"}, Spec: tc.spec}
+			set := &appsv1beta1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "bad-"}, Spec: tc.spec}
 			if tc.name != "" {
 				set.Name, set.GenerateName = tc.name, ""
 			}
@@ -623,14 +623,14 @@ func TestPodSetAdoptsOrphansAndReleasesRelabelledPods(t *testing.T) {
 	ns := env.Namespace(t)
 	startPodSetController(t)
 	orphan := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan", Labels: map[string]string{appsv1alpha1.PodSetLabel: "adopt"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan", Labels: map[string]string{appsv1beta1.PodSetLabel: "adopt"}},
 		Spec:       seedTemplate("busybox").Spec,
 	}
 	env.Create(t, orphan)
 	// OnDelete: the orphan has no template hash, so a rolling update would
 	// replace it once adopted.
 	set := newPodSet(ns, "adopt", 2)
-	set.Spec.UpdateStrategy.Type = appsv1alpha1.OnDeleteStrategy
+	set.Spec.UpdateStrategy.Type = appsv1beta1.OnDeleteStrategy
 	env.Create(t, set)
 
 	g.Expect(podNames(settled(t, set, 2))).To(ContainElement("orphan"))
@@ -639,7 +639,7 @@ func TestPodSetAdoptsOrphansAndReleasesRelabelledPods(t *testing.T) {
 	g.Expect(all.Items).To(HaveLen(2), "the orphan was not adopted: one pod too many")
 
 	// Relabelled out of the set: released, and replaced.
-	g.Expect(env.Update(orphan, func() { orphan.Labels[appsv1alpha1.PodSetLabel] = "elsewhere" })).To(Succeed())
+	g.Expect(env.Update(orphan, func() { orphan.Labels[appsv1beta1.PodSetLabel] = "elsewhere" })).To(Succeed())
 	g.Eventually(func(g Gomega) *metav1.OwnerReference {
 		p := &corev1.Pod{}
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(orphan), p)).To(Succeed())

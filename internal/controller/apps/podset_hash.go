@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 
-	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 )
 
 // templateHash names a template: pods whose hash label differs from the
@@ -111,15 +111,15 @@ func legacyTemplateHash(t corev1.PodTemplateSpec) string {
 func relabelLegacyHash(pods []*corev1.Pod, tmpl corev1.PodTemplateSpec, hash string) {
 	legacy := ""
 	for _, p := range pods {
-		if p.Labels[appsv1alpha1.PodTemplateHashLabel] == hash {
+		if p.Labels[appsv1beta1.PodTemplateHashLabel] == hash {
 			continue
 		}
 		if legacy == "" {
 			legacy = legacyTemplateHash(tmpl)
 		}
-		if p.Labels[appsv1alpha1.PodTemplateHashLabel] == legacy {
+		if p.Labels[appsv1beta1.PodTemplateHashLabel] == legacy {
 			p.Labels = maps.Clone(p.Labels) // shared with the cache
-			p.Labels[appsv1alpha1.PodTemplateHashLabel] = hash
+			p.Labels[appsv1beta1.PodTemplateHashLabel] = hash
 		}
 	}
 }

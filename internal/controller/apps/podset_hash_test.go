@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 )
 
 // goldenTemplate is a fixed template whose hash must never change: if this
@@ -84,9 +84,9 @@ func TestRelabelLegacyHash(t *testing.T) {
 	tmpl := goldenTemplate()
 	hash := templateHash(tmpl)
 	legacy := testPod("legacy")
-	legacy.Labels[appsv1alpha1.PodTemplateHashLabel] = legacyTemplateHash(tmpl)
+	legacy.Labels[appsv1beta1.PodTemplateHashLabel] = legacyTemplateHash(tmpl)
 	other := testPod("other")
-	other.Labels[appsv1alpha1.PodTemplateHashLabel] = legacyTemplateHash(defaultTemplate())
+	other.Labels[appsv1beta1.PodTemplateHashLabel] = legacyTemplateHash(defaultTemplate())
 	relabelLegacyHash([]*corev1.Pod{legacy, other}, tmpl, hash)
 	if !isUpdated(legacy, hash) {
 		t.Errorf("a pod with the legacy hash of the current template is outdated")

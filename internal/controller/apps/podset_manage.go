@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/notes"
 )
 
@@ -35,7 +35,7 @@ type syncFailure struct {
 // finished ones (with backoff), and rolls out template changes. It returns
 // how soon to look again (0: when something changes) and the first kind of
 // failure it met, if any.
-func (r *PodSetReconciler) manage(ctx context.Context, set *appsv1alpha1.PodSet, pods []*corev1.Pod, tmpl corev1.PodTemplateSpec, hash string) (time.Duration, *syncFailure) {
+func (r *PodSetReconciler) manage(ctx context.Context, set *appsv1beta1.PodSet, pods []*corev1.Pod, tmpl corev1.PodTemplateSpec, hash string) (time.Duration, *syncFailure) {
 	now := r.Now()
 	var active, finished []*corev1.Pod
 	for _, p := range pods {
@@ -74,18 +74,18 @@ func (r *PodSetReconciler) manage(ctx context.Context, set *appsv1alpha1.PodSet,
 	r.expectations.expect(set.UID, client.ObjectKeyFromObject(set), creations, names)
 
 	if err := r.deletePods(ctx, set, doomed); err != nil {
-		return wait, &syncFailure{reason: appsv1alpha1.ReasonFailedDelete, err: err}
+		return wait, &syncFailure{reason: appsv1beta1.ReasonFailedDelete, err: err}
 	}
-	failing := meta.IsStatusConditionTrue(set.Status.Conditions, appsv1alpha1.ConditionReplicaFailure)
+	failing := meta.IsStatusConditionTrue(set.Status.Conditions, appsv1beta1.ConditionReplicaFailure)
 	if err := r.createPods(ctx, set, tmpl, hash, creations, initialInflight(len(active), failing)); err != nil {
-		return wait, &syncFailure{reason: appsv1alpha1.ReasonFailedCreate, err: err}
+		return wait, &syncFailure{reason: appsv1beta1.ReasonFailedCreate, err: err}
 	}
 	return wait, nil
 }
 
 // createPods creates n pods with a slow start from initial in flight, and
 // starts no more once one fails.
-func (r *PodSetReconciler) createPods(ctx context.Context, set *appsv1alpha1.PodSet, tmpl corev1.PodTemplateSpec, hash string, n, initial int) error {
+func (r *PodSetReconciler) createPods(ctx context.Context, set *appsv1beta1.PodSet, tmpl corev1.PodTemplateSpec, hash string, n, initial int) error {
 	if n == 0 {
 		return nil
 	}
@@ -128,7 +128,7 @@ func (r *PodSetReconciler) createPods(ctx context.Context, set *appsv1alpha1.Pod
 }
 
 // deletePods deletes the pods in parallel.
-func (r *PodSetReconciler) deletePods(ctx context.Context, set *appsv1alpha1.PodSet, pods []*corev1.Pod) error {
+func (r *PodSetReconciler) deletePods(ctx context.Context, set *appsv1beta1.PodSet, pods []*corev1.Pod) error {
 	key := client.ObjectKeyFromObject(set)
 	var (
 		mu      sync.Mutex
@@ -169,7 +169,7 @@ func (r *PodSetReconciler) deletePods(ctx context.Context, set *appsv1alpha1.Pod
 // Event per pod, as the ReplicaSet controller writes until its recorder's
 // spam filter drops them, would be an API write per pod competing with the
 // pods' own: a 1,000-pod scale-up writes two Events instead of 1,000.
-func (r *PodSetReconciler) recordRound(set *appsv1alpha1.PodSet, reason, action, verb string, pods []*corev1.Pod) {
+func (r *PodSetReconciler) recordRound(set *appsv1beta1.PodSet, reason, action, verb string, pods []*corev1.Pod) {
 	switch len(pods) {
 	case 0:
 		return

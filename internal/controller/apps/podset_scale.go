@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 )
 
 // burstLimit caps the pods created or deleted in one sync, so a size of
@@ -175,7 +175,7 @@ func compareBool(a, b bool) int {
 }
 
 func markedDeleteFirst(p *corev1.Pod) bool {
-	return p.Annotations[appsv1alpha1.DeleteFirstAnnotation] == "true"
+	return p.Annotations[appsv1beta1.DeleteFirstAnnotation] == "true"
 }
 
 func phaseRank(p corev1.PodPhase) int {
@@ -215,8 +215,8 @@ func restarts(p *corev1.Pod) int {
 // against size, rounding a percentage down, at most size. It is 0 only with
 // a surge: with neither, no rollout could start, so it is then 1, as for a
 // Deployment.
-func maxUnavailable(s appsv1alpha1.PodSetUpdateStrategy, size int32) int {
-	n := scaled(s.MaxUnavailable, intstr.FromInt32(1), size, false)
+func maxUnavailable(s appsv1beta1.PodSetUpdateStrategy, size int32) int {
+	n := scaled(s.RollingUpdate.MaxUnavailable, intstr.FromInt32(1), size, false)
 	if n == 0 && maxSurge(s, size) == 0 {
 		return 1
 	}
@@ -226,8 +226,8 @@ func maxUnavailable(s appsv1alpha1.PodSetUpdateStrategy, size int32) int {
 // maxSurge resolves the strategy's maxSurge (default 0) against size,
 // rounding a percentage up: how many pods beyond size a rolling update may
 // create.
-func maxSurge(s appsv1alpha1.PodSetUpdateStrategy, size int32) int {
-	return scaled(s.MaxSurge, intstr.FromInt32(0), size, true)
+func maxSurge(s appsv1beta1.PodSetUpdateStrategy, size int32) int {
+	return scaled(s.RollingUpdate.MaxSurge, intstr.FromInt32(0), size, true)
 }
 
 // scaled resolves v (def when nil) against size. The schema admits only
@@ -247,15 +247,15 @@ func scaled(v *intstr.IntOrString, def intstr.IntOrString, size int32, roundUp b
 // pods to create and which to delete. held counts finished pods that still
 // hold their place (their replacement is backing off); available says
 // whether a pod counts as available.
-func plan(spec appsv1alpha1.PodSetSpec, active []*corev1.Pod, held int, hash string, available func(*corev1.Pod) bool) (create int, doomed []*corev1.Pod) {
-	size := int(spec.Size)
-	rolling := spec.UpdateStrategy.Type != appsv1alpha1.OnDeleteStrategy && slices.ContainsFunc(active, func(p *corev1.Pod) bool { return !isUpdated(p, hash) })
-	surge := maxSurge(spec.UpdateStrategy, spec.Size)
+func plan(spec appsv1beta1.PodSetSpec, active []*corev1.Pod, held int, hash string, available func(*corev1.Pod) bool) (create int, doomed []*corev1.Pod) {
+	size := int(spec.Replicas)
+	rolling := spec.UpdateStrategy.Type != appsv1beta1.OnDeleteStrategy && slices.ContainsFunc(active, func(p *corev1.Pod) bool { return !isUpdated(p, hash) })
+	surge := maxSurge(spec.UpdateStrategy, spec.Replicas)
 	switch {
 	case len(active)+held < size:
 		return min(size-len(active)-held, burstLimit), nil
 	case rolling && len(active) <= size+surge:
-		return rollout(active, hash, size, surge, maxUnavailable(spec.UpdateStrategy, spec.Size), available)
+		return rollout(active, hash, size, surge, maxUnavailable(spec.UpdateStrategy, spec.Replicas), available)
 	case len(active) > size:
 		return 0, deletionOrder(active, hash)[:min(len(active)-size, burstLimit)]
 	}

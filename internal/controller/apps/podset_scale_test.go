@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -23,7 +23,7 @@ type podOpt func(*corev1.Pod)
 func testPod(name string, opts ...podOpt) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(t0),
-			Labels: map[string]string{appsv1alpha1.PodTemplateHashLabel: "new"}},
+			Labels: map[string]string{appsv1beta1.PodTemplateHashLabel: "new"}},
 		Spec:   corev1.PodSpec{NodeName: "node-1"},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning},
 	}
@@ -36,8 +36,8 @@ func testPod(name string, opts ...podOpt) *corev1.Pod {
 func unscheduled(p *corev1.Pod) { p.Spec.NodeName = "" }
 func pending(p *corev1.Pod)     { p.Status.Phase = corev1.PodPending }
 func unknown(p *corev1.Pod)     { p.Status.Phase = corev1.PodUnknown }
-func outdated(p *corev1.Pod)    { p.Labels[appsv1alpha1.PodTemplateHashLabel] = "old" }
-func deleteFirst(p *corev1.Pod) { annotate(appsv1alpha1.DeleteFirstAnnotation, "true")(p) }
+func outdated(p *corev1.Pod)    { p.Labels[appsv1beta1.PodTemplateHashLabel] = "old" }
+func deleteFirst(p *corev1.Pod) { annotate(appsv1beta1.DeleteFirstAnnotation, "true")(p) }
 func terminating(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: t0} }
 func succeeded(p *corev1.Pod)   { p.Status.Phase = corev1.PodSucceeded }
 func failed(p *corev1.Pod)      { p.Status.Phase = corev1.PodFailed }
@@ -90,7 +90,7 @@ func TestDeletionOrder(t *testing.T) {
 			want: []string{"marked", "unscheduled"},
 		},
 		"a delete-first value other than true is ignored": {
-			pods: []*corev1.Pod{testPod("marked", ready, annotate(appsv1alpha1.DeleteFirstAnnotation, "yes")), testPod("notready")},
+			pods: []*corev1.Pod{testPod("marked", ready, annotate(appsv1beta1.DeleteFirstAnnotation, "yes")), testPod("notready")},
 			want: []string{"notready", "marked"},
 		},
 		"unscheduled before scheduled": {
@@ -270,7 +270,7 @@ func TestMaxUnavailable(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			s := appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.RollingUpdateStrategy, MaxUnavailable: tc.v, MaxSurge: tc.surge}
+			s := appsv1beta1.PodSetUpdateStrategy{Type: appsv1beta1.RollingUpdateStrategy, RollingUpdate: appsv1beta1.PodSetRollingUpdate{MaxUnavailable: tc.v, MaxSurge: tc.surge}}
 			if got := maxUnavailable(s, tc.size); got != tc.want {
 				t.Errorf("maxUnavailable = %d, want %d", got, tc.want)
 			}
@@ -283,30 +283,30 @@ func TestMaxUnavailable(t *testing.T) {
 
 func TestPlan(t *testing.T) {
 	num := func(n int32) *intstr.IntOrString { v := intstr.FromInt32(n); return &v }
-	surge1 := appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.RollingUpdateStrategy, MaxSurge: num(1), MaxUnavailable: num(0)}
-	onDelete := appsv1alpha1.PodSetUpdateStrategy{Type: appsv1alpha1.OnDeleteStrategy}
+	surge1 := appsv1beta1.PodSetUpdateStrategy{Type: appsv1beta1.RollingUpdateStrategy, RollingUpdate: appsv1beta1.PodSetRollingUpdate{MaxSurge: num(1), MaxUnavailable: num(0)}}
+	onDelete := appsv1beta1.PodSetUpdateStrategy{Type: appsv1beta1.OnDeleteStrategy}
 	tests := map[string]struct {
-		spec       appsv1alpha1.PodSetSpec
+		spec       appsv1beta1.PodSetSpec
 		pods       []*corev1.Pod
 		held       int
 		wantCreate int
 		wantDoomed []string
 	}{
-		"scale up":                     {spec: appsv1alpha1.PodSetSpec{Size: 3}, pods: []*corev1.Pod{testPod("a", ready)}, wantCreate: 2},
-		"finished pods hold places":    {spec: appsv1alpha1.PodSetSpec{Size: 3}, pods: []*corev1.Pod{testPod("a", ready)}, held: 1, wantCreate: 1},
-		"scale up capped at the burst": {spec: appsv1alpha1.PodSetSpec{Size: 1000}, wantCreate: burstLimit},
-		"scale down": {spec: appsv1alpha1.PodSetSpec{Size: 1}, pods: []*corev1.Pod{testPod("a", ready), testPod("b")},
+		"scale up":                     {spec: appsv1beta1.PodSetSpec{Replicas: 3}, pods: []*corev1.Pod{testPod("a", ready)}, wantCreate: 2},
+		"finished pods hold places":    {spec: appsv1beta1.PodSetSpec{Replicas: 3}, pods: []*corev1.Pod{testPod("a", ready)}, held: 1, wantCreate: 1},
+		"scale up capped at the burst": {spec: appsv1beta1.PodSetSpec{Replicas: 1000}, wantCreate: burstLimit},
+		"scale down": {spec: appsv1beta1.PodSetSpec{Replicas: 1}, pods: []*corev1.Pod{testPod("a", ready), testPod("b")},
 			wantDoomed: []string{"b"}},
-		"surge creates before it deletes": {spec: appsv1alpha1.PodSetSpec{Size: 2, UpdateStrategy: surge1},
+		"surge creates before it deletes": {spec: appsv1beta1.PodSetSpec{Replicas: 2, UpdateStrategy: surge1},
 			pods: []*corev1.Pod{testPod("a", ready, outdated), testPod("b", ready, outdated)}, wantCreate: 1},
-		"an unready surge pod is not a scale-down": {spec: appsv1alpha1.PodSetSpec{Size: 2, UpdateStrategy: surge1},
+		"an unready surge pod is not a scale-down": {spec: appsv1beta1.PodSetSpec{Replicas: 2, UpdateStrategy: surge1},
 			pods: []*corev1.Pod{testPod("a", ready, outdated), testPod("b", ready, outdated), testPod("new")}},
-		"a ready surge pod lets an old one go": {spec: appsv1alpha1.PodSetSpec{Size: 2, UpdateStrategy: surge1},
+		"a ready surge pod lets an old one go": {spec: appsv1beta1.PodSetSpec{Replicas: 2, UpdateStrategy: surge1},
 			pods:       []*corev1.Pod{testPod("a", ready, outdated), testPod("b", ready, outdated, createdAt(time.Second)), testPod("new", ready)},
 			wantDoomed: []string{"b"}},
-		"rollout done, surge pod extra": {spec: appsv1alpha1.PodSetSpec{Size: 1, UpdateStrategy: surge1},
+		"rollout done, surge pod extra": {spec: appsv1beta1.PodSetSpec{Replicas: 1, UpdateStrategy: surge1},
 			pods: []*corev1.Pod{testPod("a", ready), testPod("b", ready, createdAt(time.Second))}, wantDoomed: []string{"b"}},
-		"OnDelete leaves outdated pods": {spec: appsv1alpha1.PodSetSpec{Size: 1, UpdateStrategy: onDelete},
+		"OnDelete leaves outdated pods": {spec: appsv1beta1.PodSetSpec{Replicas: 1, UpdateStrategy: onDelete},
 			pods: []*corev1.Pod{testPod("a", ready, outdated)}},
 	}
 	for name, tc := range tests {

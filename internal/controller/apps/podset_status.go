@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/status"
 )
 
@@ -19,8 +19,8 @@ import (
 // those attempts. It reads the old status only to keep the conditions'
 // transition times and, when nothing was tried, the last ReplicaFailure.
 // now stamps changed conditions.
-func calculateStatus(set *appsv1alpha1.PodSet, pods []*corev1.Pod, hash string, synced bool, failure *syncFailure, now metav1.Time) appsv1alpha1.PodSetStatus {
-	st := appsv1alpha1.PodSetStatus{
+func calculateStatus(set *appsv1beta1.PodSet, pods []*corev1.Pod, hash string, synced bool, failure *syncFailure, now metav1.Time) appsv1beta1.PodSetStatus {
+	st := appsv1beta1.PodSetStatus{
 		Selector:           selectorOf(set),
 		ObservedGeneration: set.Generation,
 		Conditions:         slices.Clone(set.Status.Conditions),
@@ -32,7 +32,7 @@ func calculateStatus(set *appsv1alpha1.PodSet, pods []*corev1.Pod, hash string, 
 		if !isActive(p) {
 			continue
 		}
-		st.Nodes = append(st.Nodes, p.Name)
+		st.PodNames = append(st.PodNames, p.Name)
 		st.Replicas++
 		if isReady(p) {
 			st.ReadyReplicas++
@@ -44,9 +44,9 @@ func calculateStatus(set *appsv1alpha1.PodSet, pods []*corev1.Pod, hash string, 
 			st.UpdatedReplicas++
 		}
 	}
-	slices.Sort(st.Nodes)
+	slices.Sort(st.PodNames)
 
-	size := set.Spec.Size
+	size := set.Spec.Replicas
 	minAvailable := max(0, int(size)-maxUnavailable(set.Spec.UpdateStrategy, size))
 	setCondition := func(typ string, s metav1.ConditionStatus, reason, msg string) {
 		c := metav1.Condition{Type: typ, Status: s, Reason: reason, Message: msg, ObservedGeneration: set.Generation}
@@ -54,36 +54,36 @@ func calculateStatus(set *appsv1alpha1.PodSet, pods []*corev1.Pod, hash string, 
 	}
 
 	if int(st.AvailableReplicas) >= minAvailable {
-		setCondition(appsv1alpha1.ConditionAvailable, metav1.ConditionTrue, appsv1alpha1.ReasonMinimumReplicasAvailable,
+		setCondition(appsv1beta1.ConditionAvailable, metav1.ConditionTrue, appsv1beta1.ReasonMinimumReplicasAvailable,
 			fmt.Sprintf("%d of %d pods are available (at least %d needed)", st.AvailableReplicas, size, minAvailable))
 	} else {
-		setCondition(appsv1alpha1.ConditionAvailable, metav1.ConditionFalse, appsv1alpha1.ReasonMinimumReplicasUnavailable,
+		setCondition(appsv1beta1.ConditionAvailable, metav1.ConditionFalse, appsv1beta1.ReasonMinimumReplicasUnavailable,
 			fmt.Sprintf("%d of %d pods are available (at least %d needed)", st.AvailableReplicas, size, minAvailable))
 	}
 
 	switch {
 	case st.Replicas < size:
-		setCondition(appsv1alpha1.ConditionProgressing, metav1.ConditionTrue, appsv1alpha1.ReasonScalingUp,
+		setCondition(appsv1beta1.ConditionProgressing, metav1.ConditionTrue, appsv1beta1.ReasonScalingUp,
 			fmt.Sprintf("%d of %d pods exist", st.Replicas, size))
 	case st.Replicas > size:
-		setCondition(appsv1alpha1.ConditionProgressing, metav1.ConditionTrue, appsv1alpha1.ReasonScalingDown,
+		setCondition(appsv1beta1.ConditionProgressing, metav1.ConditionTrue, appsv1beta1.ReasonScalingDown,
 			fmt.Sprintf("%d pods exist, %d wanted", st.Replicas, size))
 	case st.UpdatedReplicas < size:
-		setCondition(appsv1alpha1.ConditionProgressing, metav1.ConditionTrue, appsv1alpha1.ReasonUpdating,
+		setCondition(appsv1beta1.ConditionProgressing, metav1.ConditionTrue, appsv1beta1.ReasonUpdating,
 			fmt.Sprintf("%d of %d pods run the current template", st.UpdatedReplicas, size))
 	case st.ReadyReplicas < size:
-		setCondition(appsv1alpha1.ConditionProgressing, metav1.ConditionTrue, appsv1alpha1.ReasonWaitingForReady,
+		setCondition(appsv1beta1.ConditionProgressing, metav1.ConditionTrue, appsv1beta1.ReasonWaitingForReady,
 			fmt.Sprintf("%d of %d pods are ready", st.ReadyReplicas, size))
 	default:
-		setCondition(appsv1alpha1.ConditionProgressing, metav1.ConditionFalse, appsv1alpha1.ReasonUpToDate,
+		setCondition(appsv1beta1.ConditionProgressing, metav1.ConditionFalse, appsv1beta1.ReasonUpToDate,
 			fmt.Sprintf("all %d pods run the current template and are ready", size))
 	}
 
 	switch {
 	case failure != nil:
-		setCondition(appsv1alpha1.ConditionReplicaFailure, metav1.ConditionTrue, failure.reason, failure.err.Error())
+		setCondition(appsv1beta1.ConditionReplicaFailure, metav1.ConditionTrue, failure.reason, failure.err.Error())
 	case synced:
-		meta.RemoveStatusCondition(&st.Conditions, appsv1alpha1.ConditionReplicaFailure)
+		meta.RemoveStatusCondition(&st.Conditions, appsv1beta1.ConditionReplicaFailure)
 	}
 	return st
 }

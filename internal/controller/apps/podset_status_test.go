@@ -11,26 +11,26 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 )
 
-func testSet(size int32, conds ...metav1.Condition) *appsv1alpha1.PodSet {
-	return &appsv1alpha1.PodSet{
+func testSet(size int32, conds ...metav1.Condition) *appsv1beta1.PodSet {
+	return &appsv1beta1.PodSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", Generation: 7},
-		Spec:       appsv1alpha1.PodSetSpec{Size: size},
-		Status:     appsv1alpha1.PodSetStatus{Conditions: conds},
+		Spec:       appsv1beta1.PodSetSpec{Replicas: size},
+		Status:     appsv1beta1.PodSetStatus{Conditions: conds},
 	}
 }
 
 func TestCalculateStatus(t *testing.T) {
 	now := metav1.NewTime(t0.Add(time.Hour))
-	quota := &syncFailure{reason: appsv1alpha1.ReasonFailedCreate, err: errors.New("exceeded quota")}
+	quota := &syncFailure{reason: appsv1beta1.ReasonFailedCreate, err: errors.New("exceeded quota")}
 	type cond struct {
 		status metav1.ConditionStatus
 		reason string
 	}
 	tests := map[string]struct {
-		set     *appsv1alpha1.PodSet
+		set     *appsv1beta1.PodSet
 		pods    []*corev1.Pod
 		synced  bool
 		failure *syncFailure
@@ -43,88 +43,88 @@ func TestCalculateStatus(t *testing.T) {
 	}{
 		"empty set of size 0 is done": {
 			set: testSet(0), synced: true,
-			wantAvailable:   cond{metav1.ConditionTrue, appsv1alpha1.ReasonMinimumReplicasAvailable},
-			wantProgressing: cond{metav1.ConditionFalse, appsv1alpha1.ReasonUpToDate},
+			wantAvailable:   cond{metav1.ConditionTrue, appsv1beta1.ReasonMinimumReplicasAvailable},
+			wantProgressing: cond{metav1.ConditionFalse, appsv1beta1.ReasonUpToDate},
 		},
 		"scaling up, nothing ready": {
 			set: testSet(3), synced: true,
 			pods:      []*corev1.Pod{testPod("web-b", pending), testPod("web-a", pending)},
 			wantNodes: []string{"web-a", "web-b"}, wantReplicas: 2, wantUpdated: 2,
-			wantAvailable:   cond{metav1.ConditionFalse, appsv1alpha1.ReasonMinimumReplicasUnavailable},
-			wantProgressing: cond{metav1.ConditionTrue, appsv1alpha1.ReasonScalingUp},
+			wantAvailable:   cond{metav1.ConditionFalse, appsv1beta1.ReasonMinimumReplicasUnavailable},
+			wantProgressing: cond{metav1.ConditionTrue, appsv1beta1.ReasonScalingUp},
 		},
 		"finished and terminating pods do not count": {
 			set: testSet(2), synced: true,
 			pods: []*corev1.Pod{testPod("web-a", ready), testPod("web-b", ready), testPod("web-c", ready, terminating),
 				testPod("web-d", succeeded), testPod("web-e", failed)},
 			wantNodes: []string{"web-a", "web-b"}, wantReplicas: 2, wantReady: 2, wantUpdated: 2, wantTerminating: 1,
-			wantAvailable:   cond{metav1.ConditionTrue, appsv1alpha1.ReasonMinimumReplicasAvailable},
-			wantProgressing: cond{metav1.ConditionFalse, appsv1alpha1.ReasonUpToDate},
+			wantAvailable:   cond{metav1.ConditionTrue, appsv1beta1.ReasonMinimumReplicasAvailable},
+			wantProgressing: cond{metav1.ConditionFalse, appsv1beta1.ReasonUpToDate},
 		},
 		"one unready of three is still available with maxUnavailable 1": {
 			set: testSet(3), synced: true,
 			pods:      []*corev1.Pod{testPod("web-a", ready), testPod("web-b", ready), testPod("web-c")},
 			wantNodes: []string{"web-a", "web-b", "web-c"}, wantReplicas: 3, wantReady: 2, wantUpdated: 3,
-			wantAvailable:   cond{metav1.ConditionTrue, appsv1alpha1.ReasonMinimumReplicasAvailable},
-			wantProgressing: cond{metav1.ConditionTrue, appsv1alpha1.ReasonWaitingForReady},
+			wantAvailable:   cond{metav1.ConditionTrue, appsv1beta1.ReasonMinimumReplicasAvailable},
+			wantProgressing: cond{metav1.ConditionTrue, appsv1beta1.ReasonWaitingForReady},
 		},
 		"scaling down": {
 			set: testSet(1), synced: true,
 			pods:      []*corev1.Pod{testPod("web-a", ready), testPod("web-b", ready)},
 			wantNodes: []string{"web-a", "web-b"}, wantReplicas: 2, wantReady: 2, wantUpdated: 2,
-			wantAvailable:   cond{metav1.ConditionTrue, appsv1alpha1.ReasonMinimumReplicasAvailable},
-			wantProgressing: cond{metav1.ConditionTrue, appsv1alpha1.ReasonScalingDown},
+			wantAvailable:   cond{metav1.ConditionTrue, appsv1beta1.ReasonMinimumReplicasAvailable},
+			wantProgressing: cond{metav1.ConditionTrue, appsv1beta1.ReasonScalingDown},
 		},
 		"rolling out": {
 			set: testSet(2), synced: true,
 			pods:      []*corev1.Pod{testPod("web-a", ready, outdated), testPod("web-b", ready)},
 			wantNodes: []string{"web-a", "web-b"}, wantReplicas: 2, wantReady: 2, wantUpdated: 1,
-			wantAvailable:   cond{metav1.ConditionTrue, appsv1alpha1.ReasonMinimumReplicasAvailable},
-			wantProgressing: cond{metav1.ConditionTrue, appsv1alpha1.ReasonUpdating},
+			wantAvailable:   cond{metav1.ConditionTrue, appsv1beta1.ReasonMinimumReplicasAvailable},
+			wantProgressing: cond{metav1.ConditionTrue, appsv1beta1.ReasonUpdating},
 		},
 		"a failed creation is reported": {
 			set: testSet(2), synced: true, failure: quota,
-			wantAvailable:   cond{metav1.ConditionFalse, appsv1alpha1.ReasonMinimumReplicasUnavailable},
-			wantProgressing: cond{metav1.ConditionTrue, appsv1alpha1.ReasonScalingUp},
-			wantRep:         cond{metav1.ConditionTrue, appsv1alpha1.ReasonFailedCreate},
+			wantAvailable:   cond{metav1.ConditionFalse, appsv1beta1.ReasonMinimumReplicasUnavailable},
+			wantProgressing: cond{metav1.ConditionTrue, appsv1beta1.ReasonScalingUp},
+			wantRep:         cond{metav1.ConditionTrue, appsv1beta1.ReasonFailedCreate},
 		},
 		"the failure stays while the controller waits for its cache": {
-			set: testSet(2, metav1.Condition{Type: appsv1alpha1.ConditionReplicaFailure, Status: metav1.ConditionTrue,
-				Reason: appsv1alpha1.ReasonFailedCreate, LastTransitionTime: metav1.NewTime(t0), ObservedGeneration: 7}),
+			set: testSet(2, metav1.Condition{Type: appsv1beta1.ConditionReplicaFailure, Status: metav1.ConditionTrue,
+				Reason: appsv1beta1.ReasonFailedCreate, LastTransitionTime: metav1.NewTime(t0), ObservedGeneration: 7}),
 			synced:          false,
-			wantAvailable:   cond{metav1.ConditionFalse, appsv1alpha1.ReasonMinimumReplicasUnavailable},
-			wantProgressing: cond{metav1.ConditionTrue, appsv1alpha1.ReasonScalingUp},
-			wantRep:         cond{metav1.ConditionTrue, appsv1alpha1.ReasonFailedCreate},
+			wantAvailable:   cond{metav1.ConditionFalse, appsv1beta1.ReasonMinimumReplicasUnavailable},
+			wantProgressing: cond{metav1.ConditionTrue, appsv1beta1.ReasonScalingUp},
+			wantRep:         cond{metav1.ConditionTrue, appsv1beta1.ReasonFailedCreate},
 		},
 		"terminating pods are counted apart": {
 			set: testSet(1), synced: true,
 			pods:      []*corev1.Pod{testPod("web-a", ready), testPod("web-b", ready, terminating), testPod("web-c", failed, terminating)},
 			wantNodes: []string{"web-a"}, wantReplicas: 1, wantReady: 1, wantUpdated: 1, wantTerminating: 1,
-			wantAvailable:   cond{metav1.ConditionTrue, appsv1alpha1.ReasonMinimumReplicasAvailable},
-			wantProgressing: cond{metav1.ConditionFalse, appsv1alpha1.ReasonUpToDate},
+			wantAvailable:   cond{metav1.ConditionTrue, appsv1beta1.ReasonMinimumReplicasAvailable},
+			wantProgressing: cond{metav1.ConditionFalse, appsv1beta1.ReasonUpToDate},
 		},
 		"ready is not yet available before minReadySeconds": {
 			set: minReady(testSet(2), 3600), synced: true,
 			// now is t0+1h: ready since t0 is available, since t0+30m not yet.
 			pods:      []*corev1.Pod{testPod("web-a", readySince(0)), testPod("web-b", readySince(30*time.Minute))},
 			wantNodes: []string{"web-a", "web-b"}, wantReplicas: 2, wantReady: 2, wantUpdated: 2, wantAvailableN: new(int32(1)),
-			wantAvailable:   cond{metav1.ConditionTrue, appsv1alpha1.ReasonMinimumReplicasAvailable},
-			wantProgressing: cond{metav1.ConditionFalse, appsv1alpha1.ReasonUpToDate},
+			wantAvailable:   cond{metav1.ConditionTrue, appsv1beta1.ReasonMinimumReplicasAvailable},
+			wantProgressing: cond{metav1.ConditionFalse, appsv1beta1.ReasonUpToDate},
 		},
 		"the failure goes once a sync succeeds": {
-			set: testSet(0, metav1.Condition{Type: appsv1alpha1.ConditionReplicaFailure, Status: metav1.ConditionTrue,
-				Reason: appsv1alpha1.ReasonFailedCreate, LastTransitionTime: metav1.NewTime(t0)}),
+			set: testSet(0, metav1.Condition{Type: appsv1beta1.ConditionReplicaFailure, Status: metav1.ConditionTrue,
+				Reason: appsv1beta1.ReasonFailedCreate, LastTransitionTime: metav1.NewTime(t0)}),
 			synced:          true,
-			wantAvailable:   cond{metav1.ConditionTrue, appsv1alpha1.ReasonMinimumReplicasAvailable},
-			wantProgressing: cond{metav1.ConditionFalse, appsv1alpha1.ReasonUpToDate},
+			wantAvailable:   cond{metav1.ConditionTrue, appsv1beta1.ReasonMinimumReplicasAvailable},
+			wantProgressing: cond{metav1.ConditionFalse, appsv1beta1.ReasonUpToDate},
 		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			before := tc.set.DeepCopy()
 			st := calculateStatus(tc.set, tc.pods, "new", tc.synced, tc.failure, now)
-			if !slices.Equal(st.Nodes, tc.wantNodes) {
-				t.Errorf("nodes = %v, want %v", st.Nodes, tc.wantNodes)
+			if !slices.Equal(st.PodNames, tc.wantNodes) {
+				t.Errorf("nodes = %v, want %v", st.PodNames, tc.wantNodes)
 			}
 			wantAvailable := tc.wantReady
 			if tc.wantAvailableN != nil {
@@ -151,9 +151,9 @@ func TestCalculateStatus(t *testing.T) {
 					t.Errorf("%s = %+v, want %s/%s", typ, c, want.status, want.reason)
 				}
 			}
-			check(appsv1alpha1.ConditionAvailable, tc.wantAvailable)
-			check(appsv1alpha1.ConditionProgressing, tc.wantProgressing)
-			check(appsv1alpha1.ConditionReplicaFailure, tc.wantRep)
+			check(appsv1beta1.ConditionAvailable, tc.wantAvailable)
+			check(appsv1beta1.ConditionProgressing, tc.wantProgressing)
+			check(appsv1beta1.ConditionReplicaFailure, tc.wantRep)
 			if !equalSets(before, tc.set) {
 				t.Errorf("calculateStatus changed its input")
 			}
@@ -161,7 +161,7 @@ func TestCalculateStatus(t *testing.T) {
 	}
 }
 
-func minReady(set *appsv1alpha1.PodSet, seconds int32) *appsv1alpha1.PodSet {
+func minReady(set *appsv1beta1.PodSet, seconds int32) *appsv1beta1.PodSet {
 	set.Spec.MinReadySeconds = seconds
 	return set
 }
@@ -183,7 +183,7 @@ func TestCalculateStatusKeepsTransitionTimes(t *testing.T) {
 	first := calculateStatus(set, pods, "new", true, nil, metav1.NewTime(t0))
 	set.Status = first
 	second := calculateStatus(set, pods, "new", true, nil, metav1.NewTime(t0.Add(time.Hour)))
-	if c := meta.FindStatusCondition(second.Conditions, appsv1alpha1.ConditionAvailable); !c.LastTransitionTime.Equal(&metav1.Time{Time: t0}) {
+	if c := meta.FindStatusCondition(second.Conditions, appsv1beta1.ConditionAvailable); !c.LastTransitionTime.Equal(&metav1.Time{Time: t0}) {
 		t.Errorf("unchanged Available moved its transition time to %v", c.LastTransitionTime)
 	}
 	if !equalStatus(first, second) {
@@ -191,10 +191,10 @@ func TestCalculateStatusKeepsTransitionTimes(t *testing.T) {
 	}
 }
 
-func equalSets(a, b *appsv1alpha1.PodSet) bool {
+func equalSets(a, b *appsv1beta1.PodSet) bool {
 	return equality.Semantic.DeepEqual(a, b)
 }
 
-func equalStatus(a, b appsv1alpha1.PodSetStatus) bool {
+func equalStatus(a, b appsv1beta1.PodSetStatus) bool {
 	return equality.Semantic.DeepEqual(a, b)
 }

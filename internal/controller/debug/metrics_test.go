@@ -5,13 +5,13 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
 func TestMetricSeriesGoWithThePodBugger(t *testing.T) {
 	g := testenv.NewG(t)
-	ns, _, pb := debugWeb1(t, func(*debugv1alpha1.PodBugger) {})
+	ns, _, pb := debugWeb1(t, func(*debugv1beta1.PodBugger) {})
 
 	series := func() (int, error) {
 		return testenv.MetricSeries("deckhand_podbugger_injections_total", map[string]string{"namespace": ns, "podbugger": pb.Name})

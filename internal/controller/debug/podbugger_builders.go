@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
-	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 )
 
 // ContainerName is the name of the ephemeral container a PodBugger adds: the
@@ -30,7 +30,7 @@ func ContainerName(podBugger string) string {
 }
 
 // debugContainer is the ephemeral container pb adds to a pod.
-func debugContainer(pb *debugv1alpha1.PodBugger) corev1.EphemeralContainer {
+func debugContainer(pb *debugv1beta1.PodBugger) corev1.EphemeralContainer {
 	return corev1.EphemeralContainer{
 		EphemeralContainerCommon: corev1.EphemeralContainerCommon{
 			Name:    ContainerName(pb.Name),
@@ -43,7 +43,7 @@ func debugContainer(pb *debugv1alpha1.PodBugger) corev1.EphemeralContainer {
 			TTY:                      true,
 			ImagePullPolicy:          corev1.PullIfNotPresent,
 			TerminationMessagePolicy: corev1.TerminationMessageReadFile,
-			SecurityContext:          securityContext(pb.Spec.Profile),
+			SecurityContext:          securityContext(pb.Spec.Profile, pb.Spec.RunAsUser),
 		},
 		TargetContainerName: pb.Spec.TargetContainerName,
 	}
@@ -57,23 +57,27 @@ func debugContainer(pb *debugv1alpha1.PodBugger) corev1.EphemeralContainer {
 // target's.
 const restrictedUser int64 = 65532
 
-// securityContext is the container's securityContext for a profile. No
-// profile is privileged or asks for a host namespace (ephemeral containers
-// cannot have the latter anyway).
-func securityContext(profile debugv1alpha1.Profile) *corev1.SecurityContext {
+// securityContext is the container's securityContext for a profile, run as
+// user (spec.runAsUser) when it is set. No profile is privileged or asks
+// for a host namespace (ephemeral containers cannot have the latter anyway).
+func securityContext(profile debugv1beta1.Profile, user *int64) *corev1.SecurityContext {
 	switch profile {
-	case debugv1alpha1.ProfileGeneral:
+	case debugv1beta1.ProfileGeneral:
 		return &corev1.SecurityContext{
 			Privileged:   ptr.To(false),
+			RunAsUser:    user,
 			Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_PTRACE"}},
 		}
-	case debugv1alpha1.ProfileBaseline:
-		return &corev1.SecurityContext{Privileged: ptr.To(false)}
+	case debugv1beta1.ProfileBaseline:
+		return &corev1.SecurityContext{Privileged: ptr.To(false), RunAsUser: user}
 	default: // restricted, and anything unknown
+		if user == nil {
+			user = ptr.To(restrictedUser)
+		}
 		return &corev1.SecurityContext{
 			Privileged:               ptr.To(false),
 			RunAsNonRoot:             ptr.To(true),
-			RunAsUser:                ptr.To(restrictedUser),
+			RunAsUser:                user,
 			AllowPrivilegeEscalation: ptr.To(false),
 			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},

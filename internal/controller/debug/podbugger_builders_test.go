@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
-	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 )
 
 func TestContainerName(t *testing.T) {
@@ -52,7 +52,7 @@ func TestContainerName(t *testing.T) {
 }
 
 func TestSecurityContextNeverPrivileged(t *testing.T) {
-	tests := map[debugv1alpha1.Profile]struct {
+	tests := map[debugv1beta1.Profile]struct {
 		nonRoot  bool
 		user     int64 // 0: the image's
 		addCaps  []corev1.Capability
@@ -60,14 +60,14 @@ func TestSecurityContextNeverPrivileged(t *testing.T) {
 	}{
 		// A numeric non-root user: with runAsNonRoot alone a kubelet refuses
 		// images whose user is root, busybox's among them.
-		debugv1alpha1.ProfileRestricted: {nonRoot: true, user: 65532, dropCaps: []corev1.Capability{"ALL"}},
-		debugv1alpha1.ProfileBaseline:   {},
-		debugv1alpha1.ProfileGeneral:    {addCaps: []corev1.Capability{"SYS_PTRACE"}},
-		"":                              {nonRoot: true, user: 65532, dropCaps: []corev1.Capability{"ALL"}},
+		debugv1beta1.ProfileRestricted: {nonRoot: true, user: 65532, dropCaps: []corev1.Capability{"ALL"}},
+		debugv1beta1.ProfileBaseline:   {},
+		debugv1beta1.ProfileGeneral:    {addCaps: []corev1.Capability{"SYS_PTRACE"}},
+		"":                             {nonRoot: true, user: 65532, dropCaps: []corev1.Capability{"ALL"}},
 	}
 	for profile, tt := range tests {
 		t.Run(string(profile), func(t *testing.T) {
-			sc := securityContext(profile)
+			sc := securityContext(profile, nil)
 			if sc.Privileged == nil || *sc.Privileged {
 				t.Errorf("privileged must be false, got %v", sc.Privileged)
 			}
@@ -96,6 +96,22 @@ func TestSecurityContextNeverPrivileged(t *testing.T) {
 	}
 }
 
+// spec.runAsUser replaces the restricted profile's 65532 and the image's
+// user of the others; the restricted profile stays non-root either way.
+func TestSecurityContextRunAsUser(t *testing.T) {
+	for _, profile := range []debugv1beta1.Profile{debugv1beta1.ProfileRestricted, debugv1beta1.ProfileBaseline, debugv1beta1.ProfileGeneral} {
+		t.Run(string(profile), func(t *testing.T) {
+			sc := securityContext(profile, ptr.To(int64(1000)))
+			if got := ptr.Deref(sc.RunAsUser, 0); got != 1000 {
+				t.Errorf("runAsUser = %d, want 1000", got)
+			}
+			if profile == debugv1beta1.ProfileRestricted && !ptr.Deref(sc.RunAsNonRoot, false) {
+				t.Error("restricted must keep runAsNonRoot")
+			}
+		})
+	}
+}
+
 func equalCaps(a, b []corev1.Capability) bool {
 	return len(a) == len(b) && (len(a) == 0 || strings.Join(capStrings(a), ",") == strings.Join(capStrings(b), ","))
 }
@@ -109,9 +125,9 @@ func capStrings(c []corev1.Capability) []string {
 }
 
 func TestDebugContainer(t *testing.T) {
-	pb := &debugv1alpha1.PodBugger{ObjectMeta: metav1.ObjectMeta{Name: "dbg"}, Spec: debugv1alpha1.PodBuggerSpec{
+	pb := &debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Name: "dbg"}, Spec: debugv1beta1.PodBuggerSpec{
 		Image: "busybox:1.37", Command: []string{"sh"}, Args: []string{"-c", "sleep 1d"}, TargetContainerName: "app",
-		Profile: debugv1alpha1.ProfileBaseline,
+		Profile: debugv1beta1.ProfileBaseline,
 	}}
 	c := debugContainer(pb)
 	if c.Name != "dbg" || c.Image != "busybox:1.37" || c.TargetContainerName != "app" ||

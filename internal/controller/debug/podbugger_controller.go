@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/controller/debug/policy"
 	"github.com/deckhand-dev/deckhand/internal/setup"
 	"github.com/deckhand-dev/deckhand/internal/status"
@@ -33,7 +33,7 @@ import (
 // and Events.
 const ControllerName = "podbugger"
 
-// Event reasons, besides debugv1alpha1.ReasonInjectionFailed.
+// Event reasons, besides debugv1beta1.ReasonInjectionFailed.
 const (
 	// ReasonInjected: the container was added to a pod.
 	ReasonInjected = "Injected"
@@ -70,7 +70,7 @@ type PodBuggerReconciler struct {
 	// Policy is what the operator allows.
 	Policy policy.Policy
 
-	status *status.Writer[debugv1alpha1.PodBuggerStatus]
+	status *status.Writer[debugv1beta1.PodBuggerStatus]
 	memory *memory
 }
 
@@ -83,7 +83,7 @@ func NewPodBuggerReconciler(c client.Client, apiReader client.Reader, recorder e
 		Recorder:  recorder,
 		Now:       time.Now,
 		Policy:    p,
-		status:    status.NewWriter(c, status.ConditionMetrics("PodBugger", func(s *debugv1alpha1.PodBuggerStatus) []metav1.Condition { return s.Conditions })),
+		status:    status.NewWriter(c, status.ConditionMetrics("PodBugger", func(s *debugv1beta1.PodBuggerStatus) []metav1.Condition { return s.Conditions })),
 		memory:    newMemory(),
 	}
 }
@@ -99,7 +99,7 @@ func NewPodBuggerReconciler(c client.Client, apiReader client.Reader, recorder e
 // Reconcile adds pb's container to the running pods it selects that lack it,
 // then writes pb's status.
 func (r *PodBuggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	pb := &debugv1alpha1.PodBugger{}
+	pb := &debugv1beta1.PodBugger{}
 	if err := r.Get(ctx, req.NamespacedName, pb); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.NamespacedName)
@@ -134,7 +134,7 @@ func (r *PodBuggerReconciler) forget(key types.NamespacedName) {
 // opt-out the cache has not seen yet, and a lagging cache hides recent
 // carriers (maxPods would be overshot). Passes that add nothing cost no
 // extra request.
-func (r *PodBuggerReconciler) observe(ctx context.Context, pb *debugv1alpha1.PodBugger) (observation, plan, error) {
+func (r *PodBuggerReconciler) observe(ctx context.Context, pb *debugv1beta1.PodBugger) (observation, plan, error) {
 	selector, err := metav1.LabelSelectorAsSelector(&pb.Spec.Selector)
 	if err != nil {
 		// The webhook refuses such a selector; without it, retrying won't help.
@@ -160,7 +160,7 @@ func (r *PodBuggerReconciler) observe(ctx context.Context, pb *debugv1alpha1.Pod
 }
 
 // read returns, through reader, the labels of pb's namespace and its pods.
-func (r *PodBuggerReconciler) read(ctx context.Context, reader client.Reader, pb *debugv1alpha1.PodBugger) (map[string]string, []corev1.Pod, error) {
+func (r *PodBuggerReconciler) read(ctx context.Context, reader client.Reader, pb *debugv1beta1.PodBugger) (map[string]string, []corev1.Pod, error) {
 	ns := &corev1.Namespace{}
 	if err := reader.Get(ctx, client.ObjectKey{Name: pb.Namespace}, ns); err != nil {
 		return nil, nil, fmt.Errorf("reading namespace of PodBugger %s: %w", client.ObjectKeyFromObject(pb), err)
@@ -177,7 +177,7 @@ func (r *PodBuggerReconciler) read(ctx context.Context, reader client.Reader, pb
 func (r *PodBuggerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&debugv1alpha1.PodBugger{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&debugv1beta1.PodBugger{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podBuggersInNamespaceOf),
 			builder.WithPredicates(podChanged)).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.podBuggersIn),
@@ -199,7 +199,7 @@ func (r *PodBuggerReconciler) podBuggersIn(ctx context.Context, ns client.Object
 
 // requestsForNamespace is a request for each PodBugger of namespace.
 func (r *PodBuggerReconciler) requestsForNamespace(ctx context.Context, namespace string) []reconcile.Request {
-	list := &debugv1alpha1.PodBuggerList{}
+	list := &debugv1beta1.PodBuggerList{}
 	if err := r.List(ctx, list, client.InNamespace(namespace)); err != nil {
 		log.FromContext(ctx).Error(err, "listing PodBuggers", "namespace", namespace)
 		return nil

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	debugcontroller "github.com/deckhand-dev/deckhand/internal/controller/debug"
 	"github.com/deckhand-dev/deckhand/internal/manager"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
@@ -41,7 +41,7 @@ func options() manager.Options {
 // debugWeb1 runs the controller, creates the running pod web-1 in an
 // opted-in namespace and the PodBugger web-debug, changed by change, that
 // selects it.
-func debugWeb1(t *testing.T, change func(*debugv1alpha1.PodBugger)) (ns string, web1 *corev1.Pod, pb *debugv1alpha1.PodBugger) {
+func debugWeb1(t *testing.T, change func(*debugv1beta1.PodBugger)) (ns string, web1 *corev1.Pod, pb *debugv1beta1.PodBugger) {
 	t.Helper()
 	ns = enabledNamespace(t)
 	env.StartManager(t, options())
@@ -53,7 +53,7 @@ func debugWeb1(t *testing.T, change func(*debugv1alpha1.PodBugger)) (ns string, 
 }
 
 func enabledNamespace(t *testing.T) string {
-	return env.NamespaceWithLabels(t, map[string]string{debugv1alpha1.NamespaceEnabledLabel: "true"})
+	return env.NamespaceWithLabels(t, map[string]string{debugv1beta1.NamespaceEnabledLabel: "true"})
 }
 
 // pod creates a pod with one container, "app"; running sets its phase to
@@ -81,10 +81,10 @@ func setRunning(t *testing.T, p *corev1.Pod) {
 	}
 }
 
-func podBugger(ns, name string, selector map[string]string) *debugv1alpha1.PodBugger {
-	return &debugv1alpha1.PodBugger{
+func podBugger(ns, name string, selector map[string]string) *debugv1beta1.PodBugger {
+	return &debugv1beta1.PodBugger{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: debugv1alpha1.PodBuggerSpec{
+		Spec: debugv1beta1.PodBuggerSpec{
 			Selector: metav1.LabelSelector{MatchLabels: selector},
 			Image:    image,
 		},
@@ -108,9 +108,9 @@ func ephemeral(ns, name string) func() ([]string, error) {
 }
 
 // status returns a PodBugger's status as the apiserver holds it.
-func status(pb *debugv1alpha1.PodBugger) func() (debugv1alpha1.PodBuggerStatus, error) {
-	return func() (debugv1alpha1.PodBuggerStatus, error) {
-		got := &debugv1alpha1.PodBugger{}
+func status(pb *debugv1beta1.PodBugger) func() (debugv1beta1.PodBuggerStatus, error) {
+	return func() (debugv1beta1.PodBuggerStatus, error) {
+		got := &debugv1beta1.PodBugger{}
 		err := env.Client.Get(ctx, client.ObjectKeyFromObject(pb), got)
 		return got.Status, err
 	}
@@ -136,8 +136,8 @@ func TestMatchingRunningPodsGetOneContainerEach(t *testing.T) {
 
 	g.Eventually(ephemeral(ns, "web-1")).Should(Equal([]string{"web-debug"}))
 	g.Eventually(status(pb)).Should(And(installed(1),
-		condition(debugv1alpha1.ConditionReady, metav1.ConditionTrue, debugv1alpha1.ReasonActive),
-		condition(debugv1alpha1.ConditionBlocked, metav1.ConditionFalse, debugv1alpha1.ReasonAllowed),
+		condition(debugv1beta1.ConditionReady, metav1.ConditionTrue, debugv1beta1.ReasonActive),
+		condition(debugv1beta1.ConditionBlocked, metav1.ConditionFalse, debugv1beta1.ReasonAllowed),
 		HaveField("Pods", ConsistOf(HaveField("Name", "web-1"))),
 		HaveField("ObservedGeneration", pb.Generation)))
 	g.Expect(ephemeral(ns, "web-2")()).To(BeEmpty(), "a pending pod waits")
@@ -176,14 +176,14 @@ func TestOncePerPodUIDAcrossManagerRestart(t *testing.T) {
 
 	// Forget everything the first manager wrote: the pod itself is the record.
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pb), pb)).To(Succeed())
-	pb.Status = debugv1alpha1.PodBuggerStatus{}
+	pb.Status = debugv1beta1.PodBuggerStatus{}
 	g.Expect(env.Client.Status().Update(ctx, pb)).To(Succeed())
 
 	env.StartManager(t, options())
 	g.Eventually(status(pb)).Should(And(installed(1), HaveField("Pods", HaveLen(1)),
-		condition(debugv1alpha1.ConditionReady, metav1.ConditionTrue, debugv1alpha1.ReasonActive)))
+		condition(debugv1beta1.ConditionReady, metav1.ConditionTrue, debugv1beta1.ReasonActive)))
 	g.Consistently(ephemeral(ns, "web-1")).Should(Equal([]string{"web-debug"}))
-	g.Consistently(status(pb)).Should(condition(debugv1alpha1.ConditionReady, metav1.ConditionTrue, debugv1alpha1.ReasonActive))
+	g.Consistently(status(pb)).Should(condition(debugv1beta1.ConditionReady, metav1.ConditionTrue, debugv1beta1.ReasonActive))
 
 	// A new pod of the same name is a new UID: it gets a container of its own.
 	old := &corev1.Pod{}
@@ -211,7 +211,7 @@ func TestMaxPodsCapsCarriers(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, pb)).To(Succeed())
 
 	g.Eventually(status(pb)).Should(And(installed(2),
-		condition(debugv1alpha1.ConditionReady, metav1.ConditionTrue, debugv1alpha1.ReasonMaxPodsReached)))
+		condition(debugv1beta1.ConditionReady, metav1.ConditionTrue, debugv1beta1.ReasonMaxPodsReached)))
 	carriers := func() (int, error) {
 		n := 0
 		for _, name := range []string{"web-1", "web-2", "web-3"} {
@@ -236,9 +236,9 @@ func TestMaxPodsCapsCarriers(t *testing.T) {
 
 func TestSuspendStopsNewInjections(t *testing.T) {
 	g := testenv.NewG(t)
-	ns, _, pb := debugWeb1(t, func(pb *debugv1alpha1.PodBugger) { pb.Spec.Suspend = true })
+	ns, _, pb := debugWeb1(t, func(pb *debugv1beta1.PodBugger) { pb.Spec.Suspend = true })
 	g.Eventually(status(pb)).Should(And(installed(0),
-		condition(debugv1alpha1.ConditionReady, metav1.ConditionTrue, debugv1alpha1.ReasonSuspended)))
+		condition(debugv1beta1.ConditionReady, metav1.ConditionTrue, debugv1beta1.ReasonSuspended)))
 	g.Consistently(ephemeral(ns, "web-1")).Should(BeEmpty())
 
 	g.Expect(env.Update(pb, func() { pb.Spec.Suspend = false })).To(Succeed())
@@ -246,7 +246,7 @@ func TestSuspendStopsNewInjections(t *testing.T) {
 
 	// Suspended again: the container stays (it cannot be removed), a new pod gets none.
 	g.Expect(env.Update(pb, func() { pb.Spec.Suspend = true })).To(Succeed())
-	g.Eventually(status(pb)).Should(condition(debugv1alpha1.ConditionReady, metav1.ConditionTrue, debugv1alpha1.ReasonSuspended))
+	g.Eventually(status(pb)).Should(condition(debugv1beta1.ConditionReady, metav1.ConditionTrue, debugv1beta1.ReasonSuspended))
 	pod(t, ns, "web-2", web, true)
 	g.Consistently(ephemeral(ns, "web-2")).Should(BeEmpty())
 	g.Expect(status(pb)()).To(installed(1))
@@ -259,7 +259,7 @@ func TestNamespaceMustOptIn(t *testing.T) {
 	// Refused at admission, naming the field.
 	plain := env.Namespace(t)
 	err := env.Client.Create(ctx, podBugger(plain, "web-debug", web))
-	g.Expect(err).To(MatchError(And(ContainSubstring("metadata.namespace"), ContainSubstring(debugv1alpha1.NamespaceEnabledLabel))))
+	g.Expect(err).To(MatchError(And(ContainSubstring("metadata.namespace"), ContainSubstring(debugv1beta1.NamespaceEnabledLabel))))
 
 	// Enforced by the controller when the label goes away after admission.
 	ns := enabledNamespace(t)
@@ -270,21 +270,21 @@ func TestNamespaceMustOptIn(t *testing.T) {
 
 	setNamespaceLabel(t, ns, "false")
 	g.Eventually(status(pb)).Should(And(
-		condition(debugv1alpha1.ConditionBlocked, metav1.ConditionTrue, debugv1alpha1.ReasonNamespaceNotEnabled),
-		condition(debugv1alpha1.ConditionReady, metav1.ConditionFalse, debugv1alpha1.ReasonNamespaceNotEnabled)))
+		condition(debugv1beta1.ConditionBlocked, metav1.ConditionTrue, debugv1beta1.ReasonNamespaceNotEnabled),
+		condition(debugv1beta1.ConditionReady, metav1.ConditionFalse, debugv1beta1.ReasonNamespaceNotEnabled)))
 	pod(t, ns, "web-2", web, true)
 	g.Consistently(ephemeral(ns, "web-2")).Should(BeEmpty())
 
 	setNamespaceLabel(t, ns, "true")
 	g.Eventually(ephemeral(ns, "web-2")).Should(Equal([]string{"web-debug"}))
 	g.Eventually(status(pb)).Should(And(installed(2),
-		condition(debugv1alpha1.ConditionBlocked, metav1.ConditionFalse, debugv1alpha1.ReasonAllowed)))
+		condition(debugv1beta1.ConditionBlocked, metav1.ConditionFalse, debugv1beta1.ReasonAllowed)))
 }
 
 func setNamespaceLabel(t *testing.T, name, value string) {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := env.Update(ns, func() { ns.Labels[debugv1alpha1.NamespaceEnabledLabel] = value }); err != nil {
+	if err := env.Update(ns, func() { ns.Labels[debugv1beta1.NamespaceEnabledLabel] = value }); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -311,7 +311,7 @@ func TestImageAllowList(t *testing.T) {
 	env.StartManager(t, narrowed)
 	pod(t, ns, "web-2", web, true)
 	g.Eventually(status(pb)).Should(And(installed(1),
-		condition(debugv1alpha1.ConditionBlocked, metav1.ConditionTrue, debugv1alpha1.ReasonImageNotAllowed)))
+		condition(debugv1beta1.ConditionBlocked, metav1.ConditionTrue, debugv1beta1.ReasonImageNotAllowed)))
 	g.Consistently(ephemeral(ns, "web-2")).Should(BeEmpty())
 }
 
@@ -320,7 +320,7 @@ func TestGeneralProfileNeedsTheOperatorFlag(t *testing.T) {
 	ns := enabledNamespace(t)
 	_, stop := env.StartManager(t, options())
 	general := podBugger(ns, "web-debug", web)
-	general.Spec.Profile = debugv1alpha1.ProfileGeneral
+	general.Spec.Profile = debugv1beta1.ProfileGeneral
 
 	g.Expect(env.Client.Create(ctx, general.DeepCopy())).To(MatchError(ContainSubstring("spec.profile")))
 	stop()
@@ -377,11 +377,11 @@ func TestLongNamesGiveValidContainerNames(t *testing.T) {
 // envtest has no kubelet: the test writes the pod's status as one would.
 func TestStatusReportsADebuggerThatCouldNotStart(t *testing.T) {
 	g := testenv.NewG(t)
-	ns, p, pb := debugWeb1(t, func(*debugv1alpha1.PodBugger) {})
+	ns, p, pb := debugWeb1(t, func(*debugv1beta1.PodBugger) {})
 	g.Eventually(ephemeral(ns, "web-1")).Should(HaveLen(1))
 	g.Eventually(status(pb)).Should(And(installed(1),
-		HaveField("Pods", ConsistOf(HaveField("State", debugv1alpha1.DebuggerUnknown))),
-		condition(debugv1alpha1.ConditionStarted, metav1.ConditionUnknown, debugv1alpha1.ReasonStatusUnknown)))
+		HaveField("Pods", ConsistOf(HaveField("State", debugv1beta1.DebuggerUnknown))),
+		condition(debugv1beta1.ConditionStarted, metav1.ConditionUnknown, debugv1beta1.ReasonStatusUnknown)))
 
 	setDebuggerState := func(state corev1.ContainerState) {
 		t.Helper()
@@ -392,13 +392,13 @@ func TestStatusReportsADebuggerThatCouldNotStart(t *testing.T) {
 	setDebuggerState(corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
 		Reason: "CreateContainerConfigError", Message: "container has runAsNonRoot and image will run as root"}})
 	g.Eventually(status(pb)).Should(And(installed(1),
-		HaveField("Pods", ConsistOf(And(HaveField("State", debugv1alpha1.DebuggerFailed),
+		HaveField("Pods", ConsistOf(And(HaveField("State", debugv1beta1.DebuggerFailed),
 			HaveField("Reason", "CreateContainerConfigError"),
 			HaveField("Message", "container has runAsNonRoot and image will run as root")))),
-		condition(debugv1alpha1.ConditionStarted, metav1.ConditionFalse, debugv1alpha1.ReasonStartFailed)))
+		condition(debugv1beta1.ConditionStarted, metav1.ConditionFalse, debugv1beta1.ReasonStartFailed)))
 
 	setDebuggerState(corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}})
 	g.Eventually(status(pb)).Should(And(
-		HaveField("Pods", ConsistOf(HaveField("State", debugv1alpha1.DebuggerRunning))),
-		condition(debugv1alpha1.ConditionStarted, metav1.ConditionTrue, debugv1alpha1.ReasonAllStarted)))
+		HaveField("Pods", ConsistOf(HaveField("State", debugv1beta1.DebuggerRunning))),
+		condition(debugv1beta1.ConditionStarted, metav1.ConditionTrue, debugv1beta1.ReasonAllStarted)))
 }

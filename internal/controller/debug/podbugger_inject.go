@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/notes"
 )
 
@@ -25,7 +25,7 @@ import (
 // reported once. A pod that changed since it was read is retried shortly.
 // The error joins the other failures, one per pod, for the rate limiter to
 // retry.
-func (r *PodBuggerReconciler) inject(ctx context.Context, pb *debugv1alpha1.PodBugger, p plan, o *observation) (ctrl.Result, error) {
+func (r *PodBuggerReconciler) inject(ctx context.Context, pb *debugv1beta1.PodBugger, p plan, o *observation) (ctrl.Result, error) {
 	defer func() { o.refused = o.memory.refusals() }()
 	if len(o.violations) > 0 {
 		return ctrl.Result{}, nil
@@ -50,7 +50,7 @@ func (r *PodBuggerReconciler) inject(ctx context.Context, pb *debugv1alpha1.PodB
 			pod := wave[i]
 			switch {
 			case err == nil:
-				o.carriers[pod.UID] = carrier{name: pod.Name, addedAt: r.Now(), state: debugv1alpha1.DebuggerUnknown}
+				o.carriers[pod.UID] = carrier{name: pod.Name, addedAt: r.Now(), state: debugv1beta1.DebuggerUnknown}
 				injections.WithLabelValues(key.Namespace, key.Name, resultAdded).Inc()
 				log.FromContext(ctx).Info("added debug container", "pod", klog.KObj(pod), "container", ContainerName(pb.Name))
 				added = append(added, pod)
@@ -86,9 +86,9 @@ func (r *PodBuggerReconciler) inject(ctx context.Context, pb *debugv1alpha1.PodB
 }
 
 // failed tells that adding pb's container to pod failed with err.
-func (r *PodBuggerReconciler) failed(pb *debugv1alpha1.PodBugger, pod *corev1.Pod, err error) {
+func (r *PodBuggerReconciler) failed(pb *debugv1beta1.PodBugger, pod *corev1.Pod, err error) {
 	injections.WithLabelValues(pb.Namespace, pb.Name, resultFailed).Inc()
-	r.Recorder.Eventf(pb, pod, corev1.EventTypeWarning, debugv1alpha1.ReasonInjectionFailed, "AddEphemeralContainer",
+	r.Recorder.Eventf(pb, pod, corev1.EventTypeWarning, debugv1beta1.ReasonInjectionFailed, "AddEphemeralContainer",
 		"Adding ephemeral container %s to pod %s failed: %v", ContainerName(pb.Name), pod.Name, err)
 }
 
@@ -119,7 +119,7 @@ func (r *PodBuggerReconciler) addContainers(ctx context.Context, pods []*corev1.
 // recordInjected records one Event for the containers a pass added: one per
 // pod would be an API write per pod, doubling an injection's cost. Each pod
 // keeps its own record: the container in its spec, forever.
-func (r *PodBuggerReconciler) recordInjected(pb *debugv1alpha1.PodBugger, added []*corev1.Pod) {
+func (r *PodBuggerReconciler) recordInjected(pb *debugv1beta1.PodBugger, added []*corev1.Pod) {
 	what := fmt.Sprintf("ephemeral container %s (image %s, profile %s)", ContainerName(pb.Name), pb.Spec.Image, pb.Spec.Profile)
 	switch len(added) {
 	case 0:

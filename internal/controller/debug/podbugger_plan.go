@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
-	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 )
 
 // plan is what a PodBugger should do about the pods of its namespace.
@@ -37,7 +37,7 @@ type skippedPod struct {
 // container and which get it now. A suspended PodBugger injects nothing.
 // Pods in passOver (refused a moment ago) are left out: they take no place
 // within maxPods.
-func planFor(pb *debugv1alpha1.PodBugger, selector labels.Selector, pods []corev1.Pod, passOver map[types.UID]bool) plan {
+func planFor(pb *debugv1beta1.PodBugger, selector labels.Selector, pods []corev1.Pod, passOver map[types.UID]bool) plan {
 	name := ContainerName(pb.Name)
 	var p plan
 	var candidates []*corev1.Pod

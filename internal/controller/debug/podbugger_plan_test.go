@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
-	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 )
 
 // testPod is a pod named name with one container, "app".
@@ -48,7 +48,7 @@ func TestPlanFor(t *testing.T) {
 	}
 
 	tests := map[string]struct {
-		spec     debugv1alpha1.PodBuggerSpec
+		spec     debugv1beta1.PodBuggerSpec
 		pods     []corev1.Pod
 		passOver []types.UID
 		carriers []string
@@ -57,7 +57,7 @@ func TestPlanFor(t *testing.T) {
 		skipped  []string
 	}{
 		"running matching pods without the container, oldest first": {
-			spec: debugv1alpha1.PodBuggerSpec{MaxPods: 10},
+			spec: debugv1beta1.PodBuggerSpec{MaxPods: 10},
 			pods: []corev1.Pod{
 				testPod("web-b", corev1.PodRunning, web, 2),
 				testPod("web-a", corev1.PodRunning, web, 1),
@@ -69,13 +69,13 @@ func TestPlanFor(t *testing.T) {
 			inject: []string{"web-a", "web-b"},
 		},
 		"a pod with the container is a carrier, never injected twice": {
-			spec:     debugv1alpha1.PodBuggerSpec{MaxPods: 10},
+			spec:     debugv1beta1.PodBuggerSpec{MaxPods: 10},
 			pods:     []corev1.Pod{running("web-a", 1, "other", "dbg"), running("web-b", 2, "other")},
 			carriers: []string{"web-a"},
 			inject:   []string{"web-b"},
 		},
 		"a carrier that no longer matches still counts against maxPods": {
-			spec: debugv1alpha1.PodBuggerSpec{MaxPods: 2},
+			spec: debugv1beta1.PodBuggerSpec{MaxPods: 2},
 			pods: []corev1.Pod{
 				testPod("relabelled", corev1.PodRunning, nil, 1, "dbg"),
 				testPod("web-a", corev1.PodRunning, web, 2),
@@ -86,30 +86,30 @@ func TestPlanFor(t *testing.T) {
 			spare:    []string{"web-b"},
 		},
 		"maxPods reached: nothing more": {
-			spec:     debugv1alpha1.PodBuggerSpec{MaxPods: 1},
+			spec:     debugv1beta1.PodBuggerSpec{MaxPods: 1},
 			pods:     []corev1.Pod{running("web-a", 1, "dbg"), running("web-b", 2)},
 			carriers: []string{"web-a"},
 			spare:    []string{"web-b"},
 		},
 		"pods beyond maxPods are spare, oldest first": {
-			spec:   debugv1alpha1.PodBuggerSpec{MaxPods: 1},
+			spec:   debugv1beta1.PodBuggerSpec{MaxPods: 1},
 			pods:   []corev1.Pod{running("web-c", 3), running("web-a", 1), running("web-b", 2)},
 			inject: []string{"web-a"},
 			spare:  []string{"web-b", "web-c"},
 		},
 		"a refused pod is passed over and takes no place within maxPods": {
-			spec:     debugv1alpha1.PodBuggerSpec{MaxPods: 1},
+			spec:     debugv1beta1.PodBuggerSpec{MaxPods: 1},
 			pods:     []corev1.Pod{running("web-a", 1), running("web-b", 2)},
 			passOver: []types.UID{"uid-web-a"},
 			inject:   []string{"web-b"},
 		},
 		"suspended: nothing new": {
-			spec:     debugv1alpha1.PodBuggerSpec{MaxPods: 10, Suspend: true},
+			spec:     debugv1beta1.PodBuggerSpec{MaxPods: 10, Suspend: true},
 			pods:     []corev1.Pod{running("web-a", 1, "dbg"), running("web-b", 2)},
 			carriers: []string{"web-a"},
 		},
 		"a pod without the target container is skipped, and does not use up maxPods": {
-			spec: debugv1alpha1.PodBuggerSpec{MaxPods: 1, TargetContainerName: "app"},
+			spec: debugv1beta1.PodBuggerSpec{MaxPods: 1, TargetContainerName: "app"},
 			pods: []corev1.Pod{
 				func() corev1.Pod {
 					p := testPod("web-a", corev1.PodRunning, web, 1)
@@ -122,14 +122,14 @@ func TestPlanFor(t *testing.T) {
 			skipped: []string{"web-a"},
 		},
 		"a pod whose own container has the name is skipped": {
-			spec:    debugv1alpha1.PodBuggerSpec{MaxPods: 10},
+			spec:    debugv1beta1.PodBuggerSpec{MaxPods: 10},
 			pods:    []corev1.Pod{sidecar},
 			skipped: []string{"web-sidecar"},
 		},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			pb := &debugv1alpha1.PodBugger{ObjectMeta: metav1.ObjectMeta{Name: "dbg"}, Spec: tt.spec}
+			pb := &debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Name: "dbg"}, Spec: tt.spec}
 			passOver := map[types.UID]bool{}
 			for _, uid := range tt.passOver {
 				passOver[uid] = true

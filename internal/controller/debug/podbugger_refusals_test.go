@@ -13,7 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	debugcontroller "github.com/deckhand-dev/deckhand/internal/controller/debug"
 	"github.com/deckhand-dev/deckhand/internal/controller/debug/policy"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
@@ -95,7 +95,7 @@ func TestRefusedPodsAreRememberedAndFreeTheirPlace(t *testing.T) {
 	g.Expect(ephemeral(ns, "web-3")()).To(HaveLen(1), "web-1-root's place within maxPods goes to the next pod")
 	g.Expect(failed()).To(BeEquivalentTo(1))
 	g.Expect(status(pb)()).To(And(installed(2),
-		condition(debugv1alpha1.ConditionReady, metav1.ConditionFalse, debugv1alpha1.ReasonInjectionFailed),
+		condition(debugv1beta1.ConditionReady, metav1.ConditionFalse, debugv1beta1.ReasonInjectionFailed),
 		HaveField("Conditions", ContainElement(HaveField("Message", ContainSubstring("pod web-1-root"))))))
 
 	// web-2 goes, a place is free, and web-1-root is the only candidate: pod
@@ -118,7 +118,7 @@ func TestRefusedPodsAreRememberedAndFreeTheirPlace(t *testing.T) {
 		reconcile()
 	}
 	g.Expect(failed()).To(BeEquivalentTo(5))
-	g.Expect(status(pb)()).To(condition(debugv1alpha1.ConditionReady, metav1.ConditionFalse, debugv1alpha1.ReasonInjectionFailed))
+	g.Expect(status(pb)()).To(condition(debugv1beta1.ConditionReady, metav1.ConditionFalse, debugv1beta1.ReasonInjectionFailed))
 }
 
 // A pod that cannot take the container is reported once, not on every pass.
@@ -161,5 +161,5 @@ func TestOptOutTakesEffectBeforeTheCacheSeesIt(t *testing.T) {
 	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pb)})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ephemeral(ns, "web-1")()).To(BeEmpty())
-	g.Expect(status(pb)()).To(condition(debugv1alpha1.ConditionBlocked, metav1.ConditionTrue, debugv1alpha1.ReasonNamespaceNotEnabled))
+	g.Expect(status(pb)()).To(condition(debugv1beta1.ConditionBlocked, metav1.ConditionTrue, debugv1beta1.ReasonNamespaceNotEnabled))
 }

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/controller/debug/policy"
 	"github.com/deckhand-dev/deckhand/internal/status"
 )
@@ -36,7 +36,7 @@ type observation struct {
 type carrier struct {
 	name    string
 	addedAt time.Time // zero unless added by this reconcile
-	state   debugv1alpha1.DebuggerState
+	state   debugv1beta1.DebuggerState
 	reason  string
 	message string
 }
@@ -49,7 +49,7 @@ const maxMessage = 256
 func carriersOf(pods []*corev1.Pod, name string) map[types.UID]carrier {
 	out := make(map[types.UID]carrier, len(pods))
 	for _, pod := range pods {
-		c := carrier{name: pod.Name, state: debugv1alpha1.DebuggerUnknown}
+		c := carrier{name: pod.Name, state: debugv1beta1.DebuggerUnknown}
 		for _, s := range pod.Status.EphemeralContainerStatuses {
 			if s.Name == name {
 				c.state, c.reason, c.message = debuggerState(s.State)
@@ -67,21 +67,21 @@ func carriersOf(pods []*corev1.Pod, name string) map[types.UID]carrier {
 // while it is created or its pod initialises is Starting; waiting for any
 // other reason (CreateContainerConfigError, ErrImagePull, ImagePullBackOff,
 // ...) means it could not start. No state at all is Unknown.
-func debuggerState(s corev1.ContainerState) (state debugv1alpha1.DebuggerState, reason, message string) {
+func debuggerState(s corev1.ContainerState) (state debugv1beta1.DebuggerState, reason, message string) {
 	switch {
 	case s.Running != nil:
-		return debugv1alpha1.DebuggerRunning, "", ""
+		return debugv1beta1.DebuggerRunning, "", ""
 	case s.Terminated != nil && s.Terminated.ExitCode == 0:
-		return debugv1alpha1.DebuggerExited, s.Terminated.Reason, ""
+		return debugv1beta1.DebuggerExited, s.Terminated.Reason, ""
 	case s.Terminated != nil:
-		return debugv1alpha1.DebuggerFailed, cmp.Or(s.Terminated.Reason, "Error"),
+		return debugv1beta1.DebuggerFailed, cmp.Or(s.Terminated.Reason, "Error"),
 			cmp.Or(s.Terminated.Message, fmt.Sprintf("exited with status %d", s.Terminated.ExitCode))
 	case s.Waiting != nil && (s.Waiting.Reason == "" || s.Waiting.Reason == "ContainerCreating" || s.Waiting.Reason == "PodInitializing"):
-		return debugv1alpha1.DebuggerStarting, s.Waiting.Reason, ""
+		return debugv1beta1.DebuggerStarting, s.Waiting.Reason, ""
 	case s.Waiting != nil:
-		return debugv1alpha1.DebuggerFailed, s.Waiting.Reason, s.Waiting.Message
+		return debugv1beta1.DebuggerFailed, s.Waiting.Reason, s.Waiting.Message
 	default:
-		return debugv1alpha1.DebuggerUnknown, "", ""
+		return debugv1beta1.DebuggerUnknown, "", ""
 	}
 }
 
@@ -89,8 +89,8 @@ func debuggerState(s corev1.ContainerState) (state debugv1alpha1.DebuggerState, 
 // time is o.now). Only the time each pod got the container and the
 // conditions' transition times are carried over from the previous status:
 // the pod does not record the former.
-func computeStatus(pb *debugv1alpha1.PodBugger, o observation) debugv1alpha1.PodBuggerStatus {
-	s := debugv1alpha1.PodBuggerStatus{
+func computeStatus(pb *debugv1beta1.PodBugger, o observation) debugv1beta1.PodBuggerStatus {
+	s := debugv1beta1.PodBuggerStatus{
 		ObservedGeneration: pb.Generation,
 		Installed:          int32(len(o.carriers)), //nolint:gosec // bounded by the number of pods in a namespace
 		Pods:               debuggedPods(pb.Status.Pods, o),
@@ -105,12 +105,12 @@ func computeStatus(pb *debugv1alpha1.PodBugger, o observation) debugv1alpha1.Pod
 
 // debuggedPods lists the carriers, the earliest first, at most
 // MaxStatusPods; each keeps the time known from before.
-func debuggedPods(before []debugv1alpha1.DebuggedPod, o observation) []debugv1alpha1.DebuggedPod {
+func debuggedPods(before []debugv1beta1.DebuggedPod, o observation) []debugv1beta1.DebuggedPod {
 	known := map[string]metav1.Time{}
 	for _, p := range before {
 		known[p.UID] = p.Time
 	}
-	var pods []debugv1alpha1.DebuggedPod
+	var pods []debugv1beta1.DebuggedPod
 	for uid, c := range o.carriers {
 		t, ok := known[string(uid)]
 		switch {
@@ -119,14 +119,14 @@ func debuggedPods(before []debugv1alpha1.DebuggedPod, o observation) []debugv1al
 		case !ok:
 			t = metav1.NewTime(o.now).Rfc3339Copy()
 		}
-		pods = append(pods, debugv1alpha1.DebuggedPod{Name: c.name, UID: string(uid), Time: t,
+		pods = append(pods, debugv1beta1.DebuggedPod{Name: c.name, UID: string(uid), Time: t,
 			State: c.state, Reason: c.reason, Message: c.message})
 	}
-	slices.SortFunc(pods, func(a, b debugv1alpha1.DebuggedPod) int {
+	slices.SortFunc(pods, func(a, b debugv1beta1.DebuggedPod) int {
 		return cmp.Or(a.Time.Compare(b.Time.Time), cmp.Compare(a.Name, b.Name), cmp.Compare(a.UID, b.UID))
 	})
-	if len(pods) > debugv1alpha1.MaxStatusPods {
-		pods = pods[:debugv1alpha1.MaxStatusPods]
+	if len(pods) > debugv1beta1.MaxStatusPods {
+		pods = pods[:debugv1beta1.MaxStatusPods]
 	}
 	return pods
 }
@@ -134,28 +134,28 @@ func debuggedPods(before []debugv1alpha1.DebuggedPod, o observation) []debugv1al
 func blockedCondition(o observation) metav1.Condition {
 	if len(o.violations) > 0 {
 		v := o.violations[0]
-		return metav1.Condition{Type: debugv1alpha1.ConditionBlocked, Status: metav1.ConditionTrue, Reason: v.Reason, Message: v.Err.Error()}
+		return metav1.Condition{Type: debugv1beta1.ConditionBlocked, Status: metav1.ConditionTrue, Reason: v.Reason, Message: v.Err.Error()}
 	}
-	return metav1.Condition{Type: debugv1alpha1.ConditionBlocked, Status: metav1.ConditionFalse,
-		Reason: debugv1alpha1.ReasonAllowed, Message: "no safety rule stops this PodBugger"}
+	return metav1.Condition{Type: debugv1beta1.ConditionBlocked, Status: metav1.ConditionFalse,
+		Reason: debugv1beta1.ReasonAllowed, Message: "no safety rule stops this PodBugger"}
 }
 
-func readyCondition(pb *debugv1alpha1.PodBugger, o observation, installed int32) metav1.Condition {
-	c := metav1.Condition{Type: debugv1alpha1.ConditionReady, Status: metav1.ConditionFalse}
+func readyCondition(pb *debugv1beta1.PodBugger, o observation, installed int32) metav1.Condition {
+	c := metav1.Condition{Type: debugv1beta1.ConditionReady, Status: metav1.ConditionFalse}
 	switch {
 	case len(o.violations) > 0:
 		c.Reason, c.Message = o.violations[0].Reason, "blocked: "+o.violations[0].Err.Error()
 	case o.injectErr != nil:
-		c.Reason, c.Message = debugv1alpha1.ReasonInjectionFailed, o.injectErr.Error()
+		c.Reason, c.Message = debugv1beta1.ReasonInjectionFailed, o.injectErr.Error()
 	case len(o.refused) > 0:
-		c.Reason, c.Message = debugv1alpha1.ReasonInjectionFailed, refusedMessage(o.refused)
+		c.Reason, c.Message = debugv1beta1.ReasonInjectionFailed, refusedMessage(o.refused)
 	case pb.Spec.Suspend:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, debugv1alpha1.ReasonSuspended, "suspended: no new pod gets the container"
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, debugv1beta1.ReasonSuspended, "suspended: no new pod gets the container"
 	case installed >= pb.Spec.MaxPods:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, debugv1alpha1.ReasonMaxPodsReached,
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, debugv1beta1.ReasonMaxPodsReached,
 			fmt.Sprintf("%d pods carry the container, the most spec.maxPods allows", installed)
 	default:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, debugv1alpha1.ReasonActive, "matching running pods get the container"
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, debugv1beta1.ReasonActive, "matching running pods get the container"
 	}
 	return c
 }
@@ -178,11 +178,11 @@ func refusedMessage(refused []refusal) string {
 // kubelets report: a failure wins over a container still starting, which
 // wins over one no kubelet reports.
 func startedCondition(o observation) metav1.Condition {
-	byState := map[debugv1alpha1.DebuggerState][]string{}
+	byState := map[debugv1beta1.DebuggerState][]string{}
 	var failed []string
 	for _, c := range o.carriers {
 		byState[c.state] = append(byState[c.state], c.name)
-		if c.state == debugv1alpha1.DebuggerFailed {
+		if c.state == debugv1beta1.DebuggerFailed {
 			failed = append(failed, fmt.Sprintf("pod %s: %s: %s", c.name, c.reason, c.message))
 		}
 	}
@@ -190,16 +190,16 @@ func startedCondition(o observation) metav1.Condition {
 	n := len(o.carriers)
 	switch {
 	case len(failed) > 0:
-		return metav1.Condition{Type: debugv1alpha1.ConditionStarted, Status: metav1.ConditionFalse, Reason: debugv1alpha1.ReasonStartFailed,
+		return metav1.Condition{Type: debugv1beta1.ConditionStarted, Status: metav1.ConditionFalse, Reason: debugv1beta1.ReasonStartFailed,
 			Message: fmt.Sprintf("%d of %d debug containers could not start or failed: %s", len(failed), n, strings.Join(failed[:min(len(failed), 3)], "; "))}
-	case len(byState[debugv1alpha1.DebuggerStarting]) > 0:
-		return metav1.Condition{Type: debugv1alpha1.ConditionStarted, Status: metav1.ConditionUnknown, Reason: debugv1alpha1.ReasonStarting,
-			Message: fmt.Sprintf("%d of %d debug containers are starting", len(byState[debugv1alpha1.DebuggerStarting]), n)}
-	case len(byState[debugv1alpha1.DebuggerUnknown]) > 0:
-		return metav1.Condition{Type: debugv1alpha1.ConditionStarted, Status: metav1.ConditionUnknown, Reason: debugv1alpha1.ReasonStatusUnknown,
-			Message: fmt.Sprintf("no kubelet reports the state of %d of %d debug containers (yet; simulated nodes never do)", len(byState[debugv1alpha1.DebuggerUnknown]), n)}
+	case len(byState[debugv1beta1.DebuggerStarting]) > 0:
+		return metav1.Condition{Type: debugv1beta1.ConditionStarted, Status: metav1.ConditionUnknown, Reason: debugv1beta1.ReasonStarting,
+			Message: fmt.Sprintf("%d of %d debug containers are starting", len(byState[debugv1beta1.DebuggerStarting]), n)}
+	case len(byState[debugv1beta1.DebuggerUnknown]) > 0:
+		return metav1.Condition{Type: debugv1beta1.ConditionStarted, Status: metav1.ConditionUnknown, Reason: debugv1beta1.ReasonStatusUnknown,
+			Message: fmt.Sprintf("no kubelet reports the state of %d of %d debug containers (yet; simulated nodes never do)", len(byState[debugv1beta1.DebuggerUnknown]), n)}
 	default:
-		return metav1.Condition{Type: debugv1alpha1.ConditionStarted, Status: metav1.ConditionTrue, Reason: debugv1alpha1.ReasonAllStarted,
+		return metav1.Condition{Type: debugv1beta1.ConditionStarted, Status: metav1.ConditionTrue, Reason: debugv1beta1.ReasonAllStarted,
 			Message: fmt.Sprintf("%d debug containers run or ran", n)}
 	}
 }

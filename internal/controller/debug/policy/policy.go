@@ -18,7 +18,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/setup"
 )
 
@@ -42,13 +42,13 @@ func From(opts setup.Options) (Policy, error) {
 
 // Violations returns the rules pb breaks, in the order of Rules, given the
 // labels of its namespace; none means the controller may act on it.
-func (p Policy) Violations(pb *debugv1alpha1.PodBugger, namespaceLabels map[string]string) []Violation {
+func (p Policy) Violations(pb *debugv1beta1.PodBugger, namespaceLabels map[string]string) []Violation {
 	return Rules.Evaluate(Input{PodBugger: pb, NamespaceLabels: namespaceLabels, Policy: p})
 }
 
 // Input is what a Check looks at.
 type Input struct {
-	PodBugger *debugv1alpha1.PodBugger
+	PodBugger *debugv1beta1.PodBugger
 	// NamespaceLabels are the labels of the PodBugger's namespace.
 	NamespaceLabels map[string]string
 	// Policy is what the operator allows.
@@ -89,13 +89,13 @@ var Rules = Chain{NamespaceOptedIn, ImageAllowed, ProfileAllowed}
 // NamespaceOptedIn checks that the PodBugger's namespace carries the label
 // debug.deckhand.dev/enabled=true.
 func NamespaceOptedIn(in Input) (Violation, bool) {
-	if in.NamespaceLabels[debugv1alpha1.NamespaceEnabledLabel] == "true" {
+	if in.NamespaceLabels[debugv1beta1.NamespaceEnabledLabel] == "true" {
 		return Violation{}, false
 	}
-	return Violation{debugv1alpha1.ReasonNamespaceNotEnabled, field.Forbidden(
+	return Violation{debugv1beta1.ReasonNamespaceNotEnabled, field.Forbidden(
 		field.NewPath("metadata", "namespace"),
 		fmt.Sprintf("namespace %q does not opt in to PodBuggers: it needs the label %s=true",
-			in.PodBugger.Namespace, debugv1alpha1.NamespaceEnabledLabel))}, true
+			in.PodBugger.Namespace, debugv1beta1.NamespaceEnabledLabel))}, true
 }
 
 // ImageAllowed checks that spec.image matches the operator's allow-list.
@@ -108,7 +108,7 @@ func ImageAllowed(in Input) (Violation, bool) {
 	if allowed == "" {
 		allowed = "empty: no image is allowed"
 	}
-	return Violation{debugv1alpha1.ReasonImageNotAllowed, field.Forbidden(
+	return Violation{debugv1beta1.ReasonImageNotAllowed, field.Forbidden(
 		field.NewPath("spec", "image"),
 		fmt.Sprintf("image %q is not on the operator's allow-list (--podbugger-allowed-images: %s)", in.PodBugger.Spec.Image, allowed))}, true
 }
@@ -116,10 +116,10 @@ func ImageAllowed(in Input) (Violation, bool) {
 // ProfileAllowed checks that the general profile is used only with the
 // operator's --podbugger-allow-general-profile.
 func ProfileAllowed(in Input) (Violation, bool) {
-	if in.PodBugger.Spec.Profile != debugv1alpha1.ProfileGeneral || in.Policy.AllowGeneralProfile {
+	if in.PodBugger.Spec.Profile != debugv1beta1.ProfileGeneral || in.Policy.AllowGeneralProfile {
 		return Violation{}, false
 	}
-	return Violation{debugv1alpha1.ReasonProfileNotAllowed, field.Forbidden(
+	return Violation{debugv1beta1.ReasonProfileNotAllowed, field.Forbidden(
 		field.NewPath("spec", "profile"),
 		"the general profile (adds SYS_PTRACE) needs the operator's --podbugger-allow-general-profile")}, true
 }

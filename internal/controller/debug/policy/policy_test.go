@@ -5,7 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 )
 
 func TestChecks(t *testing.T) {
@@ -13,12 +13,12 @@ func TestChecks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	enabled := map[string]string{debugv1alpha1.NamespaceEnabledLabel: "true"}
-	input := func(image string, profile debugv1alpha1.Profile, nsLabels map[string]string, allowGeneral bool) Input {
+	enabled := map[string]string{debugv1beta1.NamespaceEnabledLabel: "true"}
+	input := func(image string, profile debugv1beta1.Profile, nsLabels map[string]string, allowGeneral bool) Input {
 		return Input{
-			PodBugger: &debugv1alpha1.PodBugger{
+			PodBugger: &debugv1beta1.PodBugger{
 				ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "dbg"},
-				Spec:       debugv1alpha1.PodBuggerSpec{Image: image, Profile: profile},
+				Spec:       debugv1beta1.PodBuggerSpec{Image: image, Profile: profile},
 			},
 			NamespaceLabels: nsLabels,
 			Policy:          Policy{AllowedImages: images, AllowGeneralProfile: allowGeneral},
@@ -31,15 +31,15 @@ func TestChecks(t *testing.T) {
 		field  string
 	}{
 		"opted-in namespace":          {check: NamespaceOptedIn, in: input("busybox:1", "", enabled, false)},
-		"namespace without the label": {check: NamespaceOptedIn, in: input("busybox:1", "", nil, false), reason: debugv1alpha1.ReasonNamespaceNotEnabled, field: "metadata.namespace"},
-		"namespace label not true": {check: NamespaceOptedIn, in: input("busybox:1", "", map[string]string{debugv1alpha1.NamespaceEnabledLabel: "yes"}, false),
-			reason: debugv1alpha1.ReasonNamespaceNotEnabled, field: "metadata.namespace"},
+		"namespace without the label": {check: NamespaceOptedIn, in: input("busybox:1", "", nil, false), reason: debugv1beta1.ReasonNamespaceNotEnabled, field: "metadata.namespace"},
+		"namespace label not true": {check: NamespaceOptedIn, in: input("busybox:1", "", map[string]string{debugv1beta1.NamespaceEnabledLabel: "yes"}, false),
+			reason: debugv1beta1.ReasonNamespaceNotEnabled, field: "metadata.namespace"},
 		"allowed image":            {check: ImageAllowed, in: input("busybox:1", "", enabled, false)},
-		"image off the list":       {check: ImageAllowed, in: input("evil:1", "", enabled, false), reason: debugv1alpha1.ReasonImageNotAllowed, field: "spec.image"},
-		"restricted profile":       {check: ProfileAllowed, in: input("busybox:1", debugv1alpha1.ProfileRestricted, enabled, false)},
-		"baseline needs no flag":   {check: ProfileAllowed, in: input("busybox:1", debugv1alpha1.ProfileBaseline, enabled, false)},
-		"general without the flag": {check: ProfileAllowed, in: input("busybox:1", debugv1alpha1.ProfileGeneral, enabled, false), reason: debugv1alpha1.ReasonProfileNotAllowed, field: "spec.profile"},
-		"general with the flag":    {check: ProfileAllowed, in: input("busybox:1", debugv1alpha1.ProfileGeneral, enabled, true)},
+		"image off the list":       {check: ImageAllowed, in: input("evil:1", "", enabled, false), reason: debugv1beta1.ReasonImageNotAllowed, field: "spec.image"},
+		"restricted profile":       {check: ProfileAllowed, in: input("busybox:1", debugv1beta1.ProfileRestricted, enabled, false)},
+		"baseline needs no flag":   {check: ProfileAllowed, in: input("busybox:1", debugv1beta1.ProfileBaseline, enabled, false)},
+		"general without the flag": {check: ProfileAllowed, in: input("busybox:1", debugv1beta1.ProfileGeneral, enabled, false), reason: debugv1beta1.ReasonProfileNotAllowed, field: "spec.profile"},
+		"general with the flag":    {check: ProfileAllowed, in: input("busybox:1", debugv1beta1.ProfileGeneral, enabled, true)},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -55,13 +55,13 @@ func TestChecks(t *testing.T) {
 }
 
 func TestRulesReportEveryViolationInOrder(t *testing.T) {
-	pb := &debugv1alpha1.PodBugger{Spec: debugv1alpha1.PodBuggerSpec{Image: "evil:1", Profile: debugv1alpha1.ProfileGeneral}}
+	pb := &debugv1beta1.PodBugger{Spec: debugv1beta1.PodBuggerSpec{Image: "evil:1", Profile: debugv1beta1.ProfileGeneral}}
 	violations := (Policy{}).Violations(pb, nil)
 	reasons := make([]string, 0, len(violations))
 	for _, v := range violations {
 		reasons = append(reasons, v.Reason)
 	}
-	want := []string{debugv1alpha1.ReasonNamespaceNotEnabled, debugv1alpha1.ReasonImageNotAllowed, debugv1alpha1.ReasonProfileNotAllowed}
+	want := []string{debugv1beta1.ReasonNamespaceNotEnabled, debugv1beta1.ReasonImageNotAllowed, debugv1beta1.ReasonProfileNotAllowed}
 	if len(reasons) != len(want) {
 		t.Fatalf("reasons %v, want %v", reasons, want)
 	}

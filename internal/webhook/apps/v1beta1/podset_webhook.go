@@ -1,4 +1,4 @@
-// Package v1alpha1 validates PodSets at admission: it refuses a template a
+// Package v1beta1 validates PodSets at admission: it refuses a template a
 // PodSet cannot keep, naming the field, before any pod is tried.
 //
 // The template is checked exactly as the apiserver checks a pod: the
@@ -11,7 +11,12 @@
 // restartPolicy must be Always and activeDeadlineSeconds is refused; the
 // schema's CEL rules state them too (and that every container has an
 // image), so they hold even while the webhook is unreachable.
-package v1alpha1
+//
+// The webhook is registered for v1beta1, the stored version, with
+// matchPolicy Equivalent: a PodSet written as v1alpha1 reaches it converted
+// to v1beta1, and spec.template, the only field it checks, has the same path
+// in both versions.
+package v1beta1
 
 import (
 	"context"
@@ -28,14 +33,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	appscontroller "github.com/deckhand-dev/deckhand/internal/controller/apps"
 	"github.com/deckhand-dev/deckhand/internal/setup"
 )
 
+// SetupConversion registers the PodSet conversion webhook (/convert): v1beta1
+// is the hub, and every other version converts to and from it with its
+// ConvertTo and ConvertFrom. The CRD calls it for every request in a version
+// other than the stored one.
+func SetupConversion(mgr ctrl.Manager) error {
+	return ctrl.NewWebhookManagedBy(mgr, &appsv1beta1.PodSet{}).Complete()
+}
+
 // Setup registers the PodSet validating webhook.
 func Setup(mgr ctrl.Manager, _ setup.Options) error {
-	return ctrl.NewWebhookManagedBy(mgr, &appsv1alpha1.PodSet{}).
+	return ctrl.NewWebhookManagedBy(mgr, &appsv1beta1.PodSet{}).
 		WithValidator(&Validator{Client: mgr.GetClient()}).Complete()
 }
 
@@ -44,7 +57,7 @@ func Setup(mgr ctrl.Manager, _ setup.Options) error {
 // down only waits for its controller, which reports a refused pod in the
 // ReplicaFailure condition. With Fail, PodSets could not be written at all
 // while the manager (or its podset controller) is off.
-// +kubebuilder:webhook:path=/validate-apps-deckhand-dev-v1alpha1-podset,mutating=false,failurePolicy=ignore,timeoutSeconds=10,sideEffects=None,groups=apps.deckhand.dev,resources=podsets,verbs=create;update,versions=v1alpha1,name=vpodset-v1alpha1.apps.deckhand.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-apps-deckhand-dev-v1beta1-podset,mutating=false,failurePolicy=ignore,matchPolicy=Equivalent,timeoutSeconds=10,sideEffects=None,groups=apps.deckhand.dev,resources=podsets,verbs=create;update,versions=v1beta1,name=vpodset-v1beta1.apps.deckhand.dev,admissionReviewVersions=v1
 
 // The dry-run create of the pod a PodSet would make.
 // +kubebuilder:rbac:groups="",resources=pods,verbs=create
@@ -56,14 +69,14 @@ type Validator struct {
 }
 
 // ValidateCreate refuses a PodSet whose pods would be refused.
-func (v *Validator) ValidateCreate(ctx context.Context, set *appsv1alpha1.PodSet) (admission.Warnings, error) {
+func (v *Validator) ValidateCreate(ctx context.Context, set *appsv1beta1.PodSet) (admission.Warnings, error) {
 	return v.validate(ctx, set)
 }
 
 // ValidateUpdate checks the template again when it changed; other updates
 // (metadata, size) pass, so a PodSet admitted by an older Kubernetes can
 // still be scaled.
-func (v *Validator) ValidateUpdate(ctx context.Context, old, set *appsv1alpha1.PodSet) (admission.Warnings, error) {
+func (v *Validator) ValidateUpdate(ctx context.Context, old, set *appsv1beta1.PodSet) (admission.Warnings, error) {
 	if equality.Semantic.DeepEqual(old.Spec.Template, set.Spec.Template) {
 		return nil, nil
 	}
@@ -71,11 +84,11 @@ func (v *Validator) ValidateUpdate(ctx context.Context, old, set *appsv1alpha1.P
 }
 
 // ValidateDelete allows every deletion.
-func (v *Validator) ValidateDelete(context.Context, *appsv1alpha1.PodSet) (admission.Warnings, error) {
+func (v *Validator) ValidateDelete(context.Context, *appsv1beta1.PodSet) (admission.Warnings, error) {
 	return nil, nil
 }
 
-func (v *Validator) validate(ctx context.Context, set *appsv1alpha1.PodSet) (admission.Warnings, error) {
+func (v *Validator) validate(ctx context.Context, set *appsv1beta1.PodSet) (admission.Warnings, error) {
 	errs := ValidateTemplate(set)
 	pod := appscontroller.PodFor(set)
 	// A new PodSet has no UID yet; the owner reference is not what is
@@ -97,14 +110,14 @@ func (v *Validator) validate(ctx context.Context, set *appsv1alpha1.PodSet) (adm
 	if len(errs) == 0 {
 		return warnings, nil
 	}
-	return warnings, apierrors.NewInvalid(appsv1alpha1.GroupVersion.WithKind("PodSet").GroupKind(), set.Name, dedupe(errs))
+	return warnings, apierrors.NewInvalid(appsv1beta1.GroupVersion.WithKind("PodSet").GroupKind(), set.Name, dedupe(errs))
 }
 
 // ValidateTemplate returns the PodSet's own rules a template breaks, as a
 // ReplicaSet's: its pods must restart in place (restartPolicy Always) and
 // must not end on a deadline (activeDeadlineSeconds), or the PodSet would
 // replace them forever.
-func ValidateTemplate(set *appsv1alpha1.PodSet) field.ErrorList {
+func ValidateTemplate(set *appsv1beta1.PodSet) field.ErrorList {
 	if set.Spec.Template == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package v1alpha1_test
+package v1beta1_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	appscontroller "github.com/deckhand-dev/deckhand/internal/controller/apps"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
@@ -19,15 +19,15 @@ var env *testenv.Env
 
 func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
-func podSet(ns string, mutate func(*corev1.PodSpec)) *appsv1alpha1.PodSet {
+func podSet(ns string, mutate func(*corev1.PodSpec)) *appsv1beta1.PodSet {
 	tmpl := &corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}},
 	}
 	mutate(&tmpl.Spec)
-	return &appsv1alpha1.PodSet{
+	return &appsv1beta1.PodSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "web-"},
-		Spec:       appsv1alpha1.PodSetSpec{Size: 1, Template: tmpl},
+		Spec:       appsv1beta1.PodSetSpec{Replicas: 1, Template: tmpl},
 	}
 }
 

@@ -1,4 +1,4 @@
-package v1alpha1
+package v1beta1
 
 import (
 	"strings"
@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 )
 
 func TestValidateTemplate(t *testing.T) {
@@ -26,7 +26,7 @@ func TestValidateTemplate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			tmpl := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
 			tc.mutate(&tmpl.Spec)
-			errs := ValidateTemplate(&appsv1alpha1.PodSet{Spec: appsv1alpha1.PodSetSpec{Template: tmpl}})
+			errs := ValidateTemplate(&appsv1beta1.PodSet{Spec: appsv1beta1.PodSetSpec{Template: tmpl}})
 			if len(errs) != len(tc.want) {
 				t.Fatalf("got %d errors, want %d: %v", len(errs), len(tc.want), errs)
 			}
@@ -37,7 +37,7 @@ func TestValidateTemplate(t *testing.T) {
 			}
 		})
 	}
-	if errs := ValidateTemplate(&appsv1alpha1.PodSet{}); len(errs) != 0 {
+	if errs := ValidateTemplate(&appsv1beta1.PodSet{}); len(errs) != 0 {
 		t.Errorf("the default template is refused: %v", errs)
 	}
 }

@@ -1,7 +1,13 @@
-// Package v1alpha1 holds the admission webhook of debug.deckhand.dev/v1alpha1:
-// it refuses a PodBugger that breaks PodBugger's safety policy (package
+// Package v1beta1 holds the admission webhook of debug.deckhand.dev: it
+// refuses a PodBugger that breaks PodBugger's safety policy (package
 // internal/controller/debug/policy, which the controller enforces too).
-package v1alpha1
+//
+// It is registered for v1beta1, the stored version, with matchPolicy
+// Equivalent: the apiserver converts a PodBugger written as v1alpha1 to
+// v1beta1 (through the conversion webhook) before it calls this one, so
+// both versions get the same checks. The fields checked (metadata.namespace,
+// spec.selector, spec.image, spec.profile) have the same paths in both.
+package v1beta1
 
 import (
 	"context"
@@ -16,12 +22,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/controller/debug/policy"
 	"github.com/deckhand-dev/deckhand/internal/setup"
 )
 
-// +kubebuilder:webhook:path=/validate-debug-deckhand-dev-v1alpha1-podbugger,mutating=false,failurePolicy=fail,sideEffects=None,groups=debug.deckhand.dev,resources=podbuggers,verbs=create;update,versions=v1alpha1,name=vpodbugger-v1alpha1.debug.deckhand.dev,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-debug-deckhand-dev-v1beta1-podbugger,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,sideEffects=None,groups=debug.deckhand.dev,resources=podbuggers,verbs=create;update,versions=v1beta1,name=vpodbugger-v1beta1.debug.deckhand.dev,admissionReviewVersions=v1
+
+// SetupConversion registers the PodBugger conversion webhook (/convert): v1beta1
+// is the hub, and every other version converts to and from it with its
+// ConvertTo and ConvertFrom. The CRD calls it for every request in a version
+// other than the stored one.
+func SetupConversion(mgr ctrl.Manager) error {
+	return ctrl.NewWebhookManagedBy(mgr, &debugv1beta1.PodBugger{}).Complete()
+}
 
 // Setup registers the PodBugger validating webhook. It reads namespaces
 // straight from the apiserver, so a namespace labelled a moment ago is seen.
@@ -30,7 +44,7 @@ func Setup(mgr ctrl.Manager, opts setup.Options) error {
 	if err != nil {
 		return err
 	}
-	return ctrl.NewWebhookManagedBy(mgr, &debugv1alpha1.PodBugger{}).
+	return ctrl.NewWebhookManagedBy(mgr, &debugv1beta1.PodBugger{}).
 		WithValidator(&PodBuggerValidator{Reader: mgr.GetAPIReader(), Policy: p}).
 		Complete()
 }
@@ -44,17 +58,17 @@ type PodBuggerValidator struct {
 	Policy policy.Policy
 }
 
-var _ admission.Validator[*debugv1alpha1.PodBugger] = &PodBuggerValidator{}
+var _ admission.Validator[*debugv1beta1.PodBugger] = &PodBuggerValidator{}
 
 // ValidateCreate checks a new PodBugger.
-func (v *PodBuggerValidator) ValidateCreate(ctx context.Context, pb *debugv1alpha1.PodBugger) (admission.Warnings, error) {
+func (v *PodBuggerValidator) ValidateCreate(ctx context.Context, pb *debugv1beta1.PodBugger) (admission.Warnings, error) {
 	return nil, v.validate(ctx, pb)
 }
 
 // ValidateUpdate checks a PodBugger whose spec changes. An update that
 // leaves the spec alone (labels, annotations) is allowed even if the policy
 // has since become stricter: the controller blocks such a PodBugger anyway.
-func (v *PodBuggerValidator) ValidateUpdate(ctx context.Context, oldPB, newPB *debugv1alpha1.PodBugger) (admission.Warnings, error) {
+func (v *PodBuggerValidator) ValidateUpdate(ctx context.Context, oldPB, newPB *debugv1beta1.PodBugger) (admission.Warnings, error) {
 	if equality.Semantic.DeepEqual(oldPB.Spec, newPB.Spec) {
 		return nil, nil
 	}
@@ -62,11 +76,11 @@ func (v *PodBuggerValidator) ValidateUpdate(ctx context.Context, oldPB, newPB *d
 }
 
 // ValidateDelete allows every deletion.
-func (v *PodBuggerValidator) ValidateDelete(context.Context, *debugv1alpha1.PodBugger) (admission.Warnings, error) {
+func (v *PodBuggerValidator) ValidateDelete(context.Context, *debugv1beta1.PodBugger) (admission.Warnings, error) {
 	return nil, nil
 }
 
-func (v *PodBuggerValidator) validate(ctx context.Context, pb *debugv1alpha1.PodBugger) error {
+func (v *PodBuggerValidator) validate(ctx context.Context, pb *debugv1beta1.PodBugger) error {
 	ns := &corev1.Namespace{}
 	if err := v.Reader.Get(ctx, client.ObjectKey{Name: pb.Namespace}, ns); err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("reading namespace %s: %w", pb.Namespace, err))
@@ -75,12 +89,12 @@ func (v *PodBuggerValidator) validate(ctx context.Context, pb *debugv1alpha1.Pod
 	if len(errs) == 0 {
 		return nil
 	}
-	return apierrors.NewInvalid(debugv1alpha1.GroupVersion.WithKind("PodBugger").GroupKind(), pb.Name, errs)
+	return apierrors.NewInvalid(debugv1beta1.GroupVersion.WithKind("PodBugger").GroupKind(), pb.Name, errs)
 }
 
 // ValidatePodBugger returns every problem of pb, each naming its field: what
 // the schema cannot say about the selector, and the policy's rules.
-func ValidatePodBugger(pb *debugv1alpha1.PodBugger, namespaceLabels map[string]string, p policy.Policy) field.ErrorList {
+func ValidatePodBugger(pb *debugv1beta1.PodBugger, namespaceLabels map[string]string, p policy.Policy) field.ErrorList {
 	errs := metav1validation.ValidateLabelSelector(&pb.Spec.Selector,
 		metav1validation.LabelSelectorValidationOptions{}, field.NewPath("spec", "selector"))
 	for _, violation := range p.Violations(pb, namespaceLabels) {

@@ -1,0 +1,262 @@
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// NamespaceEnabledLabel is the label a namespace must carry, with the value
+// "true", before any PodBugger in it may touch its pods.
+const NamespaceEnabledLabel = "debug.deckhand.dev/enabled"
+
+// Profile is the security posture of the debug container, named as in
+// `kubectl debug --profile`.
+// +kubebuilder:validation:Enum=restricted;baseline;general
+type Profile string
+
+const (
+	// ProfileRestricted runs the container as user 65532 (non-root, whatever
+	// the image's user) with no privilege escalation, every capability
+	// dropped and the RuntimeDefault seccomp profile: it passes the Pod
+	// Security "restricted" level.
+	ProfileRestricted Profile = "restricted"
+	// ProfileBaseline leaves the container runtime's defaults (root allowed,
+	// default capabilities) but never privileged: it passes the Pod Security
+	// "baseline" level.
+	ProfileBaseline Profile = "baseline"
+	// ProfileGeneral is baseline plus the SYS_PTRACE capability, to trace the
+	// target container's processes. The operator must allow it with
+	// --podbugger-allow-general-profile.
+	ProfileGeneral Profile = "general"
+)
+
+// PodBuggerSpec says which pods get a debug container and what it runs.
+type PodBuggerSpec struct {
+	// selector chooses the pods, in the PodBugger's own namespace, that get a
+	// debug container. It must not be empty: a PodBugger never selects every
+	// pod of a namespace by accident.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="(has(self.matchLabels) && size(self.matchLabels) > 0) || (has(self.matchExpressions) && size(self.matchExpressions) > 0)",message="selector must have matchLabels or matchExpressions"
+	Selector metav1.LabelSelector `json:"selector"`
+
+	// image is the debug container's image, for example
+	// "docker.io/library/busybox:1.37". It must match the operator's
+	// allow-list (the manager's --podbugger-allowed-images flag), compared
+	// as written here.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image"`
+
+	// command replaces the image's entrypoint. Omitted, the image's own runs.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Command []string `json:"command,omitempty"`
+
+	// args are the arguments to command (or to the image's entrypoint).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	Args []string `json:"args,omitempty"`
+
+	// targetContainerName names the pod container whose process namespace
+	// the debug container joins (as `kubectl debug --target`). A pod without
+	// a container of that name is skipped, with an Event. Omitted, the debug
+	// container shares only the pod's network and volumes.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	TargetContainerName string `json:"targetContainerName,omitempty"`
+
+	// profile is the debug container's security posture: restricted (the
+	// default), baseline, or general (needs the operator's
+	// --podbugger-allow-general-profile). No profile is ever privileged or
+	// uses host namespaces.
+	// +optional
+	// +kubebuilder:default=restricted
+	Profile Profile `json:"profile,omitempty"`
+
+	// runAsUser is the user ID the debug container runs as; it must not be
+	// root (0). Omitted, the restricted profile runs it as 65532 and the
+	// baseline and general profiles as the image's user. Set it to the target
+	// container's user to read that container's files through
+	// /proc/<pid>/root under the restricted profile. (New in v1beta1.)
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=2147483647
+	RunAsUser *int64 `json:"runAsUser,omitempty"`
+
+	// maxPods caps how many pods carry this PodBugger's container at once.
+	// Ephemeral containers can never be removed, so the default is small.
+	// +optional
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	MaxPods int32 `json:"maxPods,omitempty"`
+
+	// suspend stops new injections. Containers already added stay: an
+	// ephemeral container cannot be removed from a pod.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// DebuggedPod is a pod that carries the PodBugger's container.
+type DebuggedPod struct {
+	// name is the pod's name.
+	// +required
+	Name string `json:"name"`
+	// uid is the pod's UID: a new pod of the same name is a different pod.
+	// +required
+	UID string `json:"uid"`
+	// time is when Deckhand added the container, or first saw it if it was
+	// added before this status was written.
+	// +required
+	Time metav1.Time `json:"time"`
+	// state is what the pod's kubelet reports of the container: Running,
+	// Starting (being created, or its image pulled), Exited (its command
+	// ended with status 0), Failed (it could not start, or ended with an
+	// error; reason and message say why), or Unknown (no kubelet has
+	// reported it yet; simulated nodes never do).
+	// +optional
+	State DebuggerState `json:"state,omitempty"`
+	// reason is the kubelet's reason for a Starting, Exited or Failed
+	// container, e.g. CreateContainerConfigError or ErrImagePull.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Reason string `json:"reason,omitempty"`
+	// message is the kubelet's message for a Failed container, cut to 256
+	// characters.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Message string `json:"message,omitempty"`
+}
+
+// DebuggerState is the state of the debug container in one pod.
+// +kubebuilder:validation:Enum=Running;Starting;Exited;Failed;Unknown
+type DebuggerState string
+
+// States of a debug container.
+const (
+	DebuggerRunning  DebuggerState = "Running"
+	DebuggerStarting DebuggerState = "Starting"
+	DebuggerExited   DebuggerState = "Exited"
+	DebuggerFailed   DebuggerState = "Failed"
+	DebuggerUnknown  DebuggerState = "Unknown"
+)
+
+// MaxStatusPods bounds status.pods; status.installed always has the full count.
+const MaxStatusPods = 50
+
+// PodBuggerStatus is what the controller observed.
+type PodBuggerStatus struct {
+	// observedGeneration is the generation of the spec this status is about.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// installed is how many pods of the namespace carry this PodBugger's
+	// container now.
+	// +optional
+	Installed int32 `json:"installed"`
+
+	// pods lists the pods that carry the container, the earliest first, at
+	// most 50 of them.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=50
+	Pods []DebuggedPod `json:"pods,omitempty"`
+
+	// conditions: Ready (the PodBugger is doing what its spec says), Blocked
+	// (a safety rule stops it; the reason says which) and Started (the
+	// containers it added run, as far as the kubelets report).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Condition types.
+const (
+	// ConditionReady is True when the PodBugger injects (or is suspended, or
+	// at maxPods) as its spec says, False when it is blocked or an injection
+	// failed.
+	ConditionReady = "Ready"
+	// ConditionBlocked is True when a safety rule stops the PodBugger; it
+	// then touches no pod.
+	ConditionBlocked = "Blocked"
+	// ConditionStarted is True when every container the PodBugger added runs
+	// (or ran and exited 0), False when one could not start or failed,
+	// Unknown while one starts or no kubelet reports it.
+	ConditionStarted = "Started"
+)
+
+// Condition reasons.
+const (
+	// ReasonNamespaceNotEnabled: the namespace lacks the label
+	// debug.deckhand.dev/enabled=true.
+	ReasonNamespaceNotEnabled = "NamespaceNotEnabled"
+	// ReasonImageNotAllowed: spec.image matches no pattern of the operator's
+	// allow-list.
+	ReasonImageNotAllowed = "ImageNotAllowed"
+	// ReasonProfileNotAllowed: the general profile without the operator's
+	// --podbugger-allow-general-profile.
+	ReasonProfileNotAllowed = "ProfileNotAllowed"
+	// ReasonAllowed: no safety rule stops the PodBugger.
+	ReasonAllowed = "Allowed"
+	// ReasonActive: matching running pods get the container.
+	ReasonActive = "Active"
+	// ReasonSuspended: spec.suspend stops new injections.
+	ReasonSuspended = "Suspended"
+	// ReasonMaxPodsReached: maxPods pods carry the container; no more get it.
+	ReasonMaxPodsReached = "MaxPodsReached"
+	// ReasonInjectionFailed: the apiserver refused to add the container to
+	// a pod; the message and the pod's Events say why.
+	ReasonInjectionFailed = "InjectionFailed"
+	// ReasonAllStarted: every container added runs or exited 0.
+	ReasonAllStarted = "AllStarted"
+	// ReasonStartFailed: a container could not start or failed; status.pods
+	// and the message name the pod and the kubelet's reason.
+	ReasonStartFailed = "StartFailed"
+	// ReasonStarting: a container is being created or its image pulled.
+	ReasonStarting = "Starting"
+	// ReasonStatusUnknown: no kubelet reports a container's state.
+	ReasonStatusUnknown = "StatusUnknown"
+)
+
+// PodBugger adds one ephemeral debug container, named after the PodBugger,
+// to every running pod of its namespace that matches spec.selector, once per
+// pod. The namespace must opt in with the label debug.deckhand.dev/enabled=true
+// and the image must be on the operator's allow-list.
+// +kubebuilder:object:root=true
+// +kubebuilder:storageversion
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=pb;pbug,categories=deckhand
+// +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`
+// +kubebuilder:printcolumn:name="Profile",type=string,JSONPath=`.spec.profile`
+// +kubebuilder:printcolumn:name="Installed",type=integer,JSONPath=`.status.installed`
+// +kubebuilder:printcolumn:name="Max",type=integer,JSONPath=`.spec.maxPods`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type PodBugger struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec says which pods get a debug container and what it runs.
+	// +required
+	Spec PodBuggerSpec `json:"spec"`
+
+	// status is what the controller observed.
+	// +optional
+	Status PodBuggerStatus `json:"status,omitempty"`
+}
+
+// PodBuggerList is a list of PodBuggers.
+// +kubebuilder:object:root=true
+type PodBuggerList struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// items are the PodBuggers.
+	Items []PodBugger `json:"items"`
+}

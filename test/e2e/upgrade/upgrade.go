@@ -1,0 +1,228 @@
+//go:build e2e
+
+// Package upgrade tests upgrading Deckhand from the previous release (PodSet
+// and PodBugger in v1alpha1 only; testdata/previous, its manager built by
+// `make build-previous`) to the current build, on a fresh local cluster:
+// objects of every kind created under the previous release, the upgrade
+// done as README.md, "Upgrading", says, then nothing lost or replaced and
+// the stored objects migrated to v1beta1. This package upgrades an
+// install.yaml install; package helm a Helm release. Check is the flow both
+// run.
+package upgrade
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
+	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
+	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
+	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
+	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/test/cluster"
+)
+
+// Testdata is this package's testdata directory: the previous release.
+func Testdata(elem ...string) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(append([]string{filepath.Dir(file), "testdata", "previous"}, elem...)...)
+}
+
+// HelmBinary is the helm the e2e tests use: DECKHAND_HELM, or bin/helm-*.
+func HelmBinary() (string, error) {
+	if helm := os.Getenv("DECKHAND_HELM"); helm != "" {
+		return helm, nil
+	}
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	matches, _ := filepath.Glob(filepath.Join(root, "bin", "helm-*"))
+	if len(matches) == 0 {
+		return "", errors.New("no helm in bin/: run through 'make test-e2e', which builds it")
+	}
+	return matches[len(matches)-1], nil
+}
+
+// objects are one of every kind, as a user of the previous release wrote
+// them: PodSet and PodBugger in v1alpha1.
+const objects = `
+apiVersion: apps.deckhand.dev/v1alpha1
+kind: PodSet
+metadata: {name: web}
+spec:
+  size: 3
+  updateStrategy: {type: RollingUpdate, maxSurge: 1, maxUnavailable: 0}
+---
+apiVersion: debug.deckhand.dev/v1alpha1
+kind: PodBugger
+metadata: {name: dbg}
+spec:
+  selector: {matchLabels: {app: nothing-yet}}
+  image: docker.io/library/busybox:1.37
+  maxPods: 2
+---
+apiVersion: model.deckhand.dev/v1
+kind: ModelBox
+metadata: {name: box}
+spec:
+  image: docker.io/library/busybox:1.37
+  replicas: 1
+---
+apiVersion: batch.deckhand.dev/v1
+kind: JobWatcher
+metadata: {name: jw}
+spec:
+  ttlSecondsAfterSucceeded: 3600
+---
+apiVersion: batch.deckhand.dev/v1
+kind: ClusterJobWatcher
+metadata: {name: upgrade-cjw}
+spec:
+  ttlSecondsAfterFailed: 3600
+  dryRun: true
+`
+
+// Check runs the previous release's manager on c (installed with the
+// previous release), creates one object of every kind, stops it, calls
+// upgrade (which must leave the current release installed), runs the
+// current manager, and checks what an upgrade must keep.
+func Check(t *testing.T, c *cluster.Cluster, upgrade func(g Gomega)) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(2 * time.Minute)
+	g.SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
+	ctx := context.Background()
+	root, err := testenv.RepoRoot()
+	g.Expect(err).NotTo(HaveOccurred())
+	previous := os.Getenv("DECKHAND_PREVIOUS_BIN")
+	if previous == "" {
+		previous = filepath.Join(root, "bin", "deckhand-previous")
+	}
+	if _, err := os.Stat(previous); err != nil {
+		t.Fatalf("no previous release's manager (%v): run 'make build-previous' (make test-e2e does)", err)
+	}
+	flags := []string{"--podbugger-allowed-images", "docker.io/library/busybox:*"}
+	ns := c.Namespace(t, map[string]string{debugv1beta1.NamespaceEnabledLabel: "true"})
+	t.Cleanup(func() { _, _ = c.Kubectl("delete", "clusterjobwatcher", "upgrade-cjw", "--ignore-not-found") })
+
+	// The previous release runs and keeps its objects.
+	old := c.RunManagerFrom(t, previous, Testdata("webhook-manifests.yaml"), flags...)
+	file := filepath.Join(t.TempDir(), "objects.yaml")
+	g.Expect(os.WriteFile(file, []byte(objects), 0o600)).To(Succeed())
+	g.Expect(c.Kubectl("apply", "-n", ns, "-f", file)).Error().NotTo(HaveOccurred())
+	setKey := types.NamespacedName{Namespace: ns, Name: "web"}
+	g.Eventually(func(g Gomega) []string {
+		set := &unstructured.Unstructured{}
+		set.SetGroupVersionKind(schema.GroupVersionKind{Group: "apps.deckhand.dev", Version: "v1alpha1", Kind: "PodSet"})
+		g.Expect(c.Client.Get(ctx, setKey, set)).To(Succeed())
+		nodes, _, _ := unstructured.NestedStringSlice(set.Object, "status", "nodes")
+		return nodes
+	}).Should(HaveLen(3))
+	before := podUIDs(g, c, ns)
+	g.Expect(before).To(HaveLen(3))
+	deployment := &appsv1.Deployment{}
+	g.Eventually(func() error { return c.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "box"}, deployment) }).Should(Succeed())
+	old.Stop()
+
+	// The upgrade. Until the new manager serves the conversion webhook, the
+	// objects stored as v1alpha1 read only as v1alpha1: proof of where they
+	// are stored. The webhook configuration RunManagerFrom pointed at the
+	// out-of-cluster manager (a URL) goes first: in a real cluster it names
+	// the Service, as the install does, and a URL beside it is refused.
+	g.Expect(c.Kubectl("delete", "validatingwebhookconfiguration", "deckhand-validating-webhook-configuration")).Error().NotTo(HaveOccurred())
+	upgrade(g)
+	g.Eventually(func() error { return c.Client.Get(ctx, setKey, &appsv1alpha1.PodSet{}) }).Should(Succeed())
+	g.Expect(c.Client.Get(ctx, setKey, &appsv1beta1.PodSet{})).NotTo(Succeed(), "read as v1beta1 without a conversion webhook")
+
+	current := c.RunManager(t, flags...)
+
+	// Every object is served in every version it has, with the same values:
+	// as soon as the apiserver has seen the CA the manager injected into the
+	// CRDs (its CRD informer lags the write by a moment).
+	set := &appsv1beta1.PodSet{}
+	g.Eventually(func() error { return c.Client.Get(ctx, setKey, set) }).Should(Succeed())
+	g.Expect(set.Spec.Replicas).To(Equal(int32(3)))
+	g.Expect(set.Spec.UpdateStrategy.RollingUpdate.MaxSurge.IntValue()).To(Equal(1))
+	g.Expect(c.Client.Get(ctx, setKey, &appsv1alpha1.PodSet{})).To(Succeed())
+	pbKey := types.NamespacedName{Namespace: ns, Name: "dbg"}
+	pb := &debugv1beta1.PodBugger{}
+	g.Expect(c.Client.Get(ctx, pbKey, pb)).To(Succeed())
+	g.Expect(pb.Spec.MaxPods).To(Equal(int32(2)))
+	g.Expect(c.Client.Get(ctx, pbKey, &debugv1alpha1.PodBugger{})).To(Succeed())
+	g.Expect(c.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "box"}, &modelv1.ModelBox{})).To(Succeed())
+	g.Expect(c.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "jw"}, &deckhandbatchv1.JobWatcher{})).To(Succeed())
+	g.Expect(c.Client.Get(ctx, types.NamespacedName{Name: "upgrade-cjw"}, &deckhandbatchv1.ClusterJobWatcher{})).To(Succeed())
+
+	// The new controllers take over what the old ones made: scaled to 4
+	// through v1beta1, the PodSet adds one pod and keeps the three it had,
+	// all counted as made from the current template (nothing to roll); the
+	// ModelBox keeps its Deployment.
+	// A merge patch, not an update: the new controller may be writing the
+	// status at the same moment.
+	g.Expect(c.Client.Patch(ctx, set, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":4}}`)))).To(Succeed())
+	g.Eventually(func(g Gomega) int32 {
+		g.Expect(c.Client.Get(ctx, setKey, set)).To(Succeed())
+		g.Expect(set.Status.ObservedGeneration).To(Equal(set.Generation))
+		g.Expect(set.Status.Replicas).To(Equal(int32(4)))
+		return set.Status.UpdatedReplicas
+	}).Should(Equal(int32(4)))
+	after := podUIDs(g, c, ns)
+	g.Expect(after).To(HaveLen(4))
+	for _, uid := range before {
+		g.Expect(after).To(ContainElement(uid), "a pod of the previous release was replaced")
+	}
+	box := &appsv1.Deployment{}
+	g.Expect(c.Client.Get(ctx, client.ObjectKeyFromObject(deployment), box)).To(Succeed())
+	g.Expect(box.UID).To(Equal(deployment.UID), "the ModelBox's Deployment was replaced")
+
+	// The storage migration of README.md, "Upgrading": every object written
+	// back, storedVersions set to v1beta1.
+	for _, crd := range []string{"podsets.apps.deckhand.dev", "podbuggers.debug.deckhand.dev"} {
+		list := filepath.Join(t.TempDir(), crd+".json")
+		out, err := c.Kubectl("get", crd, "-A", "-o", "json")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(os.WriteFile(list, []byte(out), 0o600)).To(Succeed())
+		g.Expect(c.Kubectl("replace", "-f", list)).Error().NotTo(HaveOccurred())
+		g.Expect(c.Kubectl("patch", "crd", crd, "--subresource=status", "--type=merge",
+			"-p", `{"status":{"storedVersions":["v1beta1"]}}`)).Error().NotTo(HaveOccurred())
+		g.Expect(c.Kubectl("get", "crd", crd, "-o", "jsonpath={.status.storedVersions}")).To(Equal(`["v1beta1"]`))
+	}
+
+	// Migrated: with no manager (no conversion webhook), they read as
+	// v1beta1, so v1beta1 is what is stored.
+	current.Stop()
+	g.Expect(c.Client.Get(ctx, setKey, &appsv1beta1.PodSet{})).To(Succeed())
+	g.Expect(c.Client.Get(ctx, pbKey, &debugv1beta1.PodBugger{})).To(Succeed())
+	g.Expect(c.Client.Get(ctx, setKey, &appsv1alpha1.PodSet{})).NotTo(Succeed(), "read as v1alpha1 without a conversion webhook")
+}
+
+// podUIDs are the UIDs of the PodSet web's pods that are not being deleted.
+func podUIDs(g Gomega, c *cluster.Cluster, ns string) []types.UID {
+	pods := &corev1.PodList{}
+	g.Expect(c.Client.List(context.Background(), pods, client.InNamespace(ns),
+		client.MatchingLabels{appsv1beta1.PodSetLabel: "web"})).To(Succeed())
+	var uids []types.UID
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			uids = append(uids, p.UID)
+		}
+	}
+	slices.Sort(uids)
+	return uids
+}
