@@ -22,7 +22,9 @@ import (
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -138,6 +140,15 @@ func Check(t *testing.T, c *cluster.Cluster, upgrade func(g Gomega)) {
 	g.Expect(before).To(HaveLen(3))
 	deployment := &appsv1.Deployment{}
 	g.Eventually(func() error { return c.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "box"}, deployment) }).Should(Succeed())
+	// A finished Job the JobWatcher keeps for an hour.
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "done"}, Spec: batchv1.JobSpec{
+		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "main", Image: "docker.io/library/busybox:1.37"}}}}}}
+	g.Expect(c.Client.Create(ctx, job)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(c.Client.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
+		g.Expect(job.Status.CompletionTime).NotTo(BeNil())
+	}).Should(Succeed())
 	old.Stop()
 
 	// The upgrade. Until the new manager serves the conversion webhook, the
@@ -190,6 +201,10 @@ func Check(t *testing.T, c *cluster.Cluster, upgrade func(g Gomega)) {
 	box := &appsv1.Deployment{}
 	g.Expect(c.Client.Get(ctx, client.ObjectKeyFromObject(deployment), box)).To(Succeed())
 	g.Expect(box.UID).To(Equal(deployment.UID), "the ModelBox's Deployment was replaced")
+	// The new JobWatcher has judged the finished Job by now (the PodSet's
+	// scale-up took longer than its first sync): it is not due for an hour.
+	g.Consistently(func() error { return c.Client.Get(ctx, client.ObjectKeyFromObject(job), &batchv1.Job{}) }).
+		WithTimeout(5*time.Second).Should(Succeed(), "a Job was deleted before its TTL")
 
 	// The storage migration of README.md, "Upgrading": every object written
 	// back, storedVersions set to v1beta1.
