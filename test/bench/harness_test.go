@@ -228,6 +228,45 @@ func rssMiB(pid int) (float64, error) {
 	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
 }
 
+// cpuSeconds is the CPU time (user and system) the process has used, from
+// /proc/<pid>/stat, in clock ticks of 1/100 s (Linux's USER_HZ).
+func cpuSeconds(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces: count from after it.
+	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	utime, err := strconv.ParseFloat(fields[11], 64)
+	if err != nil {
+		return 0, err
+	}
+	stime, err := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / 100, err
+}
+
+// processOf finds the pid of the cluster's process whose command line
+// contains every one of parts.
+func (b *bench) processOf(parts ...string) int {
+	dirs, err := os.ReadDir("/proc")
+	b.must(err)
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err == nil && !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(string(cmd), p) }) {
+			return pid
+		}
+	}
+	b.t.Fatalf("no process with %q in its command line", parts)
+	return 0
+}
+
 // namespace creates a fresh namespace with the given labels.
 func (b *bench) namespace(prefix string, labels map[string]string) string {
 	b.t.Helper()

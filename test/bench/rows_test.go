@@ -147,8 +147,13 @@ func (b *bench) rounds(deckhand, alternative func(round int)) {
 // template.
 func (b *bench) podSetRow() {
 	n := b.s.n(1000)
-	type side struct{ created, running, ever, alive, conflicts, calls []float64 }
+	type side struct{ created, running, ever, alive, conflicts, calls, cpu []float64 }
 	var ps, rs side
+	// The CPU each side's controller spent: the manager's for the PodSet,
+	// kube-controller-manager's (every controller it runs, its garbage
+	// collector among them) for the ReplicaSet.
+	kcm := b.processOf("kube-controller-manager", b.c.Name)
+	controllerPID := map[string]int{"podset": b.mgr.p.Pid(), "replicaset": kcm}
 	conflicts := func(resource string) float64 {
 		return b.apiserverMetrics().sum("apiserver_request_total", func(l map[string]string) bool {
 			return l["resource"] == resource && l["subresource"] == "status" && l["code"] == "409"
@@ -161,6 +166,8 @@ func (b *bench) podSetRow() {
 		resource := map[string]string{"podset": "podsets", "replicaset": "replicasets"}[kind]
 		b.warm()
 		before, conflictsBefore := b.apiCalls(), conflicts(resource)
+		cpuBefore, err := cpuSeconds(controllerPID[kind])
+		b.must(err)
 		tr.begin()
 		create(ns)
 		b.waitFor(tr, kind+" pods Running", func(tr *podTracker) bool { return tr.allRunning > 0 })
@@ -174,6 +181,9 @@ func (b *bench) podSetRow() {
 		tr.mu.Unlock()
 		s.conflicts = append(s.conflicts, conflicts(resource)-conflictsBefore)
 		s.calls = append(s.calls, (b.apiCalls()-before)/float64(n))
+		cpuAfter, err := cpuSeconds(controllerPID[kind])
+		b.must(err)
+		s.cpu = append(s.cpu, cpuAfter-cpuBefore)
 		b.dropNamespace(ns)
 	}
 	tmpl := benchTemplate()
@@ -197,6 +207,7 @@ func (b *bench) podSetRow() {
 	f = b.rep.add(&figure{Row: row, Metric: "status-write conflicts (409)", Unit: "writes"}, ps.conflicts, rs.conflicts)
 	f.judge("≈ 0 (≤ 10)", f.Deckhand <= 10)
 	b.rep.add(&figure{Row: row, Metric: "manager API calls per created pod", Unit: "calls"}, ps.calls, nil)
+	b.rep.add(&figure{Row: row, Metric: "controller CPU (manager / kube-controller-manager)", Unit: "s"}, ps.cpu, rs.cpu)
 }
 
 // judgeRatio judges a lower-is-better ratio against limit.
