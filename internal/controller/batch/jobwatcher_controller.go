@@ -54,9 +54,10 @@ const (
 // Setup registers, as one unit, the controller that deletes Jobs and the
 // status controllers of both watcher kinds.
 func Setup(mgr ctrl.Manager, _ setup.Options) error {
-	jobWatchers := NewStatusReconciler(mgr.GetClient(), false)
-	clusterJobWatchers := NewStatusReconciler(mgr.GetClient(), true)
-	jobs := NewJobReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(ControllerName),
+	recorder := mgr.GetEventRecorder(ControllerName)
+	jobWatchers := NewStatusReconciler(mgr.GetClient(), recorder, false)
+	clusterJobWatchers := NewStatusReconciler(mgr.GetClient(), recorder, true)
+	jobs := NewJobReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder,
 		jobWatchers.deleted, clusterJobWatchers.deleted)
 	clientset, err := kubernetes.NewForConfig(mgr.GetConfig())
 	if err != nil {

@@ -2,6 +2,10 @@ package batch_test
 
 import (
 	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,7 +85,6 @@ func TestDeletesFinishedJobsAfterTheirTTL(t *testing.T) {
 		HaveField("Conditions", ContainElement(And(
 			HaveField("Type", deckhandbatchv1.ConditionReady), HaveField("Reason", deckhandbatchv1.ReasonActive)))),
 	))
-	g.Eventually(env.Events(ns, done)).Should(ContainElement(ContainSubstring("Deleted: deleted by JobWatcher/" + ns + "/w")))
 	g.Eventually(env.Events(ns, w)).Should(ContainElement(
 		"Deleted: deleted Succeeded Job " + ns + "/done (TTL 3s)"))
 
@@ -327,4 +330,49 @@ func TestHistoryLimitsKeepTheNewest(t *testing.T) {
 func exists(obj client.Object) bool {
 	ok, err := env.Exists(obj)()
 	return ok && err == nil
+}
+
+// Deletions are told in Events on the watcher, one per status write for all
+// deletions since the last, not one per Job (nor one on the Job, which goes
+// with it): an Event per deletion doubled the API calls a deletion costs.
+func TestDeletionsAreToldInFewEvents(t *testing.T) {
+	g := testenv.NewG(t)
+	ns := env.Namespace(t)
+	const n = 8
+	_, stop := env.StartManager(t, env.ManagerOptions()) // its webhook admits the watcher
+	w := jobWatcher(ns, "w", i32(1), nil)
+	env.Create(t, w)
+	stop()
+	// All due when the manager starts.
+	jobs := make([]*batchv1.Job, n)
+	for i := range jobs {
+		jobs[i] = createJob(t, newJob(ns, fmt.Sprintf("done-%d", i)), batchv1.JobComplete, time.Now().Add(-time.Hour))
+	}
+	env.StartManager(t, env.ManagerOptions())
+	g.Eventually(status(w)).Should(HaveField("DeletedJobs", BeEquivalentTo(n)))
+
+	// How many deletions each Event tells.
+	told := func() (counts []int, err error) {
+		evs, err := env.Events(ns, w)()
+		for _, e := range evs {
+			if m := regexp.MustCompile(`^Deleted: deleted (\d+) finished Jobs: `).FindStringSubmatch(e); m != nil {
+				c, _ := strconv.Atoi(m[1])
+				counts = append(counts, c)
+			} else if strings.HasPrefix(e, "Deleted: deleted Succeeded Job "+ns+"/done-") {
+				counts = append(counts, 1)
+			}
+		}
+		return counts, err
+	}
+	g.Eventually(told).Should(WithTransform(func(c []int) int {
+		sum := 0
+		for _, v := range c {
+			sum += v
+		}
+		return sum
+	}, Equal(n)), "every deletion is told")
+	g.Expect(told()).To(WithTransform(func(c []int) int { return len(c) }, BeNumerically("<", n)), "fewer Events than deletions")
+	for _, job := range jobs {
+		g.Expect(env.Events(ns, job)()).To(BeEmpty(), "an Event on a deleted Job")
+	}
 }

@@ -68,27 +68,26 @@ func (r *JobReconciler) delete(ctx context.Context, cached *batchv1.Job, policie
 }
 
 // recordDeleted counts a deletion for the governor (with the failure record
-// of a failed Job), logs it and records it in Events on the Job and the
-// watcher.
+// of a failed Job) and logs it. The watcher's status controller tells it in
+// an Event on the watcher, one per status write for all the deletions since
+// the last: an Event per deletion would double the API calls a deletion
+// costs, and one on the Job would go with the Job.
 func (r *JobReconciler) recordDeleted(ctx context.Context, job *batchv1.Job, d decision, now time.Time, failure *deckhandbatchv1.FailureRecord) {
 	gov := d.Governor
 	countJob(d, resultDeleted)
 	if !d.BeyondHistory {
 		deletionLag.Observe(now.Sub(d.Expiry).Seconds())
 	}
-	r.ledgerOf(gov).add(ctx, gov.watcher, failure)
 	finishedAt := d.Expiry.Add(-d.TTL)
 	why := fmt.Sprintf("TTL %s", d.TTL)
 	if d.BeyondHistory {
 		limit, _ := gov.historyLimit(d.Outcome)
 		why = fmt.Sprintf("beyond the history limit of %d", limit)
 	}
-	logf.FromContext(ctx).Info("deleted finished Job", "watcher", gov.key().String(), "outcome", d.Outcome,
+	name := job.Namespace + "/" + job.Name
+	r.ledgerOf(gov).add(ctx, gov.watcher, deletedJob{name: name, note: fmt.Sprintf("deleted %s Job %s (%s)", d.Outcome, name, why)}, failure)
+	logf.FromContext(ctx).Info("deleted finished Job", "job", klog.KObj(job), "watcher", gov.key().String(), "outcome", d.Outcome,
 		"finished", finishedAt, "ttl", d.TTL, "propagation", gov.propagation())
-	r.Recorder.Eventf(job, gov.watcher, corev1.EventTypeNormal, EventDeleted, "Delete",
-		"deleted by %s: %s %s ago, %s", gov.key(), d.Outcome, now.Sub(finishedAt).Round(time.Second), why)
-	r.Recorder.Eventf(gov.watcher, job, corev1.EventTypeNormal, EventDeleted, "Delete",
-		"deleted %s Job %s/%s (%s)", d.Outcome, job.Namespace, job.Name, why)
 }
 
 // listPolicies compiles, from c (the cache), the JobWatchers of namespace ns (every

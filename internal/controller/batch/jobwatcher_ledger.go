@@ -41,7 +41,16 @@ type tally struct {
 	key      types.NamespacedName
 	n        int64
 	failures []deckhandbatchv1.FailureRecord
+	// untold are the deletions no Event on the watcher has told yet.
+	untold []deletedJob
 }
+
+// deletedJob is one deletion for the watcher's Events: the Job's namespace
+// and name, and the note that tells it alone.
+type deletedJob struct{ name, note string }
+
+// GetName names the Job as namespace/name.
+func (d deletedJob) GetName() string { return d.name }
 
 // deletions is how many Jobs a watcher had deleted when its status was
 // computed, by the controller instance, and the failure records its status
@@ -57,8 +66,9 @@ func newLedger() *ledger {
 }
 
 // add counts one deletion by watcher, with the failure record of the Job if
-// any, and wakes its status controller.
-func (l *ledger) add(ctx context.Context, watcher client.Object, failure *deckhandbatchv1.FailureRecord) {
+// any, keeps it for the watcher's next Event, and wakes its status
+// controller.
+func (l *ledger) add(ctx context.Context, watcher client.Object, job deletedJob, failure *deckhandbatchv1.FailureRecord) {
 	l.mu.Lock()
 	t, ok := l.tallies[watcher.GetUID()]
 	if !ok {
@@ -66,6 +76,7 @@ func (l *ledger) add(ctx context.Context, watcher client.Object, failure *deckha
 		l.tallies[watcher.GetUID()] = t
 	}
 	t.n++
+	t.untold = append(t.untold, job)
 	if failure != nil {
 		// The newest records are the ones a status keeps.
 		t.failures = append(t.failures, *failure)
@@ -93,6 +104,20 @@ func (l *ledger) count(uid types.UID, shown []deckhandbatchv1.FailureRecord) del
 		d.n, d.failures = t.n, slices.Clone(t.failures)
 	}
 	return d
+}
+
+// tell returns the deletions by the watcher uid that no Event has told yet,
+// and counts them told.
+func (l *ledger) tell(uid types.UID) []deletedJob {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, ok := l.tallies[uid]
+	if !ok {
+		return nil
+	}
+	untold := t.untold
+	t.untold = nil
+	return untold
 }
 
 // forget drops the tallies of the watcher key names, which is gone.

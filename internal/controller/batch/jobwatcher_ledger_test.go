@@ -42,11 +42,17 @@ func TestCountDeleted(t *testing.T) {
 func TestLedgerForget(t *testing.T) {
 	l := newLedger()
 	a, b := jw("ns", "a", nil, nil).watcher, jw("ns", "b", nil, nil).watcher
-	l.add(t.Context(), a, nil)
-	l.add(t.Context(), a, nil)
-	l.add(t.Context(), b, nil)
+	l.add(t.Context(), a, deletedJob{name: "ns/1"}, nil)
+	l.add(t.Context(), a, deletedJob{name: "ns/2"}, nil)
+	l.add(t.Context(), b, deletedJob{name: "ns/3"}, nil)
 	if got, want := l.count(a.GetUID(), nil), (deletions{instance: l.instance, n: 2}); got.instance != want.instance || got.n != want.n || len(got.failures) != 0 {
 		t.Fatalf("count = %+v, want %+v", got, want)
+	}
+	if got := l.tell(a.GetUID()); len(got) != 2 || got[0].name != "ns/1" || got[1].name != "ns/2" {
+		t.Errorf("tell = %v, want ns/1 and ns/2", got)
+	}
+	if got := l.tell(a.GetUID()); len(got) != 0 {
+		t.Errorf("told again: %v", got)
 	}
 	l.forget(types.NamespacedName{Namespace: "ns", Name: "a"})
 	if got := l.count(a.GetUID(), nil).n; got != 0 {

@@ -8,9 +8,11 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
+	"github.com/deckhand-dev/deckhand/internal/notes"
 	"github.com/deckhand-dev/deckhand/internal/status"
 )
 
@@ -35,7 +38,8 @@ const StatusInterval = time.Second
 // the watcher governs expires.
 type StatusReconciler struct {
 	client.Client
-	Now func() time.Time
+	Recorder events.EventRecorder
+	Now      func() time.Time
 
 	// cluster is true for ClusterJobWatchers.
 	cluster bool
@@ -50,8 +54,8 @@ type StatusReconciler struct {
 
 // NewStatusReconciler returns the status reconciler of JobWatchers, or with
 // cluster of ClusterJobWatchers.
-func NewStatusReconciler(c client.Client, cluster bool) *StatusReconciler {
-	r := &StatusReconciler{Client: c, Now: time.Now, cluster: cluster, deleted: newLedger(),
+func NewStatusReconciler(c client.Client, rec events.EventRecorder, cluster bool) *StatusReconciler {
+	r := &StatusReconciler{Client: c, Recorder: rec, Now: time.Now, cluster: cluster, deleted: newLedger(),
 		evaluated: map[types.NamespacedName]time.Time{}}
 	r.status = status.NewWriter(c, status.ConditionMetrics(r.kind(), func(s *deckhandbatchv1.JobWatcherStatus) []metav1.Condition { return s.Conditions }))
 	return r
@@ -82,10 +86,24 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err := r.status.Write(ctx, w.obj, w.status, want); err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing status of %s: %w", w.policy.key(), err)
 	}
+	r.tellDeleted(w.obj, r.deleted.tell(w.obj.GetUID()))
 	if s.Next != nil {
 		return ctrl.Result{RequeueAfter: s.Next.Sub(start)}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// tellDeleted records one Event on the watcher for the Jobs it deleted since
+// the last: the deletion itself when there is one, else how many and the
+// first few names.
+func (r *StatusReconciler) tellDeleted(watcher client.Object, jobs []deletedJob) {
+	switch len(jobs) {
+	case 0:
+	case 1:
+		r.Recorder.Eventf(watcher, nil, corev1.EventTypeNormal, EventDeleted, "Delete", "%s", jobs[0].note)
+	default:
+		r.Recorder.Eventf(watcher, nil, corev1.EventTypeNormal, EventDeleted, "Delete", "deleted %d finished Jobs: %s", len(jobs), notes.Names(jobs))
+	}
 }
 
 // untilDue is how long the watcher key must wait for its next evaluation,

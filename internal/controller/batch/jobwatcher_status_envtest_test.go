@@ -9,6 +9,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -28,7 +29,7 @@ func TestDeletedJobsCountsEachDeletionOnce(t *testing.T) {
 	env.Create(t, w)
 	g.Eventually(status(w)).Should(HaveField("ObservedGeneration", w.Generation))
 
-	r := batchcontroller.NewStatusReconciler(testenv.LoseStatusResponses(env.Client, 1), false)
+	r := batchcontroller.NewStatusReconciler(testenv.LoseStatusResponses(env.Client, 1), events.NewFakeRecorder(100), false)
 	now := time.Now()
 	r.Now = func() time.Time { now = now.Add(batchcontroller.StatusInterval); return now } // no coalescing
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(w)}
@@ -66,7 +67,7 @@ func TestAWatcherThatGoesIsForgotten(t *testing.T) {
 	g.Eventually(series).Should(Equal(1))
 
 	// The in-memory counts, on a status reconciler of the test's own.
-	r := batchcontroller.NewStatusReconciler(env.Client, false)
+	r := batchcontroller.NewStatusReconciler(env.Client, events.NewFakeRecorder(100), false)
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(w)}
 	batchcontroller.RecordDeletion(ctx, r, w)
 	_, err := r.Reconcile(ctx, req)
@@ -94,7 +95,7 @@ func TestClusterStatusCoalescesJobEvents(t *testing.T) {
 	env.Create(t, w)
 
 	c := &jobListCounter{Client: env.Client}
-	r := batchcontroller.NewStatusReconciler(c, true)
+	r := batchcontroller.NewStatusReconciler(c, events.NewFakeRecorder(100), true)
 	now := time.Now()
 	r.Now = func() time.Time { return now }
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(w)}
@@ -153,7 +154,7 @@ func TestExpiredJobsAreCounted(t *testing.T) {
 	// From here on only the test's reconciler, two hours later, reports:
 	// the Job is then an hour past its TTL, and nothing deletes it.
 	stop()
-	r := batchcontroller.NewStatusReconciler(env.Client, false)
+	r := batchcontroller.NewStatusReconciler(env.Client, events.NewFakeRecorder(100), false)
 	now := time.Now().Add(2 * time.Hour)
 	r.Now = func() time.Time { now = now.Add(batchcontroller.StatusInterval); return now }
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(w)}
