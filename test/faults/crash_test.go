@@ -1,6 +1,4 @@
-//go:build faults
-
-package faults_test
+package testenv
 
 import (
 	"errors"
@@ -12,13 +10,14 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// errCrashed is what a crashed manager's writes get: the process is dead,
+// ErrCrashed is what a crashed manager's writes get: the process is dead,
 // nothing it sends reaches the apiserver any more.
-var errCrashed = errors.New("fault injection: the manager crashed")
+var ErrCrashed = errors.New("fault injection: the manager crashed")
 
-// crashPoint counts a manager's writes at its HTTP transport and, after the
+// CrashPoint counts a manager's writes at its HTTP transport and, after the
 // limit-th one went through, kills it: every later write is refused before
-// it is sent, and crashed is closed so that the driver stops the manager.
+// it is sent, and Crashed is closed so that the test stops the manager
+// (test/faults crashes a manager after each of its writes in turn).
 //
 // The transport, not a wrapped client.Client (manager.Options'
 // NewClient), because it sees every write the process makes, through any
@@ -33,7 +32,11 @@ var errCrashed = errors.New("fault injection: the manager crashed")
 // reproducible, and a crash just after one is the same state as a crash
 // just after the write before it. Writes already on the wire at the crash
 // complete, as they would when a process dies.
-type crashPoint struct {
+type CrashPoint struct {
+	// Only, when set, picks the writes that count: the crash comes after
+	// the limit-th write it accepts.
+	Only func(*http.Request) bool
+
 	limit int // 0: never crash, only count
 
 	mu      sync.Mutex
@@ -43,12 +46,15 @@ type crashPoint struct {
 	crashed chan struct{}
 }
 
-func newCrashPoint(limit int) *crashPoint {
-	return &crashPoint{limit: limit, last: time.Now(), crashed: make(chan struct{})}
+// NewCrashPoint returns a CrashPoint that crashes after limit writes, or
+// with 0 only counts them.
+func NewCrashPoint(limit int) *CrashPoint {
+	return &CrashPoint{limit: limit, last: time.Now(), crashed: make(chan struct{})}
 }
 
-// config returns a copy of cfg whose requests go through c.
-func (c *crashPoint) config(cfg *rest.Config) *rest.Config {
+// Config returns a copy of cfg whose requests go through c, for
+// StartManagerWithConfig.
+func (c *CrashPoint) Config(cfg *rest.Config) *rest.Config {
 	out := rest.CopyConfig(cfg)
 	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripper(func(req *http.Request) (*http.Response, error) { return c.roundTrip(rt, req) })
@@ -56,7 +62,7 @@ func (c *crashPoint) config(cfg *rest.Config) *rest.Config {
 	return out
 }
 
-func (c *crashPoint) roundTrip(rt http.RoundTripper, req *http.Request) (*http.Response, error) {
+func (c *CrashPoint) roundTrip(rt http.RoundTripper, req *http.Request) (*http.Response, error) {
 	if !mutating(req) {
 		return rt.RoundTrip(req)
 	}
@@ -64,10 +70,10 @@ func (c *crashPoint) roundTrip(rt http.RoundTripper, req *http.Request) (*http.R
 	dead := c.dead
 	c.mu.Unlock()
 	if dead {
-		return nil, errCrashed
+		return nil, ErrCrashed
 	}
 	resp, err := rt.RoundTrip(req)
-	if err != nil || resp.StatusCode >= 300 || isEvent(req) {
+	if err != nil || resp.StatusCode >= 300 || isEvent(req) || (c.Only != nil && !c.Only(req)) {
 		return resp, err // refused writes changed nothing: not a crash point
 	}
 	c.mu.Lock()
@@ -82,14 +88,17 @@ func (c *crashPoint) roundTrip(rt http.RoundTripper, req *http.Request) (*http.R
 }
 
 // Writes is how many writes went through so far.
-func (c *crashPoint) Writes() int {
+func (c *CrashPoint) Writes() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.writes
 }
 
-// quietFor reports whether no write went through for d.
-func (c *crashPoint) quietFor(d time.Duration) bool {
+// Crashed is closed once the manager crashed.
+func (c *CrashPoint) Crashed() <-chan struct{} { return c.crashed }
+
+// QuietFor reports whether no write went through for d.
+func (c *CrashPoint) QuietFor(d time.Duration) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return time.Since(c.last) >= d

@@ -9,6 +9,7 @@ package faults_test
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -51,6 +52,9 @@ const (
 	// maxCrashPoints bounds the exploration of one scenario: a controller
 	// that still writes after this many writes is in a hot loop.
 	maxCrashPoints = 80
+	// shortCrashPoints is how many crash points of each scenario `go test
+	// -short` (make test) explores: the first ones, a bounded subset.
+	shortCrashPoints = 3
 	// settleTimeout bounds how long a scenario may take to reach its end
 	// state, from the trigger or from a restart after a crash.
 	settleTimeout = 2 * testenv.Timeout
@@ -126,11 +130,19 @@ func record(r result) {
 	results = append(results, r)
 }
 
-// printTable prints the table of every scenario run so far.
+// printTable prints the table of every scenario run so far, and writes it
+// to the file $FAULTS_TABLE names, if any.
 func printTable() {
 	resultsMu.Lock()
 	defer resultsMu.Unlock()
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	var out io.Writer = os.Stdout
+	if path := os.Getenv("FAULTS_TABLE"); path != "" {
+		if f, err := os.Create(path); err == nil {
+			defer f.Close()
+			out = io.MultiWriter(os.Stdout, f)
+		}
+	}
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "SCENARIO\tFAULTS\tCRASH POINTS\tVIOLATIONS\tTIME")
 	for _, r := range results {
 		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\n", r.scenario, r.faults, r.points, len(r.violations), r.took.Round(time.Second))
@@ -138,7 +150,7 @@ func printTable() {
 	_ = w.Flush()
 	for _, r := range results {
 		for _, v := range r.violations {
-			fmt.Printf("VIOLATION %s: %s\n", r.scenario, v)
+			fmt.Fprintf(out, "VIOLATION %s: %s\n", r.scenario, v)
 		}
 	}
 }
@@ -152,6 +164,10 @@ func crashAfterEveryWrite(t *testing.T, sc scenario) {
 	began := time.Now()
 	r := result{scenario: sc.name, faults: "crash after every write"}
 	for k := 1; ; k++ {
+		if testing.Short() && k > shortCrashPoints {
+			r.points = shortCrashPoints
+			break
+		}
 		if k > maxCrashPoints {
 			r.violations = append(r.violations, violation{"no hot loop", fmt.Sprintf("still writing after %d writes", maxCrashPoints)})
 			break
@@ -185,8 +201,8 @@ func crashAt(t *testing.T, sc scenario, k int) ([]violation, int, bool) {
 	f.opts.Controllers = sc.controllers
 	p := sc.start(t, f)
 
-	cp := newCrashPoint(k)
-	_, stop := env.StartManagerWithConfig(t, cp.config(env.Config), f.opts)
+	cp := testenv.NewCrashPoint(k)
+	_, stop := env.StartManagerWithConfig(t, cp.Config(env.Config), f.opts)
 	triggered := make(chan struct{})
 	go func() {
 		defer close(triggered)
@@ -206,8 +222,8 @@ func crashAt(t *testing.T, sc scenario, k int) ([]violation, int, bool) {
 	if crashed {
 		stop()
 		// A fresh manager: new cache, new expectations, new memory.
-		recovery := newCrashPoint(0)
-		_, stop = env.StartManagerWithConfig(t, recovery.config(env.Config), f.opts)
+		recovery := testenv.NewCrashPoint(0)
+		_, stop = env.StartManagerWithConfig(t, recovery.Config(env.Config), f.opts)
 		if settle(f, recovery, p, triggered) {
 			t.Fatal("a manager without a crash point crashed")
 		}
@@ -224,20 +240,20 @@ func crashAt(t *testing.T, sc scenario, k int) ([]violation, int, bool) {
 // the end state holds and the manager has made no write for a while
 // (false). A scenario that does not reach its end state in time is a
 // violation of its convergence.
-func settle(f *fixture, cp *crashPoint, p plan, triggered <-chan struct{}) bool {
+func settle(f *fixture, cp *testenv.CrashPoint, p plan, triggered <-chan struct{}) bool {
 	deadline := time.Now().Add(settleTimeout)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	var last error
 	for {
 		select {
-		case <-cp.crashed:
+		case <-cp.Crashed():
 			return true
 		case <-tick.C:
 		}
 		select {
 		case <-triggered:
-			if last = p.converged(); last == nil && cp.quietFor(quiet) {
+			if last = p.converged(); last == nil && cp.QuietFor(quiet) {
 				return false
 			}
 		default:
@@ -286,7 +302,7 @@ func ignoreExists(err error) error {
 func TestFaults(t *testing.T) {
 	cs = kubernetes.NewForConfigOrDie(env.Config)
 	t.Cleanup(printTable)
-	for _, sc := range slices.Concat(podSetScenarios()) {
+	for _, sc := range slices.Concat(podSetScenarios(), jobWatcherScenarios(), podBuggerScenarios(), modelBoxScenarios()) {
 		if filter := os.Getenv("FAULTS_SCENARIO"); filter != "" && !strings.Contains(sc.name, filter) {
 			continue
 		}

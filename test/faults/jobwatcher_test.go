@@ -1,0 +1,293 @@
+//go:build faults
+
+package faults_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
+	batchcontroller "github.com/deckhand-dev/deckhand/internal/controller/batch"
+	"github.com/deckhand-dev/deckhand/internal/testenv"
+)
+
+// jobRole is what a scenario expects of a Job: due (must be deleted), or
+// the invariant its deletion would break.
+type jobRole string
+
+const (
+	roleDue     jobRole = "every due Job is deleted"
+	roleRunning jobRole = "never deletes a running Job"
+	roleTTL     jobRole = "never deletes a Job before every matching TTL has passed"
+	roleReach   jobRole = "never deletes a Job outside its reach"
+	roleKept    jobRole = "never deletes a Job kept by annotation"
+	roleHistory jobRole = "never deletes a Job within its history limit"
+
+	checkFailureRecords = "failure records are never lost"
+)
+
+// jobCase is one Job of a scenario.
+type jobCase struct {
+	ns, name    string // ns is "a" or "b", the scenario's two namespaces
+	finished    batchv1.JobConditionType
+	ago         time.Duration
+	annotations map[string]string
+	role        jobRole
+}
+
+func jobWatcherScenarios() []scenario {
+	due := []jobCase{
+		{ns: "a", name: "batch-succeeded", finished: batchv1.JobComplete, ago: time.Minute, role: roleDue},
+		{ns: "a", name: "batch-failed", finished: batchv1.JobFailed, ago: time.Minute, role: roleDue},
+		{ns: "a", name: "batch-running", role: roleRunning},
+		{ns: "a", name: "batch-finishing", role: roleDue}, // the trigger finishes it
+		{ns: "a", name: "batch-kept", finished: batchv1.JobComplete, ago: time.Minute, role: roleKept,
+			annotations: map[string]string{deckhandbatchv1.KeepAnnotation: "true"}},
+		{ns: "a", name: "batch-annotated", finished: batchv1.JobComplete, ago: time.Minute, role: roleTTL,
+			annotations: map[string]string{deckhandbatchv1.TTLAnnotation: "1h"}},
+		{ns: "a", name: "batch-later", finished: batchv1.JobComplete, ago: time.Minute, role: roleTTL}, // a second watcher keeps it 1h
+		{ns: "a", name: "other-succeeded", finished: batchv1.JobComplete, ago: time.Minute, role: roleReach},
+		{ns: "b", name: "batch-succeeded", finished: batchv1.JobComplete, ago: time.Minute, role: roleReach},
+	}
+	history := []jobCase{
+		{ns: "a", name: "s-1", finished: batchv1.JobComplete, ago: 4 * time.Minute, role: roleDue},
+		{ns: "a", name: "s-2", finished: batchv1.JobComplete, ago: 3 * time.Minute, role: roleDue},
+		{ns: "a", name: "s-3", finished: batchv1.JobComplete, ago: 2 * time.Minute, role: roleHistory},
+		{ns: "a", name: "s-4", finished: batchv1.JobComplete, ago: time.Minute, role: roleHistory},
+		{ns: "a", name: "f-1", finished: batchv1.JobFailed, ago: 3 * time.Minute, role: roleDue},
+		{ns: "a", name: "f-2", finished: batchv1.JobFailed, ago: 2 * time.Minute, role: roleDue},
+		{ns: "a", name: "f-3", finished: batchv1.JobFailed, ago: time.Minute, role: roleHistory},
+	}
+	controllers := []string{batchcontroller.ControllerName}
+	return []scenario{
+		{name: "JobWatcher Jobs finishing and due", controllers: controllers, start: func(t *testing.T, f *fixture) plan {
+			return jobWatcherPlan(t, f, due, func(a string) []*deckhandbatchv1.JobWatcher {
+				long := &deckhandbatchv1.JobWatcher{ObjectMeta: metav1.ObjectMeta{Namespace: a, Name: "long"}}
+				long.Spec.TTLSecondsAfterSucceeded = ptr.To[int32](3600)
+				long.Spec.JobNamePatterns = []string{"batch-later"}
+				w := &deckhandbatchv1.JobWatcher{ObjectMeta: metav1.ObjectMeta{Namespace: a, Name: "w"}}
+				w.Spec.TTLSecondsAfterSucceeded, w.Spec.TTLSecondsAfterFailed = ptr.To[int32](0), ptr.To[int32](0)
+				w.Spec.JobNamePatterns = []string{"batch-.*"}
+				return []*deckhandbatchv1.JobWatcher{long, w} // long first: batch-later is never w's alone
+			})
+		}},
+		{name: "JobWatcher history limits", controllers: controllers, start: func(t *testing.T, f *fixture) plan {
+			return jobWatcherPlan(t, f, history, func(a string) []*deckhandbatchv1.JobWatcher {
+				h := &deckhandbatchv1.JobWatcher{ObjectMeta: metav1.ObjectMeta{Namespace: a, Name: "h"}}
+				h.Spec.TTLSecondsAfterSucceeded, h.Spec.TTLSecondsAfterFailed = ptr.To[int32](3600), ptr.To[int32](3600)
+				h.Spec.SuccessfulJobsHistoryLimit, h.Spec.FailedJobsHistoryLimit = ptr.To[int32](2), ptr.To[int32](1)
+				return []*deckhandbatchv1.JobWatcher{h}
+			})
+		}},
+	}
+}
+
+// jobWatcherPlan creates the Jobs of cases in two namespaces, and has the
+// trigger create the watchers (in namespace a, in order, each once the one
+// before is in effect) and then finish batch-finishing.
+func jobWatcherPlan(t *testing.T, f *fixture, cases []jobCase, watchers func(a string) []*deckhandbatchv1.JobWatcher) plan {
+	ctx := context.Background()
+	nss := map[string]string{"a": env.Namespace(t), "b": env.Namespace(t)}
+	roles := map[types.NamespacedName]jobCase{}
+	now := time.Now()
+	for _, c := range cases {
+		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: nss[c.ns], Name: c.name, Annotations: c.annotations},
+			Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}}}}
+		env.Create(t, job)
+		if c.finished != "" {
+			finish(t, job, c.finished, now.Add(-c.ago))
+		}
+		roles[client.ObjectKeyFromObject(job)] = c
+	}
+
+	// Deleted failed Jobs, by UID: each must leave a failure record.
+	deletedFailed := map[types.UID]string{}
+	mu := &f.mu
+	for _, ns := range nss {
+		observe(t, jobList(ns), func(ev watch.Event) {
+			job := ev.Object.(*batchv1.Job)
+			if ev.Type != watch.Deleted && job.DeletionTimestamp == nil {
+				return
+			}
+			c := roles[client.ObjectKeyFromObject(job)]
+			if c.role != roleDue {
+				f.violate(string(c.role), "Job %s/%s was deleted", job.Namespace, job.Name)
+			}
+			if failed(job) {
+				mu.Lock()
+				deletedFailed[job.UID] = job.Name
+				mu.Unlock()
+			}
+		})
+	}
+
+	ws := watchers(nss["a"])
+	var trigger []func() error
+	for i, w := range ws {
+		if i > 0 {
+			before := ws[i-1]
+			trigger = append(trigger, func() error { return inEffect(ctx, before) })
+		}
+		trigger = append(trigger, func() error { return ignoreExists(env.Client.Create(ctx, w.DeepCopy())) })
+	}
+	if slices.ContainsFunc(cases, func(c jobCase) bool { return c.name == "batch-finishing" }) {
+		trigger = append(trigger, func() error {
+			job := &batchv1.Job{}
+			if err := env.Client.Get(ctx, types.NamespacedName{Namespace: nss["a"], Name: "batch-finishing"}, job); err != nil {
+				return err
+			}
+			if failed(job) || completed(job) {
+				return nil
+			}
+			return finishErr(job, batchv1.JobComplete, time.Now())
+		})
+	}
+	return plan{
+		trigger: trigger,
+		converged: func() error {
+			for key, c := range roles {
+				if c.role != roleDue {
+					continue
+				}
+				if err := env.Client.Get(ctx, key, &batchv1.Job{}); err == nil {
+					return fmt.Errorf("due Job %s is still there", key)
+				} else if client.IgnoreNotFound(err) != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		final: func() {
+			mu.Lock()
+			want := maps.Clone(deletedFailed)
+			mu.Unlock()
+			// Every watcher of the scenario records at most 5 failures; the
+			// scenarios delete fewer failed Jobs than that.
+			var err error
+			deadline := time.Now().Add(testenv.Timeout)
+			for {
+				if err = recordsHeld(ctx, ws, want); err == nil || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if err != nil {
+				f.violate(checkFailureRecords, "%v", err)
+			}
+		},
+	}
+}
+
+// recordsHeld is nil once the watchers' status.recentFailures hold a record
+// of every Job in want (UID to name).
+func recordsHeld(ctx context.Context, ws []*deckhandbatchv1.JobWatcher, want map[types.UID]string) error {
+	held := map[types.UID]bool{}
+	for _, w := range ws {
+		got := &deckhandbatchv1.JobWatcher{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(w), got); err != nil {
+			return err
+		}
+		for _, r := range got.Status.RecentFailures {
+			held[r.UID] = true
+		}
+	}
+	var missing []string
+	for uid, name := range want {
+		if !held[uid] {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("failed Jobs %v were deleted and no watcher's status.recentFailures records them", missing)
+	}
+	return nil
+}
+
+// inEffect is nil once the watcher's status shows its generation: the
+// documented sign that the controller acts on it.
+func inEffect(ctx context.Context, w *deckhandbatchv1.JobWatcher) error {
+	got := &deckhandbatchv1.JobWatcher{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(w), got); err != nil {
+		return err
+	}
+	if got.Generation == 0 || got.Status.ObservedGeneration != got.Generation {
+		return errors.New("watcher " + w.Name + " not in effect yet")
+	}
+	return nil
+}
+
+func failed(job *batchv1.Job) bool    { return hasCondition(job, batchv1.JobFailed) }
+func completed(job *batchv1.Job) bool { return hasCondition(job, batchv1.JobComplete) }
+
+func hasCondition(job *batchv1.Job, t batchv1.JobConditionType) bool {
+	for _, c := range job.Status.Conditions {
+		if c.Type == t && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// finish marks job finished at the given time, as the Job controller would
+// (envtest runs none): Complete after SuccessCriteriaMet, or Failed after
+// FailureTarget.
+func finish(t *testing.T, job *batchv1.Job, how batchv1.JobConditionType, at time.Time) {
+	t.Helper()
+	if err := finishErr(job, how, at); err != nil {
+		t.Fatalf("finishing Job %s: %v", job.Name, err)
+	}
+}
+
+func finishErr(job *batchv1.Job, how batchv1.JobConditionType, at time.Time) error {
+	ltt := metav1.NewTime(at)
+	start := metav1.NewTime(at.Add(-time.Second))
+	job.Status.StartTime = &start
+	interim := batchv1.JobSuccessCriteriaMet
+	if how == batchv1.JobFailed {
+		interim = batchv1.JobFailureTarget
+		job.Status.Failed = 1
+	} else {
+		job.Status.Succeeded = 1
+		job.Status.CompletionTime = &ltt
+	}
+	job.Status.Conditions = []batchv1.JobCondition{
+		{Type: interim, Status: corev1.ConditionTrue, LastTransitionTime: ltt, Reason: "Test"},
+		{Type: how, Status: corev1.ConditionTrue, LastTransitionTime: ltt, Reason: "Test"},
+	}
+	return env.Client.Status().Update(context.Background(), job)
+}
+
+func jobList(ns string) listWatch {
+	return listWatch{
+		list: func(ctx context.Context) (string, []runtime.Object, error) {
+			l, err := cs.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return "", nil, err
+			}
+			out := make([]runtime.Object, 0, len(l.Items))
+			for i := range l.Items {
+				out = append(out, &l.Items[i])
+			}
+			return l.ResourceVersion, out, nil
+		},
+		watch: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return cs.BatchV1().Jobs(ns).Watch(ctx, opts)
+		},
+	}
+}
