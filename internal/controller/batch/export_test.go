@@ -9,7 +9,7 @@ import (
 // RecordDeletion credits one deletion to watcher in r's ledger, as the Job
 // controller does after deleting a Job.
 func RecordDeletion(ctx context.Context, r *StatusReconciler, watcher client.Object) {
-	r.deleted.add(ctx, watcher, nil)
+	r.deleted.add(ctx, watcher)
 	<-r.deleted.notify
 }
 

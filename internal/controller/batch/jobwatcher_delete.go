@@ -45,9 +45,11 @@ func (r *JobReconciler) delete(ctx context.Context, cached *batchv1.Job, policie
 	}
 
 	gov := d.Governor
-	var failure *deckhandbatchv1.FailureRecord
 	if d.Outcome == outcomeFailed && gov.failureRecords() > 0 {
-		failure = r.recordFailure(ctx, fresh, now)
+		// Recorded first: deleting the Job destroys the evidence.
+		if err := r.ledgerOf(gov).save(ctx, gov.watcher, r.recordFailure(ctx, fresh, now)); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	jobAPIRequests.WithLabelValues("delete").Inc()
 	err := r.Delete(ctx, fresh,
@@ -63,20 +65,19 @@ func (r *JobReconciler) delete(ctx context.Context, cached *batchv1.Job, policie
 			"deleting Job %s/%s: %v", fresh.Namespace, fresh.Name, err)
 		return ctrl.Result{}, fmt.Errorf("deleting Job %s: %w", klog.KObj(fresh), err)
 	}
-	r.recordDeleted(ctx, fresh, d, now, failure)
+	r.recordDeleted(ctx, fresh, d, now)
 	return ctrl.Result{}, nil
 }
 
-// recordDeleted counts a deletion for the governor (with the failure record
-// of a failed Job), logs it and records it in Events on the Job and the
-// watcher.
-func (r *JobReconciler) recordDeleted(ctx context.Context, job *batchv1.Job, d decision, now time.Time, failure *deckhandbatchv1.FailureRecord) {
+// recordDeleted counts a deletion for the governor, logs it and records it
+// in Events on the Job and the watcher.
+func (r *JobReconciler) recordDeleted(ctx context.Context, job *batchv1.Job, d decision, now time.Time) {
 	gov := d.Governor
 	countJob(d, resultDeleted)
 	if !d.BeyondHistory {
 		deletionLag.Observe(now.Sub(d.Expiry).Seconds())
 	}
-	r.ledgerOf(gov).add(ctx, gov.watcher, failure)
+	r.ledgerOf(gov).add(ctx, gov.watcher)
 	finishedAt := d.Expiry.Add(-d.TTL)
 	why := fmt.Sprintf("TTL %s", d.TTL)
 	if d.BeyondHistory {
