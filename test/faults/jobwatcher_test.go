@@ -117,24 +117,10 @@ func jobWatcherPlan(t *testing.T, f *fixture, cases []jobCase, watchers func(a s
 
 	// Deleted failed Jobs, by UID: each must leave a failure record.
 	deletedFailed := map[types.UID]string{}
-	mu := &f.mu
 	for _, ns := range nss {
-		observe(t, jobList(ns), func(ev watch.Event) {
-			job := ev.Object.(*batchv1.Job)
-			if ev.Type != watch.Deleted && job.DeletionTimestamp == nil {
-				return
-			}
-			c := roles[client.ObjectKeyFromObject(job)]
-			if c.role != roleDue {
-				f.violate(string(c.role), "Job %s/%s was deleted", job.Namespace, job.Name)
-			}
-			if failed(job) {
-				mu.Lock()
-				deletedFailed[job.UID] = job.Name
-				mu.Unlock()
-			}
-		})
+		observe(t, jobList(ns), jobChecks(f, roles, deletedFailed))
 	}
+	mu := &f.mu
 
 	ws := watchers(nss["a"])
 	var trigger []func() error
@@ -158,20 +144,8 @@ func jobWatcherPlan(t *testing.T, f *fixture, cases []jobCase, watchers func(a s
 		})
 	}
 	return plan{
-		trigger: trigger,
-		converged: func() error {
-			for key, c := range roles {
-				if c.role != roleDue {
-					continue
-				}
-				if err := env.Client.Get(ctx, key, &batchv1.Job{}); err == nil {
-					return fmt.Errorf("due Job %s is still there", key)
-				} else if client.IgnoreNotFound(err) != nil {
-					return err
-				}
-			}
-			return nil
-		},
+		trigger:   trigger,
+		converged: func() error { return dueJobsGone(ctx, roles) },
 		final: func() {
 			mu.Lock()
 			want := maps.Clone(deletedFailed)
@@ -290,4 +264,39 @@ func jobList(ns string) listWatch {
 			return cs.BatchV1().Jobs(ns).Watch(ctx, opts)
 		},
 	}
+}
+
+// jobChecks checks each Job event against the Job's role, and notes the
+// failed Jobs deleted (under f.mu) in deletedFailed.
+func jobChecks(f *fixture, roles map[types.NamespacedName]jobCase, deletedFailed map[types.UID]string) func(watch.Event) {
+	return func(ev watch.Event) {
+		job := ev.Object.(*batchv1.Job)
+		if ev.Type != watch.Deleted && job.DeletionTimestamp == nil {
+			return
+		}
+		c := roles[client.ObjectKeyFromObject(job)]
+		if c.role != roleDue {
+			f.violate(string(c.role), "Job %s/%s was deleted", job.Namespace, job.Name)
+		}
+		if failed(job) {
+			f.mu.Lock()
+			deletedFailed[job.UID] = job.Name
+			f.mu.Unlock()
+		}
+	}
+}
+
+// dueJobsGone is nil once every due Job of roles is gone.
+func dueJobsGone(ctx context.Context, roles map[types.NamespacedName]jobCase) error {
+	for key, c := range roles {
+		if c.role != roleDue {
+			continue
+		}
+		if err := env.Client.Get(ctx, key, &batchv1.Job{}); err == nil {
+			return fmt.Errorf("due Job %s is still there", key)
+		} else if client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	return nil
 }

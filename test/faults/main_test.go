@@ -21,6 +21,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/deckhand-dev/deckhand/internal/manager"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
@@ -55,6 +56,8 @@ const (
 	// shortCrashPoints is how many crash points of each scenario `go test
 	// -short` (make test) explores: the first ones, a bounded subset.
 	shortCrashPoints = 3
+	// cacheLag is how far behind the apiserver a stale cache is.
+	cacheLag = 500 * time.Millisecond
 	// settleTimeout bounds how long a scenario may take to reach its end
 	// state, from the trigger or from a restart after a crash.
 	settleTimeout = 2 * testenv.Timeout
@@ -138,19 +141,19 @@ func printTable() {
 	var out io.Writer = os.Stdout
 	if path := os.Getenv("FAULTS_TABLE"); path != "" {
 		if f, err := os.Create(path); err == nil {
-			defer f.Close()
+			defer func() { _ = f.Close() }()
 			out = io.MultiWriter(os.Stdout, f)
 		}
 	}
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "SCENARIO\tFAULTS\tCRASH POINTS\tVIOLATIONS\tTIME")
+	_, _ = fmt.Fprintln(w, "SCENARIO\tFAULTS\tCRASH POINTS\tVIOLATIONS\tTIME")
 	for _, r := range results {
-		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\n", r.scenario, r.faults, r.points, len(r.violations), r.took.Round(time.Second))
+		_, _ = fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\n", r.scenario, r.faults, r.points, len(r.violations), r.took.Round(time.Second))
 	}
 	_ = w.Flush()
 	for _, r := range results {
 		for _, v := range r.violations {
-			fmt.Fprintf(out, "VIOLATION %s: %s\n", r.scenario, v)
+			_, _ = fmt.Fprintf(out, "VIOLATION %s: %s\n", r.scenario, v)
 		}
 	}
 }
@@ -174,7 +177,7 @@ func crashAfterEveryWrite(t *testing.T, sc scenario) {
 		}
 		var finished bool
 		t.Run(fmt.Sprintf("crash after write %d", k), func(t *testing.T) {
-			vs, writes, crashed := crashAt(t, sc, k)
+			vs, writes, crashed := crashAt(t, sc, k, 0)
 			for _, v := range vs {
 				t.Errorf("violated: %s", v)
 			}
@@ -193,16 +196,37 @@ func crashAfterEveryWrite(t *testing.T, sc scenario) {
 	record(r)
 }
 
-// crashAt runs sc with a crash after the manager's k-th write. It returns
-// the violations seen, how many writes the faulty manager made and whether
-// it crashed.
-func crashAt(t *testing.T, sc scenario, k int) ([]violation, int, bool) {
+// staleCache runs sc once on a manager whose cache lags the apiserver by
+// cacheLag: every watch event arrives that late.
+func staleCache(t *testing.T, sc scenario) {
+	began := time.Now()
+	r := result{scenario: sc.name, faults: fmt.Sprintf("cache %s behind", cacheLag)}
+	vs, writes, _ := crashAt(t, sc, 0, cacheLag)
+	for _, v := range vs {
+		t.Errorf("violated: %s", v)
+	}
+	t.Logf("finished with %d writes", writes)
+	r.violations, r.took = vs, time.Since(began)
+	record(r)
+}
+
+// crashAt runs sc with a crash after the manager's k-th write (none when k
+// is 0), on a cache lag behind the apiserver. It returns the violations
+// seen, how many writes the faulty manager made and whether it crashed.
+func crashAt(t *testing.T, sc scenario, k int, lag time.Duration) ([]violation, int, bool) {
 	f := &fixture{t: t, opts: env.ManagerOptions()}
 	f.opts.Controllers = sc.controllers
 	p := sc.start(t, f)
 
+	config := func(cp *testenv.CrashPoint) *rest.Config {
+		cfg := cp.Config(env.Config)
+		if lag > 0 {
+			cfg = testenv.LaggingWatches(cfg, lag)
+		}
+		return cfg
+	}
 	cp := testenv.NewCrashPoint(k)
-	_, stop := env.StartManagerWithConfig(t, cp.Config(env.Config), f.opts)
+	_, stop := env.StartManagerWithConfig(t, config(cp), f.opts)
 	triggered := make(chan struct{})
 	go func() {
 		defer close(triggered)
@@ -223,7 +247,7 @@ func crashAt(t *testing.T, sc scenario, k int) ([]violation, int, bool) {
 		stop()
 		// A fresh manager: new cache, new expectations, new memory.
 		recovery := testenv.NewCrashPoint(0)
-		_, stop = env.StartManagerWithConfig(t, recovery.Config(env.Config), f.opts)
+		_, stop = env.StartManagerWithConfig(t, config(recovery), f.opts)
 		if settle(f, recovery, p, triggered) {
 			t.Fatal("a manager without a crash point crashed")
 		}
@@ -306,6 +330,9 @@ func TestFaults(t *testing.T) {
 		if filter := os.Getenv("FAULTS_SCENARIO"); filter != "" && !strings.Contains(sc.name, filter) {
 			continue
 		}
-		t.Run(sc.name, func(t *testing.T) { crashAfterEveryWrite(t, sc) })
+		t.Run(sc.name, func(t *testing.T) {
+			t.Run("crash after every write", func(t *testing.T) { crashAfterEveryWrite(t, sc) })
+			t.Run("stale cache", func(t *testing.T) { staleCache(t, sc) })
+		})
 	}
 }

@@ -89,7 +89,7 @@ func modelBoxPlan(t *testing.T, f *fixture) plan {
 					return fmt.Errorf("autoscaler: %w", err)
 				}
 				for _, m := range d.ManagedFields {
-					if m.Manager == modelcontroller.FieldManager && m.FieldsV1 != nil && containsReplicas(m.FieldsV1.Raw) {
+					if m.Manager == modelcontroller.FieldManager && m.FieldsV1 != nil && containsReplicas(m.FieldsV1.GetRawBytes()) {
 						return fmt.Errorf("deckhand still owns the replicas")
 					}
 				}

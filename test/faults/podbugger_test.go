@@ -73,42 +73,9 @@ func podBuggerPlan(t *testing.T, f *fixture) plan {
 	markRunning(t, on)
 	markRunning(t, off)
 
-	container := debugcontroller.ContainerName(podBuggerName)
 	carriers := map[types.NamespacedName]bool{}
 	for _, ns := range []string{on, off} {
-		observe(t, podList(ns), func(ev watch.Event) {
-			p := ev.Object.(*corev1.Pod)
-			key := client.ObjectKeyFromObject(p)
-			n := 0
-			for _, c := range p.Spec.EphemeralContainers {
-				if c.Name == container || c.Image == podBuggerImage {
-					n++
-				}
-			}
-			if n > 1 {
-				f.violate(checkPodBuggerTwice, "pod %s carries %d debuggers", key, n)
-			}
-			if ev.Type == watch.Deleted || n == 0 {
-				delete(carriers, key)
-				return
-			}
-			carriers[key] = true
-			switch {
-			case p.Namespace == off:
-				f.violate(checkPodBuggerNamespace, "pod %s carries the debugger", key)
-			case p.Labels["app"] != "web":
-				f.violate(checkPodBuggerSelector, "pod %s carries the debugger", key)
-			}
-			inOn := 0
-			for k := range carriers {
-				if k.Namespace == on {
-					inOn++
-				}
-			}
-			if inOn > maxPods {
-				f.violate(checkPodBuggerMaxPods, "%d pods carry the debugger, maxPods is %d", inOn, maxPods)
-			}
-		})
+		observe(t, podList(ns), carrierChecks(f, on, off, carriers))
 	}
 
 	return plan{
@@ -134,5 +101,44 @@ func podBuggerPlan(t *testing.T, f *fixture) plan {
 			return nil
 		},
 		final: func() {},
+	}
+}
+
+// carrierChecks checks each pod event of the two namespaces: carriers holds
+// the pods that carry the debugger.
+func carrierChecks(f *fixture, on, off string, carriers map[types.NamespacedName]bool) func(watch.Event) {
+	container := debugcontroller.ContainerName(podBuggerName)
+	return func(ev watch.Event) {
+		p := ev.Object.(*corev1.Pod)
+		key := client.ObjectKeyFromObject(p)
+		n := 0
+		for _, c := range p.Spec.EphemeralContainers {
+			if c.Name == container || c.Image == podBuggerImage {
+				n++
+			}
+		}
+		if n > 1 {
+			f.violate(checkPodBuggerTwice, "pod %s carries %d debuggers", key, n)
+		}
+		if ev.Type == watch.Deleted || n == 0 {
+			delete(carriers, key)
+			return
+		}
+		carriers[key] = true
+		switch {
+		case p.Namespace == off:
+			f.violate(checkPodBuggerNamespace, "pod %s carries the debugger", key)
+		case p.Labels["app"] != "web":
+			f.violate(checkPodBuggerSelector, "pod %s carries the debugger", key)
+		}
+		inOn := 0
+		for k := range carriers {
+			if k.Namespace == on {
+				inOn++
+			}
+		}
+		if inOn > maxPods {
+			f.violate(checkPodBuggerMaxPods, "%d pods carry the debugger, maxPods is %d", inOn, maxPods)
+		}
 	}
 }
