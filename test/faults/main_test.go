@@ -68,6 +68,10 @@ type scenario struct {
 	name string
 	// controllers are the manager's --controllers.
 	controllers []string
+	// staleCrashes explores the crash points once more with every manager
+	// on a stale cache: for the controllers that count what they created
+	// (PodSet's expectations, PodBugger's carriers).
+	staleCrashes bool
 	// start prepares a run in a namespace of its own (the world before the
 	// change, reached with a plain manager if need be, and the observers
 	// that check the invariants) and returns its plan.
@@ -163,9 +167,12 @@ func printTable() {
 // expectations, new memory) takes over, and the scenario must reach its end
 // state with every invariant held; until a run finishes with fewer than k
 // writes, so that every crash point is explored.
-func crashAfterEveryWrite(t *testing.T, sc scenario) {
+func crashAfterEveryWrite(t *testing.T, sc scenario, lag time.Duration) {
 	began := time.Now()
 	r := result{scenario: sc.name, faults: "crash after every write"}
+	if lag > 0 {
+		r.faults += fmt.Sprintf(", cache %s behind", lag)
+	}
 	for k := 1; ; k++ {
 		if testing.Short() && k > shortCrashPoints {
 			r.points = shortCrashPoints
@@ -177,7 +184,7 @@ func crashAfterEveryWrite(t *testing.T, sc scenario) {
 		}
 		var finished bool
 		t.Run(fmt.Sprintf("crash after write %d", k), func(t *testing.T) {
-			vs, writes, crashed := crashAt(t, sc, k, 0)
+			vs, writes, crashed := crashAt(t, sc, k, lag)
 			for _, v := range vs {
 				t.Errorf("violated: %s", v)
 			}
@@ -331,8 +338,11 @@ func TestFaults(t *testing.T) {
 			continue
 		}
 		t.Run(sc.name, func(t *testing.T) {
-			t.Run("crash after every write", func(t *testing.T) { crashAfterEveryWrite(t, sc) })
+			t.Run("crash after every write", func(t *testing.T) { crashAfterEveryWrite(t, sc, 0) })
 			t.Run("stale cache", func(t *testing.T) { staleCache(t, sc) })
+			if sc.staleCrashes {
+				t.Run("crash after every write on a stale cache", func(t *testing.T) { crashAfterEveryWrite(t, sc, cacheLag) })
+			}
 		})
 	}
 }

@@ -49,7 +49,7 @@ func podSetScenarios() []scenario {
 	}
 	out := make([]scenario, 0, len(cases))
 	for _, c := range cases {
-		out = append(out, scenario{name: c.name, controllers: []string{appscontroller.ControllerName},
+		out = append(out, scenario{name: c.name, controllers: []string{appscontroller.ControllerName}, staleCrashes: true,
 			start: func(t *testing.T, f *fixture) plan { return podSetPlan(t, f, c.c) }})
 	}
 	return out
