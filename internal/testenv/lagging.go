@@ -18,7 +18,7 @@ func LaggingWatches(cfg *rest.Config, delay time.Duration) *rest.Config {
 	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripper(func(req *http.Request) (*http.Response, error) {
 			resp, err := rt.RoundTrip(req)
-			if err != nil || req.URL.Query().Get("watch") != "true" {
+			if err != nil || !isWatch(req) {
 				return resp, err
 			}
 			resp.Body = lagging(resp.Body, delay)
@@ -73,3 +73,6 @@ func (b *laggingBody) Close() error {
 	_ = b.body.Close()
 	return b.PipeReader.Close()
 }
+
+// isWatch reports whether req opens a watch.
+func isWatch(req *http.Request) bool { return req.URL.Query().Get("watch") == "true" }

@@ -59,6 +59,8 @@ const (
 	shortCrashPoints = 2
 	// cacheLag is how far behind the apiserver a stale cache is.
 	cacheLag = 500 * time.Millisecond
+	// watchCut is how long a flaky watch stream lasts.
+	watchCut = 300 * time.Millisecond
 	// settleTimeout bounds how long a scenario may take to reach its end
 	// state, from the trigger or from a restart after a crash.
 	settleTimeout = 2 * testenv.Timeout
@@ -168,11 +170,11 @@ func printTable() {
 // expectations, new memory) takes over, and the scenario must reach its end
 // state with every invariant held; until a run finishes with fewer than k
 // writes, so that every crash point is explored.
-func crashAfterEveryWrite(t *testing.T, sc scenario, lag time.Duration) {
+func crashAfterEveryWrite(t *testing.T, sc scenario, cf cacheFault) {
 	began := time.Now()
 	r := result{scenario: sc.name, faults: "crash after every write"}
-	if lag > 0 {
-		r.faults += fmt.Sprintf(", cache %s behind", lag)
+	if cf.name != "" {
+		r.faults += ", " + cf.name
 	}
 	for k := 1; ; k++ {
 		if testing.Short() && k > shortCrashPoints {
@@ -185,7 +187,7 @@ func crashAfterEveryWrite(t *testing.T, sc scenario, lag time.Duration) {
 		}
 		var finished bool
 		t.Run(fmt.Sprintf("crash after write %d", k), func(t *testing.T) {
-			vs, writes, crashed := crashAt(t, sc, k, lag)
+			vs, writes, crashed := crashAt(t, sc, k, cf)
 			for _, v := range vs {
 				t.Errorf("violated: %s", v)
 			}
@@ -204,12 +206,27 @@ func crashAfterEveryWrite(t *testing.T, sc scenario, lag time.Duration) {
 	record(r)
 }
 
-// staleCache runs sc once on a manager whose cache lags the apiserver by
-// cacheLag: every watch event arrives that late.
-func staleCache(t *testing.T, sc scenario) {
+// cacheFault is a fault of the manager's cache, injected at its watches.
+type cacheFault struct {
+	name string
+	wrap func(*rest.Config) *rest.Config
+}
+
+// staleCache delays every watch event by cacheLag.
+var staleCache = cacheFault{name: fmt.Sprintf("cache %s behind", cacheLag),
+	wrap: func(cfg *rest.Config) *rest.Config { return testenv.LaggingWatches(cfg, cacheLag) }}
+
+// flakyWatches cuts every watch stream after watchCut, and refuses every
+// other watch as too old, forcing relists.
+var flakyWatches = cacheFault{name: "watches cut, relists forced",
+	wrap: func(cfg *rest.Config) *rest.Config { return testenv.FlakyWatches(cfg, watchCut) }}
+
+// withCacheFault runs sc once, without a crash, on a manager whose cache
+// suffers cf.
+func withCacheFault(t *testing.T, sc scenario, cf cacheFault) {
 	began := time.Now()
-	r := result{scenario: sc.name, faults: fmt.Sprintf("cache %s behind", cacheLag)}
-	vs, writes, _ := crashAt(t, sc, 0, cacheLag)
+	r := result{scenario: sc.name, faults: cf.name}
+	vs, writes, _ := crashAt(t, sc, 0, cf)
 	for _, v := range vs {
 		t.Errorf("violated: %s", v)
 	}
@@ -219,17 +236,17 @@ func staleCache(t *testing.T, sc scenario) {
 }
 
 // crashAt runs sc with a crash after the manager's k-th write (none when k
-// is 0), on a cache lag behind the apiserver. It returns the violations
+// is 0), on a cache that suffers cf (if any). It returns the violations
 // seen, how many writes the faulty manager made and whether it crashed.
-func crashAt(t *testing.T, sc scenario, k int, lag time.Duration) ([]violation, int, bool) {
+func crashAt(t *testing.T, sc scenario, k int, cf cacheFault) ([]violation, int, bool) {
 	f := &fixture{t: t, opts: env.ManagerOptions()}
 	f.opts.Controllers = sc.controllers
 	p := sc.start(t, f)
 
 	config := func(cp *testenv.CrashPoint) *rest.Config {
 		cfg := cp.Config(env.Config)
-		if lag > 0 {
-			cfg = testenv.LaggingWatches(cfg, lag)
+		if cf.wrap != nil {
+			cfg = cf.wrap(cfg)
 		}
 		return cfg
 	}
@@ -339,10 +356,11 @@ func TestFaults(t *testing.T) {
 			continue
 		}
 		t.Run(sc.name, func(t *testing.T) {
-			t.Run("crash after every write", func(t *testing.T) { crashAfterEveryWrite(t, sc, 0) })
-			t.Run("stale cache", func(t *testing.T) { staleCache(t, sc) })
+			t.Run("crash after every write", func(t *testing.T) { crashAfterEveryWrite(t, sc, cacheFault{}) })
+			t.Run("stale cache", func(t *testing.T) { withCacheFault(t, sc, staleCache) })
+			t.Run("flaky watches", func(t *testing.T) { withCacheFault(t, sc, flakyWatches) })
 			if sc.staleCrashes && !testing.Short() {
-				t.Run("crash after every write on a stale cache", func(t *testing.T) { crashAfterEveryWrite(t, sc, cacheLag) })
+				t.Run("crash after every write on a stale cache", func(t *testing.T) { crashAfterEveryWrite(t, sc, staleCache) })
 			}
 		})
 	}
