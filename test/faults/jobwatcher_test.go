@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"testing"
 	"time"
@@ -72,34 +73,55 @@ func jobWatcherScenarios() []scenario {
 		{ns: "a", name: "f-2", finished: batchv1.JobFailed, ago: 2 * time.Minute, role: roleDue},
 		{ns: "a", name: "f-3", finished: batchv1.JobFailed, ago: time.Minute, role: roleHistory},
 	}
+	cluster := []jobCase{
+		{ns: "a", name: "batch-succeeded", finished: batchv1.JobComplete, ago: time.Minute, role: roleDue},
+		{ns: "a", name: "batch-failed", finished: batchv1.JobFailed, ago: time.Minute, role: roleDue},
+		{ns: "a", name: "batch-running", role: roleRunning},
+		{ns: "a", name: "batch-kept", finished: batchv1.JobComplete, ago: time.Minute, role: roleKept,
+			annotations: map[string]string{deckhandbatchv1.KeepAnnotation: "true"}},
+		{ns: "a", name: "batch-local", finished: batchv1.JobComplete, ago: time.Minute, role: roleTTL}, // its namespace's JobWatcher keeps it 1h
+		{ns: "b", name: "batch-succeeded", finished: batchv1.JobComplete, ago: time.Minute, role: roleReach},
+	}
 	controllers := []string{batchcontroller.ControllerName}
 	return []scenario{
 		{name: "JobWatcher Jobs finishing and due", controllers: controllers, start: func(t *testing.T, f *fixture) plan {
-			return jobWatcherPlan(t, f, due, func(a string) []*deckhandbatchv1.JobWatcher {
+			return jobWatcherPlan(t, f, due, func(nss map[string]string) []client.Object {
+				a := nss["a"]
 				long := &deckhandbatchv1.JobWatcher{ObjectMeta: metav1.ObjectMeta{Namespace: a, Name: "long"}}
 				long.Spec.TTLSecondsAfterSucceeded = ptr.To[int32](3600)
 				long.Spec.JobNamePatterns = []string{"batch-later"}
 				w := &deckhandbatchv1.JobWatcher{ObjectMeta: metav1.ObjectMeta{Namespace: a, Name: "w"}}
 				w.Spec.TTLSecondsAfterSucceeded, w.Spec.TTLSecondsAfterFailed = ptr.To[int32](0), ptr.To[int32](0)
 				w.Spec.JobNamePatterns = []string{"batch-.*"}
-				return []*deckhandbatchv1.JobWatcher{long, w} // long first: batch-later is never w's alone
+				return []client.Object{long, w} // long first: batch-later is never w's alone
 			})
 		}},
 		{name: "JobWatcher history limits", controllers: controllers, start: func(t *testing.T, f *fixture) plan {
-			return jobWatcherPlan(t, f, history, func(a string) []*deckhandbatchv1.JobWatcher {
-				h := &deckhandbatchv1.JobWatcher{ObjectMeta: metav1.ObjectMeta{Namespace: a, Name: "h"}}
+			return jobWatcherPlan(t, f, history, func(nss map[string]string) []client.Object {
+				h := &deckhandbatchv1.JobWatcher{ObjectMeta: metav1.ObjectMeta{Namespace: nss["a"], Name: "h"}}
 				h.Spec.TTLSecondsAfterSucceeded, h.Spec.TTLSecondsAfterFailed = ptr.To[int32](3600), ptr.To[int32](3600)
 				h.Spec.SuccessfulJobsHistoryLimit, h.Spec.FailedJobsHistoryLimit = ptr.To[int32](2), ptr.To[int32](1)
-				return []*deckhandbatchv1.JobWatcher{h}
+				return []client.Object{h}
+			})
+		}},
+		{name: "ClusterJobWatcher across namespaces", controllers: controllers, start: func(t *testing.T, f *fixture) plan {
+			return jobWatcherPlan(t, f, cluster, func(nss map[string]string) []client.Object {
+				local := &deckhandbatchv1.JobWatcher{ObjectMeta: metav1.ObjectMeta{Namespace: nss["a"], Name: "local"}}
+				local.Spec.TTLSecondsAfterSucceeded = ptr.To[int32](3600)
+				local.Spec.JobNamePatterns = []string{"batch-local"}
+				cw := &deckhandbatchv1.ClusterJobWatcher{ObjectMeta: metav1.ObjectMeta{Name: "faults-" + nss["a"]}}
+				cw.Spec.TTLSecondsAfterSucceeded, cw.Spec.TTLSecondsAfterFailed = ptr.To[int32](0), ptr.To[int32](0)
+				cw.Spec.NamespacePatterns = []string{regexp.QuoteMeta(nss["a"])}
+				return []client.Object{local, cw} // the namespace's own watcher comes first in precedence
 			})
 		}},
 	}
 }
 
 // jobWatcherPlan creates the Jobs of cases in two namespaces, and has the
-// trigger create the watchers (in namespace a, in order, each once the one
-// before is in effect) and then finish batch-finishing.
-func jobWatcherPlan(t *testing.T, f *fixture, cases []jobCase, watchers func(a string) []*deckhandbatchv1.JobWatcher) plan {
+// trigger create the watchers (in order, each once the one before is in
+// effect) and then finish batch-finishing.
+func jobWatcherPlan(t *testing.T, f *fixture, cases []jobCase, watchers func(nss map[string]string) []client.Object) plan {
 	ctx := context.Background()
 	nss := map[string]string{"a": env.Namespace(t), "b": env.Namespace(t)}
 	roles := map[types.NamespacedName]jobCase{}
@@ -122,14 +144,22 @@ func jobWatcherPlan(t *testing.T, f *fixture, cases []jobCase, watchers func(a s
 	}
 	mu := &f.mu
 
-	ws := watchers(nss["a"])
+	ws := watchers(nss)
+	for _, w := range ws {
+		if w.GetNamespace() == "" {
+			t.Cleanup(func() { _ = env.Client.Delete(context.Background(), w) })
+		}
+	}
 	var trigger []func() error
 	for i, w := range ws {
 		if i > 0 {
 			before := ws[i-1]
 			trigger = append(trigger, func() error { return inEffect(ctx, before) })
 		}
-		trigger = append(trigger, func() error { return ignoreExists(env.Client.Create(ctx, w.DeepCopy())) })
+		trigger = append(trigger, func() error {
+			obj, _ := w.DeepCopyObject().(client.Object)
+			return ignoreExists(env.Client.Create(ctx, obj))
+		})
 	}
 	if slices.ContainsFunc(cases, func(c jobCase) bool { return c.name == "batch-finishing" }) {
 		trigger = append(trigger, func() error {
@@ -169,14 +199,14 @@ func jobWatcherPlan(t *testing.T, f *fixture, cases []jobCase, watchers func(a s
 
 // recordsHeld is nil once the watchers' status.recentFailures hold a record
 // of every Job in want (UID to name).
-func recordsHeld(ctx context.Context, ws []*deckhandbatchv1.JobWatcher, want map[types.UID]string) error {
+func recordsHeld(ctx context.Context, ws []client.Object, want map[types.UID]string) error {
 	held := map[types.UID]bool{}
 	for _, w := range ws {
-		got := &deckhandbatchv1.JobWatcher{}
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(w), got); err != nil {
+		st, _, err := watcherStatus(ctx, w)
+		if err != nil {
 			return err
 		}
-		for _, r := range got.Status.RecentFailures {
+		for _, r := range st.RecentFailures {
 			held[r.UID] = true
 		}
 	}
@@ -195,15 +225,31 @@ func recordsHeld(ctx context.Context, ws []*deckhandbatchv1.JobWatcher, want map
 
 // inEffect is nil once the watcher's status shows its generation: the
 // documented sign that the controller acts on it.
-func inEffect(ctx context.Context, w *deckhandbatchv1.JobWatcher) error {
-	got := &deckhandbatchv1.JobWatcher{}
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(w), got); err != nil {
+func inEffect(ctx context.Context, w client.Object) error {
+	st, generation, err := watcherStatus(ctx, w)
+	if err != nil {
 		return err
 	}
-	if got.Generation == 0 || got.Status.ObservedGeneration != got.Generation {
-		return errors.New("watcher " + w.Name + " not in effect yet")
+	if generation == 0 || st.ObservedGeneration != generation {
+		return errors.New("watcher " + w.GetName() + " not in effect yet")
 	}
 	return nil
+}
+
+// watcherStatus reads a watcher of either kind afresh: its status and
+// generation.
+func watcherStatus(ctx context.Context, w client.Object) (deckhandbatchv1.JobWatcherStatus, int64, error) {
+	got, _ := w.DeepCopyObject().(client.Object)
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(w), got); err != nil {
+		return deckhandbatchv1.JobWatcherStatus{}, 0, err
+	}
+	switch o := got.(type) {
+	case *deckhandbatchv1.JobWatcher:
+		return o.Status, o.Generation, nil
+	case *deckhandbatchv1.ClusterJobWatcher:
+		return o.Status, o.Generation, nil
+	}
+	return deckhandbatchv1.JobWatcherStatus{}, 0, fmt.Errorf("not a watcher: %T", w)
 }
 
 func failed(job *batchv1.Job) bool    { return hasCondition(job, batchv1.JobFailed) }

@@ -242,6 +242,7 @@ func crashAt(t *testing.T, sc scenario, k int, cf cacheFault) ([]violation, int,
 	f := &fixture{t: t, opts: env.ManagerOptions()}
 	f.opts.Controllers = sc.controllers
 	p := sc.start(t, f)
+	panicsBefore := reconcilePanics(t)
 
 	config := func(cp *testenv.CrashPoint) *rest.Config {
 		cfg := cp.Config(env.Config)
@@ -280,6 +281,9 @@ func crashAt(t *testing.T, sc scenario, k int, cf cacheFault) ([]violation, int,
 	<-triggered
 	p.final()
 	stop()
+	if n := reconcilePanics(t) - panicsBefore; n > 0 {
+		f.violate("no panic", "%v reconciles panicked (controller-runtime recovered them)", n)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.violations), writes, crashed
@@ -326,6 +330,16 @@ func waitFor(t *testing.T, what string, cond func() error) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// reconcilePanics is how many reconciles of the managers in this process
+// panicked so far.
+func reconcilePanics(t *testing.T) float64 {
+	n, err := testenv.Metric("controller_runtime_reconcile_panics_total", nil)
+	if err != nil {
+		t.Fatalf("reading the reconcile panics: %v", err)
+	}
+	return n
 }
 
 // transient reports whether a write may succeed when retried: the
