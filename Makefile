@@ -80,8 +80,15 @@ verify: manifests generate ## Fail if gofmt, go mod tidy or generated files are 
 test: test-unit test-e2e ## Run every test: unit and envtest integration tests, then e2e on a fresh local cluster.
 
 .PHONY: test-unit
-test-unit: k8s-tools manifests generate test-rules ## Unit tests and integration tests against envtest (pinned apiserver and etcd); the alert rules' tests.
+test-unit: k8s-tools manifests generate test-rules ## Unit tests and integration tests against envtest (pinned apiserver and etcd), a bounded fault-injection subset; the alert rules' tests.
 	go test ./... -count=1
+	go test ./test/faults/... -tags faults -short -count=1
+
+.PHONY: test-faults
+test-faults: k8s-tools manifests generate ## Fault injection against envtest: crash each controller after every write in turn, check invariants; prints a table (minutes; FAULTS_SCENARIO=substring runs less).
+	@mkdir -p $(LOCALBIN)/faults
+	FAULTS_TABLE=$(LOCALBIN)/faults/table.txt go test ./test/faults/... -tags faults -count=1 -timeout 60m -run '^TestFaults$$' || { cat $(LOCALBIN)/faults/table.txt 2>/dev/null; exit 1; }
+	@cat $(LOCALBIN)/faults/table.txt
 
 .PHONY: test-rules
 test-rules: $(PROMTOOL) ## Check the alert rules (config/prometheus/alerts.yaml) and run their unit tests with the pinned promtool.

@@ -138,7 +138,16 @@ func (e *Env) ManagerOptions() manager.Options {
 // that objects the webhooks admit can be created at once.
 func (e *Env) StartManager(t testing.TB, opts manager.Options) (mgr ctrl.Manager, stop func()) {
 	t.Helper()
-	mgr, err := manager.New(context.Background(), e.Config, opts)
+	return e.StartManagerWithConfig(t, e.Config, opts)
+}
+
+// StartManagerWithConfig is StartManager for a manager that reaches the
+// apiserver through cfg, a copy of Config with, say, a transport wrapped to
+// count or refuse the manager's requests (test/faults crashes a manager
+// after its k-th write that way).
+func (e *Env) StartManagerWithConfig(t testing.TB, cfg *rest.Config, opts manager.Options) (mgr ctrl.Manager, stop func()) {
+	t.Helper()
+	mgr, err := manager.New(context.Background(), cfg, opts)
 	if err != nil {
 		t.Fatalf("creating manager: %v", err)
 	}

@@ -9,7 +9,7 @@ import (
 // RecordDeletion credits one deletion to watcher in r's ledger, as the Job
 // controller does after deleting a Job.
 func RecordDeletion(ctx context.Context, r *StatusReconciler, watcher client.Object) {
-	r.deleted.add(ctx, watcher, deletedJob{name: "ns/job", note: "deleted Succeeded Job ns/job (TTL 1s)"}, nil)
+	r.deleted.add(ctx, watcher, deletedJob{name: "ns/job", note: "deleted Succeeded Job ns/job (TTL 1s)"})
 	<-r.deleted.notify
 }
 

@@ -45,9 +45,11 @@ func (r *JobReconciler) delete(ctx context.Context, cached *batchv1.Job, policie
 	}
 
 	gov := d.Governor
-	var failure *deckhandbatchv1.FailureRecord
 	if d.Outcome == outcomeFailed && gov.failureRecords() > 0 {
-		failure = r.recordFailure(ctx, fresh, now)
+		// Recorded first: deleting the Job destroys the evidence.
+		if err := r.ledgerOf(gov).save(ctx, gov.watcher, r.recordFailure(ctx, fresh, now)); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	jobAPIRequests.WithLabelValues("delete").Inc()
 	err := r.Delete(ctx, fresh,
@@ -63,16 +65,16 @@ func (r *JobReconciler) delete(ctx context.Context, cached *batchv1.Job, policie
 			"deleting Job %s/%s: %v", fresh.Namespace, fresh.Name, err)
 		return ctrl.Result{}, fmt.Errorf("deleting Job %s: %w", klog.KObj(fresh), err)
 	}
-	r.recordDeleted(ctx, fresh, d, now, failure)
+	r.recordDeleted(ctx, fresh, d, now)
 	return ctrl.Result{}, nil
 }
 
-// recordDeleted counts a deletion for the governor (with the failure record
-// of a failed Job) and logs it. The watcher's status controller tells it in
-// an Event on the watcher, one per status write for all the deletions since
-// the last: an Event per deletion would double the API calls a deletion
-// costs, and one on the Job would go with the Job.
-func (r *JobReconciler) recordDeleted(ctx context.Context, job *batchv1.Job, d decision, now time.Time, failure *deckhandbatchv1.FailureRecord) {
+// recordDeleted counts a deletion for the governor and logs it. The
+// watcher's status controller tells it in an Event on the watcher, one per
+// status write for all the deletions since the last: an Event per deletion
+// would double the API calls a deletion costs, and one on the Job would go
+// with the Job.
+func (r *JobReconciler) recordDeleted(ctx context.Context, job *batchv1.Job, d decision, now time.Time) {
 	gov := d.Governor
 	countJob(d, resultDeleted)
 	if !d.BeyondHistory {
@@ -85,7 +87,7 @@ func (r *JobReconciler) recordDeleted(ctx context.Context, job *batchv1.Job, d d
 		why = fmt.Sprintf("beyond the history limit of %d", limit)
 	}
 	name := job.Namespace + "/" + job.Name
-	r.ledgerOf(gov).add(ctx, gov.watcher, deletedJob{name: name, note: fmt.Sprintf("deleted %s Job %s (%s)", d.Outcome, name, why)}, failure)
+	r.ledgerOf(gov).add(ctx, gov.watcher, deletedJob{name: name, note: fmt.Sprintf("deleted %s Job %s (%s)", d.Outcome, name, why)})
 	logf.FromContext(ctx).Info("deleted finished Job", "job", klog.KObj(job), "watcher", gov.key().String(), "outcome", d.Outcome,
 		"finished", finishedAt, "ttl", d.TTL, "propagation", gov.propagation())
 }

@@ -60,7 +60,7 @@ func (p *policy) failureRecords() int {
 // its pods, read past the cache by the Job's controller-uid label, and the
 // end of their failed containers' logs. It never fails: what cannot be read
 // is left out (pods) or noted (logs).
-func (r *JobReconciler) recordFailure(ctx context.Context, job *batchv1.Job, now time.Time) *deckhandbatchv1.FailureRecord {
+func (r *JobReconciler) recordFailure(ctx context.Context, job *batchv1.Job, now time.Time) deckhandbatchv1.FailureRecord {
 	var pods corev1.PodList
 	if err := r.APIReader.List(ctx, &pods, client.InNamespace(job.Namespace),
 		client.MatchingLabels{batchv1.ControllerUidLabel: string(job.UID)}); err != nil {
@@ -68,7 +68,7 @@ func (r *JobReconciler) recordFailure(ctx context.Context, job *batchv1.Job, now
 	}
 	rec := failureRecord(job, pods.Items, now)
 	if r.Logs == nil {
-		return &rec
+		return rec
 	}
 	ctx, cancel := context.WithTimeout(ctx, logsTimeout)
 	defer cancel()
@@ -78,7 +78,7 @@ func (r *JobReconciler) recordFailure(ctx context.Context, job *batchv1.Job, now
 			c.LogTail, c.LogError = logTail(r.Logs(ctx, job.Namespace, rec.Pods[i].Name, c.Name))
 		}
 	}
-	return &rec
+	return rec
 }
 
 // failureRecord is the record of a failed Job with its pods, deleted at

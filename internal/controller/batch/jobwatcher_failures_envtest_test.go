@@ -2,6 +2,8 @@ package batch_test
 
 import (
 	"context"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,4 +66,28 @@ func TestFailedJobLeavesARecord(t *testing.T) {
 	// failureRecords: 0 records nothing.
 	g.Expect(env.Update(w, func() { w.Spec.FailureRecords = i32(0) })).To(Succeed())
 	g.Eventually(status(w)).Should(HaveField("RecentFailures", BeEmpty()))
+}
+
+// A failed Job's record is in its watcher's status before the Job is
+// deleted: a manager that stops right after the delete (before its next
+// status write) loses no record. Found by test/faults (crash after every
+// write): the record used to live only in the stopped manager's memory.
+func TestFailureRecordSurvivesACrashRightAfterTheDelete(t *testing.T) {
+	g := testenv.NewG(t)
+	ns := env.Namespace(t)
+	crash := testenv.NewCrashPoint(1)
+	crash.Only = func(req *http.Request) bool {
+		return req.Method == http.MethodDelete && strings.Contains(req.URL.Path, "/jobs/")
+	}
+	_, stop := env.StartManagerWithConfig(t, crash.Config(env.Config), env.ManagerOptions())
+	w := jobWatcher(ns, "w", nil, i32(0))
+	env.Create(t, w)
+	job := createJob(t, newJob(ns, "etl"), batchv1.JobFailed, time.Now().Add(-time.Minute))
+
+	g.Eventually(crash.Crashed()).Should(BeClosed(), "the manager never deleted the Job")
+	stop()
+	g.Expect(env.Exists(job)()).To(BeFalse())
+
+	env.StartManager(t, env.ManagerOptions())
+	g.Eventually(status(w)).Should(HaveField("RecentFailures", ContainElement(HaveField("UID", job.UID))))
 }

@@ -33,6 +33,9 @@ type ledger struct {
 
 	mu      sync.Mutex
 	tallies map[types.UID]*tally
+	// unsaved holds, by Job UID, a channel closed once the failure record
+	// of that Job is in its watcher's status (see save).
+	unsaved map[types.UID]chan struct{}
 }
 
 // tally is one watcher's deletions: how many, and the failure records not
@@ -62,27 +65,88 @@ type deletions struct {
 }
 
 func newLedger() *ledger {
-	return &ledger{instance: string(uuid.NewUUID()), notify: make(chan event.GenericEvent, 1024), tallies: map[types.UID]*tally{}}
+	return &ledger{instance: string(uuid.NewUUID()), notify: make(chan event.GenericEvent, 1024), tallies: map[types.UID]*tally{},
+		unsaved: map[types.UID]chan struct{}{}}
 }
 
-// add counts one deletion by watcher, with the failure record of the Job if
-// any, keeps it for the watcher's next Event, and wakes its status
-// controller.
-func (l *ledger) add(ctx context.Context, watcher client.Object, job deletedJob, failure *deckhandbatchv1.FailureRecord) {
+// add counts one deletion by watcher, keeps it for the watcher's next
+// Event, and wakes its status controller.
+func (l *ledger) add(ctx context.Context, watcher client.Object, job deletedJob) {
 	l.mu.Lock()
+	t := l.tally(watcher)
+	t.n++
+	t.untold = append(t.untold, job)
+	l.mu.Unlock()
+	l.wake(ctx, watcher)
+}
+
+// save hands the failure record of a Job about to be deleted to the
+// watcher's status controller and returns once the watcher's status holds
+// it (or has pushed it out for newer ones): the record is written before
+// the Job is deleted, so that a manager that stops right after the delete
+// loses no record. A record whose Job then stays (it changed between the
+// last read and the delete) is the price; the Job is judged again.
+func (l *ledger) save(ctx context.Context, watcher client.Object, failure deckhandbatchv1.FailureRecord) error {
+	l.mu.Lock()
+	t := l.tally(watcher)
+	saved, ok := l.unsaved[failure.UID]
+	if !ok {
+		saved = make(chan struct{})
+		l.unsaved[failure.UID] = saved
+		// The newest records are the ones a status keeps.
+		t.failures = append(t.failures, failure)
+		if cut := len(t.failures) - deckhandbatchv1.MaxFailureRecords; cut > 0 {
+			l.settle(t.failures[:cut])
+			t.failures = t.failures[cut:]
+		}
+	}
+	l.mu.Unlock()
+	l.wake(ctx, watcher)
+	ctx, cancel := context.WithTimeout(ctx, saveTimeout)
+	defer cancel()
+	select {
+	case <-saved:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("the failure record of Job %s/%s is not in the status of %s yet: %w",
+			failure.Namespace, failure.Job, client.ObjectKeyFromObject(watcher), ctx.Err())
+	}
+}
+
+// saveTimeout bounds how long a deletion waits for its failure record to be
+// written: the status controller writes at most once per StatusInterval.
+const saveTimeout = 10 * StatusInterval
+
+// saved tells the waiting deletions that their records are in a status
+// the apiserver accepted: records is what the status controller wrote.
+func (l *ledger) saved(records []deckhandbatchv1.FailureRecord) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.settle(records)
+}
+
+// settle releases the deletions waiting for records. The caller holds l.mu.
+func (l *ledger) settle(records []deckhandbatchv1.FailureRecord) {
+	for _, f := range records {
+		if ch, ok := l.unsaved[f.UID]; ok {
+			close(ch)
+			delete(l.unsaved, f.UID)
+		}
+	}
+}
+
+// tally returns the watcher's tally, new if need be. The caller holds l.mu.
+func (l *ledger) tally(watcher client.Object) *tally {
 	t, ok := l.tallies[watcher.GetUID()]
 	if !ok {
 		t = &tally{key: client.ObjectKeyFromObject(watcher)}
 		l.tallies[watcher.GetUID()] = t
 	}
-	t.n++
-	t.untold = append(t.untold, job)
-	if failure != nil {
-		// The newest records are the ones a status keeps.
-		t.failures = append(t.failures, *failure)
-		t.failures = t.failures[max(0, len(t.failures)-deckhandbatchv1.MaxFailureRecords):]
-	}
-	l.mu.Unlock()
+	return t
+}
+
+// wake queues the watcher for its status controller.
+func (l *ledger) wake(ctx context.Context, watcher client.Object) {
 	select {
 	case l.notify <- event.GenericEvent{Object: watcher}:
 	case <-ctx.Done():
@@ -101,6 +165,7 @@ func (l *ledger) count(uid types.UID, shown []deckhandbatchv1.FailureRecord) del
 		t.failures = slices.DeleteFunc(t.failures, func(f deckhandbatchv1.FailureRecord) bool {
 			return slices.ContainsFunc(shown, sameJob(f))
 		})
+		l.settle(shown)
 		d.n, d.failures = t.n, slices.Clone(t.failures)
 	}
 	return d
@@ -124,7 +189,13 @@ func (l *ledger) tell(uid types.UID) []deletedJob {
 func (l *ledger) forget(key types.NamespacedName) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	maps.DeleteFunc(l.tallies, func(_ types.UID, t *tally) bool { return t.key == key })
+	maps.DeleteFunc(l.tallies, func(_ types.UID, t *tally) bool {
+		if t.key != key {
+			return false
+		}
+		l.settle(t.failures) // no status will hold them: do not keep their Jobs waiting
+		return true
+	})
 }
 
 // countDeleted returns deletedJobs and countedDeletions for a status

@@ -42,9 +42,9 @@ func TestCountDeleted(t *testing.T) {
 func TestLedgerForget(t *testing.T) {
 	l := newLedger()
 	a, b := jw("ns", "a", nil, nil).watcher, jw("ns", "b", nil, nil).watcher
-	l.add(t.Context(), a, deletedJob{name: "ns/1"}, nil)
-	l.add(t.Context(), a, deletedJob{name: "ns/2"}, nil)
-	l.add(t.Context(), b, deletedJob{name: "ns/3"}, nil)
+	l.add(t.Context(), a, deletedJob{name: "ns/1"})
+	l.add(t.Context(), a, deletedJob{name: "ns/2"})
+	l.add(t.Context(), b, deletedJob{name: "ns/3"})
 	if got, want := l.count(a.GetUID(), nil), (deletions{instance: l.instance, n: 2}); got.instance != want.instance || got.n != want.n || len(got.failures) != 0 {
 		t.Fatalf("count = %+v, want %+v", got, want)
 	}

@@ -82,10 +82,12 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	s := summarize(w.policy, policies, jobs, start)
 	expiredJobs.WithLabelValues(r.kind(), req.Namespace, req.Name).Set(float64(s.Expired))
-	want := computeStatus(*w.status, w.policy, s, r.deleted.count(w.obj.GetUID(), w.status.RecentFailures), start, r.Now())
+	deleted := r.deleted.count(w.obj.GetUID(), w.status.RecentFailures)
+	want := computeStatus(*w.status, w.policy, s, deleted, start, r.Now())
 	if err := r.status.Write(ctx, w.obj, w.status, want); err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing status of %s: %w", w.policy.key(), err)
 	}
+	r.deleted.saved(deleted.failures)
 	r.tellDeleted(w.obj, r.deleted.tell(w.obj.GetUID()))
 	if s.Next != nil {
 		return ctrl.Result{RequeueAfter: s.Next.Sub(start)}, nil

@@ -1,0 +1,86 @@
+//go:build faults
+
+package faults_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/deckhand-dev/deckhand/internal/testenv"
+)
+
+// The cache faults are real: a flaky watch from a resourceVersion is
+// either refused as too old or cut short.
+func TestFlakyWatchesBreakWatches(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	flaky := kubernetes.NewForConfigOrDie(testenv.FlakyWatches(env.Config, watchCut))
+	list, err := flaky.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refused, cut int
+	for range 2 {
+		w, err := flaky.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			refused++
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Nothing changes in ns: the stream ends only when it is cut (after
+		// an Error event saying why).
+		deadline := time.After(testenv.Timeout)
+	drain:
+		for {
+			select {
+			case _, open := <-w.ResultChan():
+				if !open {
+					cut++
+					break drain
+				}
+			case <-deadline:
+				t.Error("a flaky watch was not cut")
+				break drain
+			}
+		}
+		w.Stop()
+	}
+	if refused != 1 || cut != 1 {
+		t.Errorf("of 2 watches, %d were refused as too old and %d cut; want 1 and 1", refused, cut)
+	}
+}
+
+// A lagging watch delivers an event no sooner than the lag after the
+// change.
+func TestLaggingWatchesDelayEvents(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	lagging := kubernetes.NewForConfigOrDie(testenv.LaggingWatches(env.Config, cacheLag))
+	list, err := lagging.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := lagging.CoreV1().ConfigMaps(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	created := time.Now()
+	env.Create(t, newConfigMap(ns))
+	<-w.ResultChan()
+	if seen := time.Since(created); seen < cacheLag {
+		t.Errorf("the event arrived %s after the change, before the lag of %s", seen, cacheLag)
+	}
+}
+
+func newConfigMap(ns string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}}
+}
