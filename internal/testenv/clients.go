@@ -46,3 +46,19 @@ func (c *CountingReader) List(ctx context.Context, list client.ObjectList, opts 
 
 // Lists is how many Lists were made so far.
 func (c *CountingReader) Lists() int64 { return c.lists.Load() }
+
+// CountLists wraps c so that its Lists are counted: the returned reader
+// tells how many the client made.
+func CountLists(c client.Client) (client.Client, *CountingReader) {
+	reads := &CountingReader{Reader: c}
+	return countedLists{Client: c, reads: reads}, reads
+}
+
+type countedLists struct {
+	client.Client
+	reads *CountingReader
+}
+
+func (c countedLists) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return c.reads.List(ctx, list, opts...)
+}

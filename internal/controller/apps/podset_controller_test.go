@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -275,17 +274,6 @@ func TestPodSetCreatesNoExtraPodsWhenTheCacheLags(t *testing.T) {
 	g.Expect(podsOf(g, recreated)).To(HaveLen(2))
 }
 
-// countingLists counts the Lists made through it.
-type countingLists struct {
-	client.Client
-	lists atomic.Int32
-}
-
-func (c *countingLists) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	c.lists.Add(1)
-	return c.Client.List(ctx, list, opts...)
-}
-
 // While the cache has not shown a PodSet's own creations there is nothing to
 // act on: the syncs that each pod event of a large scale-up queues read no
 // pods (each would list and judge all of them).
@@ -295,7 +283,7 @@ func TestPodSetReadsNoPodsWhileItsCreationsAreOutstanding(t *testing.T) {
 	set := newPodSet(env.Namespace(t), "busy", 3)
 	env.Create(t, set)
 
-	c := &countingLists{Client: testenv.StaleLists(env.Client, &corev1.PodList{})}
+	c, reads := testenv.CountLists(testenv.StaleLists(env.Client, &corev1.PodList{}))
 	r := appscontroller.NewPodSetReconciler(c, &events.FakeRecorder{})
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(set)}
 	_, err := r.Reconcile(ctx, req)
@@ -303,13 +291,13 @@ func TestPodSetReadsNoPodsWhileItsCreationsAreOutstanding(t *testing.T) {
 	g.Expect(podsOf(g, set)).To(HaveLen(3))
 	g.Expect(get(g, set).Status.ObservedGeneration).To(Equal(get(g, set).Generation))
 
-	listed := c.lists.Load()
+	listed := reads.Lists()
 	for range 5 {
 		res, err := r.Reconcile(ctx, req)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(res.RequeueAfter).To(BeNumerically(">", 0), "a lost pod event must not leave it waiting forever")
 	}
-	g.Expect(c.lists.Load()).To(Equal(listed), "pods listed while the PodSet's own creations were outstanding")
+	g.Expect(reads.Lists()).To(Equal(listed), "pods listed while the PodSet's own creations were outstanding")
 }
 
 func TestPodSetStopsCreatingAtTheQuotaAndSaysSo(t *testing.T) {
