@@ -26,6 +26,9 @@ type Options struct {
 	MetricsCertDir string
 	// HealthProbeBindAddress serves /healthz and /readyz over plain HTTP.
 	HealthProbeBindAddress string
+	// PprofBindAddress serves Go's /debug/pprof/ endpoints over plain HTTP,
+	// unauthenticated; empty or "0" (the default) turns them off.
+	PprofBindAddress string
 
 	// LeaderElect makes only one replica reconcile at a time, coordinated
 	// through a Lease named LeaderElectionID.
@@ -114,6 +117,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"Directory with tls.crt and tls.key for the metrics server; empty generates a self-signed certificate.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081",
 		"Address the /healthz and /readyz probes bind to; \"0\" disables them.")
+	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", "",
+		"Address Go's profiling endpoints (/debug/pprof/) bind to, unauthenticated, for diagnosis; empty or \"0\" disables them. Bind to localhost and reach it with kubectl port-forward.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false,
 		"Elect a leader through a Lease so that only one replica reconciles at a time.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "",

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,6 +46,8 @@ type record[S any] struct {
 	uid             types.UID
 	resourceVersion string
 	status          S
+	// at is when WritePaced wrote it (zero for Write).
+	at time.Time
 }
 
 // NewWriter returns a Writer that writes through c's status subresource.
@@ -69,6 +72,45 @@ func (w *Writer[S]) Write(ctx context.Context, obj client.Object, current *S, wa
 		w.showConditions(key, &want)
 		return nil
 	}
+	return w.write(ctx, key, obj, current, want, time.Time{})
+}
+
+// WritePaced is Write for a status that changes with nearly every event of
+// a burst, as a PodSet's counts do while a thousand pods start: each write
+// costs the apiserver a patch and every watcher a copy of the whole object.
+// A change is written at once when it is the first, when urgent says so
+// (held is what the apiserver holds), or when interval has passed since
+// WritePaced last wrote the object's status; otherwise nothing is sent and
+// WritePaced returns how long is left, for the caller to look again then
+// with what is current then. now is the caller's clock.
+func (w *Writer[S]) WritePaced(ctx context.Context, obj client.Object, current *S, want S, now time.Time, interval time.Duration, urgent func(held, want *S) bool) (time.Duration, error) {
+	key := client.ObjectKeyFromObject(obj)
+	held := w.held(obj, *current)
+	if equality.Semantic.DeepEqual(held, want) {
+		w.showConditions(key, &want)
+		return 0, nil
+	}
+	if last := w.lastWritten(obj); !last.IsZero() && !urgent(&held, &want) {
+		if wait := last.Add(interval).Sub(now); wait > 0 {
+			return wait, nil
+		}
+	}
+	return 0, w.write(ctx, key, obj, current, want, now)
+}
+
+// lastWritten is when WritePaced last wrote obj's status, zero if never.
+func (w *Writer[S]) lastWritten(obj client.Object) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rec, ok := w.written[client.ObjectKeyFromObject(obj)]
+	if !ok || rec.uid != obj.GetUID() {
+		return time.Time{}
+	}
+	return rec.at
+}
+
+// write sends want as obj's status and remembers it, written at at.
+func (w *Writer[S]) write(ctx context.Context, key types.NamespacedName, obj client.Object, current *S, want S, at time.Time) error {
 	body, err := json.Marshal([]jsonPatchOp{{Op: "add", Path: "/status", Value: want}})
 	if err != nil {
 		return fmt.Errorf("encoding status: %w", err)
@@ -82,7 +124,7 @@ func (w *Writer[S]) Write(ctx context.Context, obj client.Object, current *S, wa
 	}
 	// obj, and with it *current, now holds what the apiserver answered.
 	w.mu.Lock()
-	w.written[key] = record[S]{uid: obj.GetUID(), resourceVersion: obj.GetResourceVersion(), status: *current}
+	w.written[key] = record[S]{uid: obj.GetUID(), resourceVersion: obj.GetResourceVersion(), status: *current, at: at}
 	w.mu.Unlock()
 	w.showConditions(key, current)
 	return nil

@@ -103,6 +103,41 @@ func TestWriteSendsNothingWhenNothingChanged(t *testing.T) {
 	g.Expect(c.patches).To(Equal(1))
 }
 
+// WritePaced writes the first change at once, holds back later ones until
+// the interval has passed (saying how long is left), writes an urgent one at
+// once, and never holds back the change the caller comes back with.
+func TestWritePacedHoldsBackChangesWithinTheInterval(t *testing.T) {
+	g := NewWithT(t)
+	set := newSet(t)
+	c := &patchCounter{Client: env.Client}
+	w := status.NewWriter[appsv1beta1.PodSetStatus](c)
+	const interval = time.Second
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	notUrgent := func(_, _ *appsv1beta1.PodSetStatus) bool { return false }
+	write := func(replicas int32, at time.Duration, urgent func(_, _ *appsv1beta1.PodSetStatus) bool) time.Duration {
+		wait, err := w.WritePaced(ctx, set, &set.Status, appsv1beta1.PodSetStatus{Replicas: replicas}, t0.Add(at), interval, urgent)
+		g.Expect(err).NotTo(HaveOccurred())
+		return wait
+	}
+
+	g.Expect(write(1, 0, notUrgent)).To(BeZero(), "the first change")
+	g.Expect(write(2, 300*time.Millisecond, notUrgent)).To(Equal(700*time.Millisecond), "within the interval")
+	g.Expect(write(3, 600*time.Millisecond, notUrgent)).To(Equal(400*time.Millisecond))
+	g.Expect(c.patches).To(Equal(1))
+	g.Expect(serverStatus(g, set).Replicas).To(Equal(int32(1)))
+
+	g.Expect(write(3, time.Second, notUrgent)).To(BeZero(), "the interval has passed")
+	g.Expect(serverStatus(g, set).Replicas).To(Equal(int32(3)))
+
+	urgent := func(held, want *appsv1beta1.PodSetStatus) bool { return held.Replicas == 3 && want.Replicas == 4 }
+	g.Expect(write(4, time.Second+time.Millisecond, urgent)).To(BeZero(), "an urgent change")
+	g.Expect(c.patches).To(Equal(3))
+	g.Expect(serverStatus(g, set).Replicas).To(Equal(int32(4)))
+
+	g.Expect(write(4, time.Second+2*time.Millisecond, notUrgent)).To(BeZero(), "nothing to write")
+	g.Expect(c.patches).To(Equal(3))
+}
+
 func TestWriteToADeletedObjectIsNoError(t *testing.T) {
 	g := NewWithT(t)
 	set := newSet(t)

@@ -66,13 +66,13 @@ func (r *PodSetReconciler) claimPods(ctx context.Context, set *appsv1beta1.PodSe
 // own pods.
 func (r *PodSetReconciler) orphansOf(ctx context.Context, set *appsv1beta1.PodSet) ([]*corev1.Pod, error) {
 	list := &corev1.PodList{}
-	if err := r.List(ctx, list, client.InNamespace(set.Namespace), client.MatchingLabels{appsv1beta1.PodSetLabel: set.Name}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.List(ctx, list, client.InNamespace(set.Namespace), client.MatchingFields{podOrphanIndex: set.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing pods that match PodSet %s: %w", client.ObjectKeyFromObject(set), err)
 	}
 	var out []*corev1.Pod
 	for i := range list.Items {
 		p := &list.Items[i]
-		if metav1.GetControllerOfNoCopy(p) == nil && p.DeletionTimestamp == nil {
+		if selects(set, p) && metav1.GetControllerOfNoCopy(p) == nil && p.DeletionTimestamp == nil {
 			out = append(out, p)
 		}
 	}

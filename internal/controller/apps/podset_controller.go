@@ -4,6 +4,8 @@ package apps
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,8 +34,14 @@ import (
 // and as the reporting controller of its Events.
 const ControllerName = "podset"
 
-// podOwnerIndex indexes pods by the UID of the PodSet that controls them.
-const podOwnerIndex = ".metadata.podSetControllerUID"
+// Pod indexes of the manager's cache. podOwnerIndex indexes pods by the UID
+// of the PodSet that controls them; podOrphanIndex indexes pods that have no
+// controller by the PodSet their labels select, so that finding orphans to
+// adopt reads only orphans, not every pod the set already has.
+const (
+	podOwnerIndex  = ".metadata.podSetControllerUID"
+	podOrphanIndex = ".metadata.podSetOrphanOf"
+)
 
 // Event reasons on a PodSet, as the ReplicaSet controller names them.
 const (
@@ -79,6 +88,14 @@ func Setup(mgr ctrl.Manager, _ setup.Options) error {
 		return nil
 	}); err != nil {
 		return fmt.Errorf("indexing pods by their PodSet: %w", err)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podOrphanIndex, func(o client.Object) []string {
+		if name, ok := o.GetLabels()[appsv1beta1.PodSetLabel]; ok && metav1.GetControllerOfNoCopy(o) == nil {
+			return []string{name}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing orphan pods by the PodSet they match: %w", err)
 	}
 	r := NewPodSetReconciler(mgr.GetClient(), mgr.GetEventRecorder(ControllerName))
 	r.APIReader = mgr.GetAPIReader()
@@ -143,10 +160,11 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	now := r.Now()
 	want := calculateStatus(set, pods, hash, synced, failure, metav1.NewTime(now))
-	if err := r.status.Write(ctx, set, &set.Status, want); err != nil {
+	paced, err := r.status.WritePaced(ctx, set, &set.Status, want, now, statusInterval, urgentStatus(set.Spec.Replicas))
+	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("PodSet %s: %w", req.NamespacedName, err)
 	}
-	return resultOf(failure, requeue, untilAvailable(pods, set.Spec.MinReadySeconds, now))
+	return resultOf(failure, requeue, untilAvailable(pods, set.Spec.MinReadySeconds, now), paced)
 }
 
 // resultOf says when to look at a PodSet again after a sync: at the
@@ -233,6 +251,13 @@ func (r *PodSetReconciler) podEventHandler() handler.Funcs {
 				// ReplicaSet controller counts it the same way.
 				r.expectations.deletionObserved(ref.UID, e.ObjectNew.GetName())
 			}
+			if progressOnly(e.ObjectOld, e.ObjectNew) {
+				// Scheduled, started, ready: a thousand starting pods send
+				// thousands of these, and each would be a sync of the whole
+				// set. Gathered, they make a few.
+				q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: e.ObjectNew.GetNamespace(), Name: ref.Name}}, progressDelay)
+				return
+			}
 			enqueue(q, e.ObjectNew, ref)
 		},
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -244,6 +269,24 @@ func (r *PodSetReconciler) podEventHandler() handler.Funcs {
 			enqueue(q, e.Object, ref)
 		},
 	}
+}
+
+// progressDelay is how long a PodSet's sync waits after a pod of it made
+// progress (progressOnly), so that the progress of many pods is handled in
+// one sync.
+const progressDelay = 250 * time.Millisecond
+
+// progressOnly says whether an update of a pod its PodSet still controls
+// only moves it along its way (scheduled, started, ready), which changes the
+// set's counts and nothing it must act on at once: the pod is not being
+// deleted, has not finished (it would be replaced), and its labels (the
+// selector, the template hash) and owners are as they were.
+func progressOnly(old, cur client.Object) bool {
+	oldPod, ok1 := old.(*corev1.Pod)
+	pod, ok2 := cur.(*corev1.Pod)
+	return ok1 && ok2 && pod.DeletionTimestamp == nil && !isFinished(pod) &&
+		maps.Equal(oldPod.Labels, pod.Labels) &&
+		slices.EqualFunc(oldPod.OwnerReferences, pod.OwnerReferences, func(a, b metav1.OwnerReference) bool { return a.UID == b.UID && ptr.Deref(a.Controller, false) == ptr.Deref(b.Controller, false) })
 }
 
 // enqueueAdopter queues the PodSet that would adopt pod, an orphan that

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -557,6 +558,49 @@ func TestPodSetStatusIsWrittenWhenAStaleCopyLooksEqual(t *testing.T) {
 	_, err = r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(get(g, set).Status).To(Equal(stale.Status), "status stuck at what the apiserver held")
+}
+
+// While pods start, the counts change with nearly every pod event; a
+// status names every pod, so writing each change would send the apiserver
+// a large patch per event. Changes that only count are written at most once
+// a second (and surely then); changes a user waits on at once.
+func TestPodSetPacesStatusWritesWhilePodsChange(t *testing.T) {
+	g := testenv.NewG(t)
+	ctx := context.Background()
+	set := newPodSet(env.Namespace(t), "paced", 3)
+	env.Create(t, set)
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(set)}
+	now := time.Now()
+	r := appscontroller.NewPodSetReconciler(withoutIndexes{env.Client}, &events.FakeRecorder{})
+	r.Now = func() time.Time { return now }
+	sync := func() ctrl.Result {
+		res, err := r.Reconcile(ctx, req)
+		g.Expect(err).NotTo(HaveOccurred())
+		return res
+	}
+
+	sync()                              // creates the pods
+	r.CacheCaughtUp(req.NamespacedName) // its pod reads are uncached
+	sync()                              // all exist: waiting for ready, a new reason, written at once
+	pods := podsOf(g, set)
+	g.Expect(get(g, set).Status.Replicas).To(BeEquivalentTo(3))
+
+	now = now.Add(100 * time.Millisecond)
+	markReady(t, pods[0])
+	res := sync()
+	g.Expect(get(g, set).Status.ReadyReplicas).To(BeZero(), "a count written within a second of the last write")
+	g.Expect(res.RequeueAfter).To(BeNumerically("~", 900*time.Millisecond, time.Millisecond), "it must come back to write it")
+
+	now = now.Add(time.Second)
+	sync()
+	g.Expect(get(g, set).Status.ReadyReplicas).To(BeEquivalentTo(1), "the held-back count, once the second has passed")
+
+	now = now.Add(100 * time.Millisecond)
+	markReady(t, pods[1:]...)
+	sync()
+	st := get(g, set).Status
+	g.Expect(st.ReadyReplicas).To(BeEquivalentTo(3), "a settled set is written at once")
+	g.Expect(st.Conditions).To(testenv.HaveCondition(appsv1beta1.ConditionProgressing, metav1.ConditionFalse, appsv1beta1.ReasonUpToDate))
 }
 
 func TestPodSetReplacesFinishedPodsWithBackoffAndSaysWhy(t *testing.T) {

@@ -3,6 +3,7 @@ package apps
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -86,4 +87,26 @@ func calculateStatus(set *appsv1beta1.PodSet, pods []*corev1.Pod, hash string, s
 		meta.RemoveStatusCondition(&st.Conditions, appsv1beta1.ConditionReplicaFailure)
 	}
 	return st
+}
+
+// statusInterval paces a PodSet's status writes while its pods change: a
+// status names every pod, so each write of a thousand-pod set costs the
+// apiserver a large patch and every watcher a large copy, and a scale-up
+// changes the counts with nearly every pod event. Changes a user waits on
+// are written at once (urgentStatus); counts in between at most once per
+// interval.
+const statusInterval = time.Second
+
+// urgentStatus says whether a change of a status of a PodSet of size pods
+// is written at once rather than paced: a new observedGeneration, a
+// condition whose status or reason changed (a message only counts pods), or
+// a set that has settled, every pod there, ready and available.
+func urgentStatus(size int32) func(held, want *appsv1beta1.PodSetStatus) bool {
+	return func(held, want *appsv1beta1.PodSetStatus) bool {
+		return held.ObservedGeneration != want.ObservedGeneration ||
+			!slices.EqualFunc(held.Conditions, want.Conditions, func(a, b metav1.Condition) bool {
+				return a.Type == b.Type && a.Status == b.Status && a.Reason == b.Reason
+			}) ||
+			want.Replicas == size && want.UpdatedReplicas == size && want.AvailableReplicas == size && want.TerminatingReplicas == 0
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 )
@@ -197,4 +198,37 @@ func equalSets(a, b *appsv1beta1.PodSet) bool {
 
 func equalStatus(a, b appsv1beta1.PodSetStatus) bool {
 	return equality.Semantic.DeepEqual(a, b)
+}
+
+func TestProgressOnly(t *testing.T) {
+	ref := metav1.OwnerReference{APIVersion: "apps.deckhand.dev/v1beta1", Kind: "PodSet", Name: "s", UID: "set", Controller: ptr.To(true)}
+	base := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{appsv1beta1.PodSetLabel: "s"}, OwnerReferences: []metav1.OwnerReference{ref}}}
+	changed := func(f func(p *corev1.Pod)) *corev1.Pod {
+		p := base.DeepCopy()
+		f(p)
+		return p
+	}
+	for name, tc := range map[string]struct {
+		cur  *corev1.Pod
+		want bool
+	}{
+		"scheduled": {changed(func(p *corev1.Pod) { p.Spec.NodeName = "n" }), true},
+		"running and ready": {changed(func(p *corev1.Pod) {
+			p.Status.Phase = corev1.PodRunning
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		}), true},
+		"being deleted":  {changed(func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{} }), false},
+		"succeeded":      {changed(func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }), false},
+		"failed":         {changed(func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }), false},
+		"relabelled":     {changed(func(p *corev1.Pod) { p.Labels[appsv1beta1.PodSetLabel] = "other" }), false},
+		"label added":    {changed(func(p *corev1.Pod) { p.Labels["pulled"] = "true" }), false},
+		"released":       {changed(func(p *corev1.Pod) { p.OwnerReferences = nil }), false},
+		"owner replaced": {changed(func(p *corev1.Pod) { p.OwnerReferences[0].UID = "other" }), false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := progressOnly(base, tc.cur); got != tc.want {
+				t.Errorf("progressOnly = %v, want %v", got, tc.want)
+			}
+		})
+	}
 }
