@@ -122,7 +122,7 @@ func TestWritePacedHoldsBackChangesWithinTheInterval(t *testing.T) {
 
 	g.Expect(write(1, 0, notUrgent)).To(BeZero(), "the first change")
 	g.Expect(write(2, 300*time.Millisecond, notUrgent)).To(Equal(700*time.Millisecond), "within the interval")
-	g.Expect(write(3, 600*time.Millisecond, notUrgent)).To(Equal(400*time.Millisecond))
+	g.Expect(write(3, 600*time.Millisecond, notUrgent)).To(Equal(400 * time.Millisecond))
 	g.Expect(c.patches).To(Equal(1))
 	g.Expect(serverStatus(g, set).Replicas).To(Equal(int32(1)))
 

@@ -286,7 +286,9 @@ func progressOnly(old, cur client.Object) bool {
 	pod, ok2 := cur.(*corev1.Pod)
 	return ok1 && ok2 && pod.DeletionTimestamp == nil && !isFinished(pod) &&
 		maps.Equal(oldPod.Labels, pod.Labels) &&
-		slices.EqualFunc(oldPod.OwnerReferences, pod.OwnerReferences, func(a, b metav1.OwnerReference) bool { return a.UID == b.UID && ptr.Deref(a.Controller, false) == ptr.Deref(b.Controller, false) })
+		slices.EqualFunc(oldPod.OwnerReferences, pod.OwnerReferences, func(a, b metav1.OwnerReference) bool {
+			return a.UID == b.UID && ptr.Deref(a.Controller, false) == ptr.Deref(b.Controller, false)
+		})
 }
 
 // enqueueAdopter queues the PodSet that would adopt pod, an orphan that
