@@ -15,6 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -160,6 +161,15 @@ type jsonPatchOp struct {
 	Op    string `json:"op"`
 	Path  string `json:"path"`
 	Value any    `json:"value"`
+}
+
+// ConditionsChanged says whether two sets of conditions differ in what a
+// user or an alert acts on: a condition's type, status or reason. Messages,
+// which often only count, and times do not count.
+func ConditionsChanged(a, b []metav1.Condition) bool {
+	return !slices.EqualFunc(a, b, func(x, y metav1.Condition) bool {
+		return x.Type == y.Type && x.Status == y.Status && x.Reason == y.Reason
+	})
 }
 
 // SetCondition sets c in conds, replacing the condition of the same type.

@@ -104,9 +104,7 @@ const statusInterval = time.Second
 func urgentStatus(size int32) func(held, want *appsv1beta1.PodSetStatus) bool {
 	return func(held, want *appsv1beta1.PodSetStatus) bool {
 		return held.ObservedGeneration != want.ObservedGeneration ||
-			!slices.EqualFunc(held.Conditions, want.Conditions, func(a, b metav1.Condition) bool {
-				return a.Type == b.Type && a.Status == b.Status && a.Reason == b.Reason
-			}) ||
+			status.ConditionsChanged(held.Conditions, want.Conditions) ||
 			want.Replicas == size && want.UpdatedReplicas == size && want.AvailableReplicas == size && want.TerminatingReplicas == 0
 	}
 }

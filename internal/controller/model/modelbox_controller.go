@@ -139,13 +139,15 @@ func (r *ModelBoxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if apierrors.IsConflict(syncErr) {
 		shown = nil
 	}
-	want := statusFor(box, obs, shown, metav1.NewTime(r.Now()))
-	if err := r.status.Write(ctx, box, &box.Status, want); err != nil {
+	now := r.Now()
+	want := statusFor(box, obs, shown, metav1.NewTime(now))
+	paced, err := r.status.WritePaced(ctx, box, &box.Status, want, now, statusInterval, urgentStatus)
+	if err != nil {
 		return ctrl.Result{}, errors.Join(syncErr, fmt.Errorf("ModelBox %s: %w", req.NamespacedName, err))
 	}
 	// Refusals are retried with backoff too, not made terminal: some (a
 	// node port another Service holds) clear up without any change we watch.
-	return ctrl.Result{}, syncErr
+	return ctrl.Result{RequeueAfter: paced}, syncErr
 }
 
 // forget drops what the controller keeps about a ModelBox that is gone.

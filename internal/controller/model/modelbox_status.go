@@ -2,9 +2,11 @@ package model
 
 import (
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
@@ -125,4 +127,29 @@ func truncate(s string) string {
 		return s
 	}
 	return s[:maxMessage-3] + "..."
+}
+
+// statusInterval paces a ModelBox's status writes while its Deployment
+// rolls out: each of the Deployment's own status updates (replicas created,
+// updated, ready, available) would otherwise be a write, several for each
+// ModelBox created. Changes a user waits on are written at once
+// (urgentStatus); counts in between at most once per interval.
+const statusInterval = time.Second
+
+// urgentStatus says whether a ModelBox status change is written at once
+// rather than paced: anything but the replica counts changed (the
+// generation, the Service, a condition's status or reason: Available turning
+// True, say), or the rollout has settled, every replica updated, ready and
+// available.
+func urgentStatus(held, want *modelv1.ModelBoxStatus) bool {
+	return status.ConditionsChanged(held.Conditions, want.Conditions) ||
+		!equality.Semantic.DeepEqual(withoutCounts(*held), withoutCounts(*want)) ||
+		want.UpdatedReplicas == want.Replicas && want.ReadyReplicas == want.Replicas && want.AvailableReplicas == want.Replicas
+}
+
+// withoutCounts is st without its replica counts and conditions.
+func withoutCounts(st modelv1.ModelBoxStatus) modelv1.ModelBoxStatus {
+	st.Replicas, st.ReadyReplicas, st.UpdatedReplicas, st.AvailableReplicas = 0, 0, 0, 0
+	st.Conditions = nil
+	return st
 }

@@ -2,6 +2,7 @@ package model
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -110,4 +111,33 @@ func TestStatusFor(t *testing.T) {
 			t.Errorf("status differs (-want +got):\n%s", cmp.Diff(want, third))
 		}
 	})
+}
+
+func TestUrgentStatus(t *testing.T) {
+	available := metav1.Condition{Type: modelv1.ConditionAvailable, Status: metav1.ConditionFalse, Reason: modelv1.ReasonReplicasUnavailable, Message: "0 of 3 available"}
+	held := modelv1.ModelBoxStatus{ObservedGeneration: 2, Replicas: 3, ServiceName: "m", Conditions: []metav1.Condition{available}}
+	changed := func(f func(st *modelv1.ModelBoxStatus)) modelv1.ModelBoxStatus {
+		st := held
+		st.Conditions = slices.Clone(held.Conditions)
+		f(&st)
+		return st
+	}
+	for name, tc := range map[string]struct {
+		want   modelv1.ModelBoxStatus
+		urgent bool
+	}{
+		"a replica ready":         {changed(func(st *modelv1.ModelBoxStatus) { st.ReadyReplicas = 1; st.UpdatedReplicas = 3 }), false},
+		"only a message":          {changed(func(st *modelv1.ModelBoxStatus) { st.Conditions[0].Message = "1 of 3 available" }), false},
+		"a condition's reason":    {changed(func(st *modelv1.ModelBoxStatus) { st.Conditions[0].Reason = modelv1.ReasonDeploymentMissing }), true},
+		"a condition's status":    {changed(func(st *modelv1.ModelBoxStatus) { st.Conditions[0].Status = metav1.ConditionTrue }), true},
+		"a new generation":        {changed(func(st *modelv1.ModelBoxStatus) { st.ObservedGeneration = 3 }), true},
+		"the Service's address":   {changed(func(st *modelv1.ModelBoxStatus) { st.ClusterIP = "10.0.0.1" }), true},
+		"every replica available": {changed(func(st *modelv1.ModelBoxStatus) { st.ReadyReplicas, st.UpdatedReplicas, st.AvailableReplicas = 3, 3, 3 }), true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := urgentStatus(&held, &tc.want); got != tc.urgent {
+				t.Errorf("urgentStatus = %v, want %v", got, tc.urgent)
+			}
+		})
+	}
 }
