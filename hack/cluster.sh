@@ -197,6 +197,13 @@ kill_component() {
     echo "cluster $name: $c (pid $pid) still there 30 s after SIGKILL" >&2
     exit 1
   done
+  # A kwok controller started again would leave the kwok nodes alone until
+  # the killed one's node Leases expire (200 s); it takes them over at once
+  # when they are gone.
+  if [ "$c" = kwok-controller ]; then
+    kubectl get nodes -l type=kwok -o name | sed 's|^node/||' |
+      xargs -r "$bin/kubectl" --kubeconfig "$kubeconfig" delete lease -n kube-node-lease --ignore-not-found >/dev/null
+  fi
 }
 
 # start_components starts what is not running (kwokctl start leaves running
