@@ -32,6 +32,9 @@ const (
 	// lostLog is what controller-runtime logs when the leader could not
 	// renew its Lease; the manager then exits.
 	lostLog = "leader election lost"
+	// workersLog is what controller-runtime logs when a controller starts
+	// reconciling.
+	workersLog = `"Starting workers"`
 	// restartRenewDeadline is how long a manager whose apiserver restarts
 	// keeps trying to renew its Lease.
 	restartRenewDeadline = 60 * time.Second
@@ -131,6 +134,11 @@ func RunFailover(t *testing.T, c *cluster.Cluster, f Failover) Result {
 	leader := c.RunManager(t, managerFlags(ps.ns, true)...)
 	waitLog(t, leader, electedLog, 2*time.Minute)
 	standby := c.RunManager(t, managerFlags(ps.ns, !f.SplitBrain)...)
+	if f.SplitBrain {
+		// Ready is not reconciling yet: a PodSet made before both
+		// reconcile is all made by one.
+		waitLog(t, standby, workersLog, 2*time.Minute)
+	}
 	ps.start(t)
 	if f.SplitBrain {
 		ps.converge(t, standby)
