@@ -95,11 +95,13 @@ func RunRestart(t *testing.T, c *cluster.Cluster, r Restart) Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps.converge(t, m)
-	recovery := time.Since(killed.Add(outage)) // from the apiserver's return
+	converged := "did not converge"
+	if ps.converge(t, m) {
+		converged = fmt.Sprintf("converged %s later", time.Since(killed.Add(outage)).Round(100*time.Millisecond))
+	}
 	checkAlive(ps.obs, m)
-	res.Violations, res.Figures = ps.finish(t, fmt.Sprintf("killed at %d of %d pods; the apiserver was ready again %s after the kill; converged %s later",
-		killedAt, r.Size, outage.Round(100*time.Millisecond), recovery.Round(100*time.Millisecond)))
+	res.Violations, res.Figures = ps.finish(t, fmt.Sprintf("killed at %d of %d pods; the apiserver was ready again %s after the kill; %s",
+		killedAt, r.Size, outage.Round(100*time.Millisecond), converged))
 	res.Took = time.Since(began)
 	return res
 }
@@ -156,11 +158,13 @@ func RunFailover(t *testing.T, c *cluster.Cluster, f Failover) Result {
 	<-leader.Done()
 	waitLog(t, standby, electedLog, 2*time.Minute)
 	takeover := time.Since(killed)
-	ps.converge(t, standby)
-	converged := time.Since(killed)
+	converged := "did not converge"
+	if ps.converge(t, standby) {
+		converged = fmt.Sprintf("converged %s after the kill", time.Since(killed).Round(100*time.Millisecond))
+	}
 	checkAlive(ps.obs, standby)
-	res.Violations, res.Figures = ps.finish(t, fmt.Sprintf("leader killed at %d of %d pods; the other took over %s after the kill; converged %s after the kill",
-		killedAt, f.Size, takeover.Round(100*time.Millisecond), converged.Round(100*time.Millisecond)))
+	res.Violations, res.Figures = ps.finish(t, fmt.Sprintf("leader killed at %d of %d pods; the other took over %s after the kill; %s",
+		killedAt, f.Size, takeover.Round(100*time.Millisecond), converged))
 	res.Took = time.Since(began)
 	return res
 }
@@ -235,17 +239,19 @@ func (ps *podSet) start(t *testing.T) {
 	must(t, ps.c.Client.Patch(ctx, set, patch))
 }
 
-// converge waits for the end state, reached by m; not reaching it is a
-// violation.
-func (ps *podSet) converge(t *testing.T, m *cluster.Process) {
+// converge waits for the end state, reached by m, and reports whether it
+// was; not reaching it is a violation.
+func (ps *podSet) converge(t *testing.T, m *cluster.Process) bool {
 	image := oldImage
 	if ps.rollout {
 		image = newImage
 	}
 	if err := ps.waitSettled(image, m); err != nil {
-		ps.obs.violate(CheckConverges, "after %s: %v", settleTimeout, err)
+		ps.obs.violate(CheckConverges, "%v", err)
 		t.Logf("not converged: %v", err)
+		return false
 	}
+	return true
 }
 
 // waitSettled waits until settled, or until m (if any) exits.
@@ -253,8 +259,11 @@ func (ps *podSet) waitSettled(image string, m *cluster.Process) error {
 	deadline := time.Now().Add(settleTimeout)
 	for {
 		err := ps.settled(image)
-		if err == nil || time.Now().After(deadline) {
-			return err
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("after %s: %w", settleTimeout, err)
 		}
 		if m != nil && m.Exited() {
 			return fmt.Errorf("the manager exited: %w", err)
