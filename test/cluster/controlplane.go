@@ -17,7 +17,7 @@ const (
 // KillComponent kills one of the cluster's control-plane processes with
 // SIGKILL, as a crash would, and returns once it is gone.
 func (c *Cluster) KillComponent(component string) error {
-	if out, err := c.script("cluster.sh", "kill", c.Name, c.Kubeconfig, component); err != nil {
+	if out, err := c.clusterScript("kill", c.Name, c.Kubeconfig, component); err != nil {
 		return fmt.Errorf("killing %s: %w\n%s", component, err, out)
 	}
 	return nil
@@ -27,7 +27,7 @@ func (c *Cluster) KillComponent(component string) error {
 // with the arguments the cluster was created with, and returns once the
 // apiserver is ready.
 func (c *Cluster) StartComponents() error {
-	if out, err := c.script("cluster.sh", "start", c.Name, c.Kubeconfig); err != nil {
+	if out, err := c.clusterScript("start", c.Name, c.Kubeconfig); err != nil {
 		return fmt.Errorf("starting the control plane: %w\n%s", err, out)
 	}
 	return nil

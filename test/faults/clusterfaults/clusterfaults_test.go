@@ -40,7 +40,8 @@ func selected(name string) bool {
 // rollout's surge. No cluster is started when $FAULTS_SCENARIO selects
 // nothing here.
 func TestMain(m *testing.M) {
-	names := []string{failoverName}
+	names := make([]string, 0, 1+len(restarts))
+	names = append(names, failoverName)
 	for _, r := range restarts {
 		names = append(names, restartName(r))
 	}
