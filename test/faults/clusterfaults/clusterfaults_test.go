@@ -18,6 +18,8 @@ var c *cluster.Cluster
 // The full runs (make test-faults); test/e2e runs smaller ones.
 var (
 	restarts = []clusterfaults.Restart{
+		{Size: 200, At: 20},
+		{Size: 200, Rollout: true, At: 20},
 		{Component: cluster.Apiserver, Size: 200, At: 20},
 		{Component: cluster.Apiserver, Size: 200, Rollout: true, At: 20},
 		{Component: cluster.Etcd, Size: 200, At: 20},
@@ -26,7 +28,12 @@ var (
 	failover = clusterfaults.Failover{Size: 300, At: 50}
 )
 
-func restartName(r clusterfaults.Restart) string { return r.Name() + ", " + r.Component + " restarted" }
+func restartName(r clusterfaults.Restart) string {
+	if r.Component == "" {
+		return r.Name() + ", baseline"
+	}
+	return r.Name() + ", " + r.Component + " restarted"
+}
 
 const failoverName = "PodSet scale up 0→300, leader failover"
 

@@ -53,7 +53,8 @@ type Result struct {
 
 // Restart kills a control-plane process mid-change and starts it again.
 type Restart struct {
-	// Component is cluster.Apiserver or cluster.Etcd.
+	// Component is cluster.Apiserver or cluster.Etcd; empty kills
+	// nothing: the baseline.
 	Component string
 	// Size is the PodSet's size: a scale 0→Size, or, with Rollout, a
 	// rollout of Size pods (a new image, maxSurge Size/10, maxUnavailable
@@ -84,6 +85,9 @@ func (r Restart) Name() string {
 func RunRestart(t *testing.T, c *cluster.Cluster, r Restart) Result {
 	began := time.Now()
 	res := Result{Scenario: r.Name(), Faults: r.Component + " killed (SIGKILL) mid-change and restarted", Kills: 1}
+	if r.Component == "" {
+		res.Faults, res.Kills = "none (the baseline for the restarts' times)", 0
+	}
 	ps := newPodSet(t, c, r.Size, r.Rollout)
 	m := c.RunManager(t, append(managerFlags(ps.ns, true),
 		"--leader-elect-renew-deadline", restartRenewDeadline.String(), "--leader-elect-lease-duration", (restartRenewDeadline+5*time.Second).String())...)
@@ -91,17 +95,23 @@ func RunRestart(t *testing.T, c *cluster.Cluster, r Restart) Result {
 	waitReached(t, ps.obs, r.At)
 	killedAt := ps.obs.runningNow()
 	killed := time.Now()
-	outage, err := c.RestartComponent(r.Component, 0)
-	if err != nil {
-		t.Fatal(err)
+	var outage time.Duration
+	if r.Component != "" {
+		var err error
+		if outage, err = c.RestartComponent(r.Component, 0); err != nil {
+			t.Fatal(err)
+		}
 	}
 	converged := "did not converge"
 	if ps.converge(t, m) {
 		converged = fmt.Sprintf("converged %s later", time.Since(killed.Add(outage)).Round(100*time.Millisecond))
 	}
 	checkAlive(ps.obs, m)
-	res.Violations, res.Figures = ps.finish(t, fmt.Sprintf("killed at %d of %d pods; the apiserver was ready again %s after the kill; %s",
-		killedAt, r.Size, outage.Round(100*time.Millisecond), converged))
+	fault := fmt.Sprintf("killed at %d of %d pods; the apiserver was ready again %s after the kill", killedAt, r.Size, outage.Round(100*time.Millisecond))
+	if r.Component == "" {
+		fault = fmt.Sprintf("no fault; %d of %d pods ran", killedAt, r.Size)
+	}
+	res.Violations, res.Figures = ps.finish(t, fault+"; "+converged)
 	res.Took = time.Since(began)
 	return res
 }
