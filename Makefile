@@ -85,10 +85,13 @@ test-unit: k8s-tools manifests generate test-rules ## Unit tests and integration
 	go test ./test/faults/... -tags faults -short -count=1
 
 .PHONY: test-faults
-test-faults: k8s-tools manifests generate ## Fault injection against envtest: crash each controller after every write in turn, check invariants; prints a table (minutes; FAULTS_SCENARIO=substring runs less).
+test-faults: k8s-tools manifests generate build build-installer ## Fault injection: crash each controller after every write in turn (envtest), restart the apiserver and etcd and kill the leader (a local cluster it starts and removes); check invariants; prints the tables (minutes; FAULTS_SCENARIO=substring runs less).
 	@mkdir -p $(LOCALBIN)/faults
+	@rm -f $(LOCALBIN)/faults/table.txt $(LOCALBIN)/faults/cluster-table.txt
 	FAULTS_TABLE=$(LOCALBIN)/faults/table.txt go test ./test/faults/... -tags faults -count=1 -timeout 60m -run '^TestFaults$$' || { cat $(LOCALBIN)/faults/table.txt 2>/dev/null; exit 1; }
-	@cat $(LOCALBIN)/faults/table.txt
+	DECKHAND_REAL_NODE=false DECKHAND_BIN=$(LOCALBIN)/deckhand FAULTS_CLUSTER_TABLE=$(LOCALBIN)/faults/cluster-table.txt \
+		go test ./test/faults/clusterfaults -tags e2e,clusterfaults -count=1 -timeout 30m -run '^(TestClusterFaults|TestSplitBrainIsCaught)$$' || { cat $(LOCALBIN)/faults/table.txt $(LOCALBIN)/faults/cluster-table.txt 2>/dev/null; exit 1; }
+	@cat $(LOCALBIN)/faults/table.txt; echo; cat $(LOCALBIN)/faults/cluster-table.txt
 
 .PHONY: test-rules
 test-rules: $(PROMTOOL) ## Check the alert rules (config/prometheus/alerts.yaml) and run their unit tests with the pinned promtool.

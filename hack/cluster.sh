@@ -7,6 +7,12 @@
 #
 #   hack/cluster.sh up   NAME KUBECONFIG [NODES]   start (harmless if running)
 #   hack/cluster.sh down NAME KUBECONFIG           remove
+#   hack/cluster.sh kill NAME KUBECONFIG COMPONENT stop one component with
+#                                                  SIGKILL, as a crash would
+#                                                  (etcd, kube-apiserver, ...)
+#   hack/cluster.sh start NAME KUBECONFIG          start the components that
+#                                                  are not running, wait for
+#                                                  the apiserver's /readyz
 #
 # Clusters live under $KWOK_WORKDIR (default bin/kwok).
 set -euo pipefail
@@ -16,7 +22,7 @@ export KWOK_WORKDIR=${KWOK_WORKDIR:-$root/bin/kwok}
 export KWOK_KUBE_VERSION=v1.37.1
 export KWOK_KUBECTL_BINARY=$bin/kubectl
 
-cmd=${1:?usage: cluster.sh up|down NAME KUBECONFIG [NODES]}
+cmd=${1:?usage: cluster.sh up|down|kill|start NAME KUBECONFIG [NODES|COMPONENT]}
 name=${2:?cluster name}
 kubeconfig=${3:?kubeconfig path}
 nodes=${4:-3}
@@ -29,7 +35,10 @@ kubectl() { "$bin/kubectl" --kubeconfig "$kubeconfig" "$@"; }
 # free_port prints a random port in 20000-32000 that nothing listens on.
 # kwokctl's own choice starts at 32767 and counts down, so clusters made at
 # the same moment by other users of the machine (parallel test runs) would
-# pick the same ports.
+# pick the same ports. Every port is chosen here, also the apiserver's and
+# etcd's peer port: a component restarted by a test (kill, start) must find
+# its port free, and kwokctl's countdown would have handed it to the next
+# cluster made meanwhile.
 free_port() {
   local p
   while :; do
@@ -60,6 +69,7 @@ up() {
       --etcd-binary "$bin/etcd" \
       --kubeconfig "$contexts" \
       --disable-qps-limits \
+      --kube-apiserver-port "$(free_port)" \
       --etcd-port "$(free_port)" \
       --kube-controller-manager-port "$(free_port)" \
       --kube-scheduler-port "$(free_port)" \
@@ -138,6 +148,7 @@ apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokctlConfiguration
 options:
   kubeApiserverCertSANs: ["10.96.0.1"]
+  etcdPeerPort: $(free_port)
 componentsPatches:
   - name: kwok-controller
     extraArgs:
@@ -168,8 +179,51 @@ down() {
   rm -f "$kubeconfig"
 }
 
+# kill_component COMPONENT kills the component with SIGKILL (no graceful
+# shutdown: a crash) and waits until its process is gone, reaped included:
+# kwokctl start takes a zombie for a running component and would not start
+# it again. The fault tests (test/faults/clusterfaults) restart the control
+# plane this way.
+kill_component() {
+  local c=${1:?component} pids pid i
+  pids=$(pgrep -f -- "$KWOK_WORKDIR/clusters/$name/bin/$c " || true)
+  [ -n "$pids" ] || { echo "cluster $name: $c is not running" >&2; exit 1; }
+  kill -KILL $pids
+  for pid in $pids; do
+    for i in $(seq 1 300); do
+      [ -e "/proc/$pid" ] || continue 2
+      sleep 0.1
+    done
+    echo "cluster $name: $c (pid $pid) still there 30 s after SIGKILL" >&2
+    exit 1
+  done
+  # A kwok controller started again would leave the kwok nodes alone until
+  # the killed one's node Leases expire (200 s); it takes them over at once
+  # when they are gone.
+  if [ "$c" = kwok-controller ]; then
+    kubectl get nodes -l type=kwok -o name | sed 's|^node/||' |
+      xargs -r "$bin/kubectl" --kubeconfig "$kubeconfig" delete lease -n kube-node-lease --ignore-not-found >/dev/null
+  fi
+}
+
+# start_components starts what is not running (kwokctl start leaves running
+# components alone) with the arguments kwokctl created them with, and waits
+# until the apiserver is ready.
+start_components() {
+  kwokctl start cluster --wait 2m >/dev/null
+  local i
+  for i in $(seq 1 600); do
+    kubectl get --raw /readyz >/dev/null 2>&1 && return 0
+    sleep 0.2
+  done
+  echo "cluster $name: apiserver not ready 2 minutes after start; logs: $KWOK_WORKDIR/clusters/$name/logs" >&2
+  exit 1
+}
+
 case "$cmd" in
   up) up ;;
   down) down ;;
+  kill) kill_component "${4:-}" ;;
+  start) start_components ;;
   *) echo "unknown command $cmd" >&2; exit 2 ;;
 esac

@@ -148,7 +148,7 @@ func StartWithInstall(name string, nodes int, install func(*Cluster) error) (*Cl
 		return nil, err
 	}
 	c := &Cluster{Name: name, root: root, Kubeconfig: filepath.Join(root, "bin", "e2e", name+".kubeconfig")}
-	if out, err := c.script("cluster.sh", "up", name, c.Kubeconfig, fmt.Sprint(nodes)); err != nil {
+	if out, err := c.clusterScript("up", name, c.Kubeconfig, fmt.Sprint(nodes)); err != nil {
 		return nil, errors.Join(fmt.Errorf("starting cluster: %w\n%s", err, out), c.Stop())
 	}
 	if c.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
@@ -176,7 +176,7 @@ func StartWithInstall(name string, nodes int, install func(*Cluster) error) (*Cl
 // Stop removes the cluster, with its real node's kubelet, containerd,
 // containers and their state.
 func (c *Cluster) Stop() error {
-	out, err := c.script("cluster.sh", "down", c.Name, c.Kubeconfig)
+	out, err := c.clusterScript("down", c.Name, c.Kubeconfig)
 	if err != nil {
 		return fmt.Errorf("%w\n%s", err, out)
 	}
@@ -265,8 +265,9 @@ func established(crd unstructured.Unstructured) bool {
 	return false
 }
 
-func (c *Cluster) script(name string, args ...string) ([]byte, error) {
-	cmd := exec.Command(filepath.Join(c.root, "hack", name), args...)
+// clusterScript runs hack/cluster.sh with args.
+func (c *Cluster) clusterScript(args ...string) ([]byte, error) {
+	cmd := exec.Command(filepath.Join(c.root, "hack", "cluster.sh"), args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
 	return cmd.CombinedOutput()
 }
