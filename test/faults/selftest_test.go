@@ -4,6 +4,7 @@ package faults_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,4 +84,25 @@ func TestLaggingWatchesDelayEvents(t *testing.T) {
 
 func newConfigMap(ns string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}}
+}
+
+// The leak check sees a goroutine started after the snapshot that is still
+// running, and not one that ended.
+func TestLeakCheckCatchesALeakedGoroutine(t *testing.T) {
+	g := snapshotGoroutines()
+	release := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		<-release
+	}()
+	err := g.leaked(200 * time.Millisecond)
+	close(release)
+	<-ended
+	if err == nil || !strings.Contains(err.Error(), "TestLeakCheckCatchesALeakedGoroutine") {
+		t.Errorf("a goroutine blocked on a channel was not reported as leaked: %v", err)
+	}
+	if err := g.leaked(leakSettle); err != nil {
+		t.Errorf("a goroutine that ended was reported as leaked: %v", err)
+	}
 }
