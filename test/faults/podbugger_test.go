@@ -33,7 +33,7 @@ const (
 
 func podBuggerScenarios() []scenario {
 	return []scenario{{name: "PodBugger inject into 3 of 5 pods", controllers: []string{debugcontroller.ControllerName},
-		staleCrashes: true, start: podBuggerPlan}}
+		staleCrashes: true, start: podBuggerPlan}, podBuggerAllowListScenario()}
 }
 
 // podBuggerPlan: five matching pods and one that does not match in an

@@ -4,6 +4,7 @@ package faults_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/deckhand-dev/deckhand/internal/testenv"
@@ -104,5 +107,33 @@ func TestLeakCheckCatchesALeakedGoroutine(t *testing.T) {
 	}
 	if err := g.leaked(leakSettle); err != nil {
 		t.Errorf("a goroutine that ended was reported as leaked: %v", err)
+	}
+}
+
+// The allow-list check reports a container whose image no pattern allows
+// and one in the opted-out namespace, and nothing for an allowed one.
+func TestAllowListCheckCatchesOffListImagesAndOptedOutNamespaces(t *testing.T) {
+	f := &fixture{t: t}
+	check := allowListChecks(f, allowedNow, "off")
+	carrier := func(ns, uid, image string) watch.Event {
+		return watch.Event{Type: watch.Modified, Object: &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", UID: types.UID(uid)},
+			Spec: corev1.PodSpec{EphemeralContainers: []corev1.EphemeralContainer{{
+				EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "dbg", Image: image}}}}}}
+	}
+	check(carrier("on", "1", newImage))
+	if len(f.violations) != 0 {
+		t.Fatalf("an allowed image in an opted-in namespace was reported: %v", f.violations)
+	}
+	check(carrier("on", "2", offListImage))
+	check(carrier("on", "3", legacyImage))
+	check(carrier("off", "4", newImage))
+	var got []string
+	for _, v := range f.violations {
+		got = append(got, v.check)
+	}
+	want := []string{checkPodBuggerAllowList, checkPodBuggerAllowList, checkPodBuggerNamespace}
+	if !slices.Equal(got, want) {
+		t.Errorf("violations %v, want %v", f.violations, want)
 	}
 }
