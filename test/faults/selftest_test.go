@@ -137,3 +137,24 @@ func TestAllowListCheckCatchesOffListImagesAndOptedOutNamespaces(t *testing.T) {
 		t.Errorf("violations %v, want %v", f.violations, want)
 	}
 }
+
+// The ModelBox's foreign-object check reports any change to a user's
+// object after it was first seen, and ignores the ModelBox's own children.
+func TestForeignCheckCatchesAWriteToAUsersObject(t *testing.T) {
+	f := &fixture{t: t}
+	check := foreignChecks(f, map[types.UID]bool{"user": true}, "services")
+	obj := func(uid types.UID) *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "model", UID: uid}}
+	}
+	check(watch.Event{Type: watch.Added, Object: obj("user")})
+	check(watch.Event{Type: watch.Modified, Object: obj("child")})
+	check(watch.Event{Type: watch.Deleted, Object: obj("child")})
+	if len(f.violations) != 0 {
+		t.Fatalf("the ModelBox's own child or a user's object as it was made was reported: %v", f.violations)
+	}
+	check(watch.Event{Type: watch.Modified, Object: obj("user")})
+	check(watch.Event{Type: watch.Deleted, Object: obj("user")})
+	if len(f.violations) != 2 || f.violations[0].check != checkModelBoxForeign {
+		t.Errorf("violations %v, want 2 of %q", f.violations, checkModelBoxForeign)
+	}
+}
