@@ -103,7 +103,9 @@ func podBuggerAllowListPlan(t *testing.T, f *fixture) plan {
 	}
 	return plan{
 		trigger: []func() error{
-			func() error { return ignoreExists(env.Client.Create(ctx, newPodBugger(on, podBuggerName, podBuggerImage, "web"))) },
+			func() error {
+				return ignoreExists(env.Client.Create(ctx, newPodBugger(on, podBuggerName, podBuggerImage, "web")))
+			},
 			func() error {
 				err := setImage(offListImage)
 				switch {

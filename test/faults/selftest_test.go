@@ -128,7 +128,7 @@ func TestAllowListCheckCatchesOffListImagesAndOptedOutNamespaces(t *testing.T) {
 	check(carrier("on", "2", offListImage))
 	check(carrier("on", "3", legacyImage))
 	check(carrier("off", "4", newImage))
-	var got []string
+	got := make([]string, 0, len(f.violations))
 	for _, v := range f.violations {
 		got = append(got, v.check)
 	}
