@@ -239,6 +239,7 @@ func withCacheFault(t *testing.T, sc scenario, cf cacheFault) {
 // is 0), on a cache that suffers cf (if any). It returns the violations
 // seen, how many writes the faulty manager made and whether it crashed.
 func crashAt(t *testing.T, sc scenario, k int, cf cacheFault) ([]violation, int, bool) {
+	goroutinesBefore := snapshotGoroutines()
 	f := &fixture{t: t, opts: env.ManagerOptions()}
 	f.opts.Controllers = sc.controllers
 	p := sc.start(t, f)
@@ -281,6 +282,8 @@ func crashAt(t *testing.T, sc scenario, k int, cf cacheFault) ([]violation, int,
 	<-triggered
 	p.final()
 	stop()
+	stopBackground(t)
+	checkLeaks(f, goroutinesBefore)
 	if n := reconcilePanics(t) - panicsBefore; n > 0 {
 		f.violate("no panic", "%v reconciles panicked (controller-runtime recovered them)", n)
 	}

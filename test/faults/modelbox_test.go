@@ -11,11 +11,16 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/metadata"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
 	modelcontroller "github.com/deckhand-dev/deckhand/internal/controller/model"
@@ -24,7 +29,7 @@ import (
 // The ModelBox invariants.
 const (
 	checkModelBoxReplicas = "replicas never drop below what the user set"
-	checkModelBoxForeign  = "never touches a Deployment it does not own"
+	checkModelBoxForeign  = "never writes to an object it does not own"
 )
 
 func modelBoxScenarios() []scenario {
@@ -35,18 +40,20 @@ func modelBoxScenarios() []scenario {
 // modelBoxPlan: a ModelBox of 4 replicas whose user turns autoscaling on
 // (min 2): the Deployment's replicas pass from Deckhand to the autoscaler
 // and must stay 4 all along (envtest runs no autoscaler to change them);
-// a Deployment of another owner beside it is left alone.
+// the user's objects beside it (a Deployment, and a Service and a budget
+// with the ModelBox's own label; a Deployment and a Service of the
+// ModelBox's name in another namespace) are never written to.
 func modelBoxPlan(t *testing.T, f *fixture) plan {
 	ctx := context.Background()
-	ns := env.Namespace(t)
+	ns, elsewhere := env.Namespace(t), env.Namespace(t)
 	key := types.NamespacedName{Namespace: ns, Name: "model"}
 	const userReplicas = 4
 
-	foreign := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other", Labels: map[string]string{"app": "model"}},
-		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "other"}},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "other"}}, Spec: podSpec("busybox:1")}}}
-	env.Create(t, foreign)
+	foreign := map[types.UID]bool{}
+	for _, obj := range userObjects(ns, elsewhere, key.Name) {
+		env.Create(t, obj)
+		foreign[obj.GetUID()] = true
+	}
 
 	stop := f.startPlain()
 	env.Create(t, &modelv1.ModelBox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name},
@@ -63,17 +70,15 @@ func modelBoxPlan(t *testing.T, f *fixture) plan {
 
 	observe(t, deploymentList(ns), func(ev watch.Event) {
 		d := ev.Object.(*appsv1.Deployment)
-		switch d.Name {
-		case foreign.Name:
-			if ev.Type != watch.Added || d.Generation != 1 {
-				f.violate(checkModelBoxForeign, "Deployment %s: %s, generation %d", d.Name, ev.Type, d.Generation)
-			}
-		case key.Name:
-			if ev.Type == watch.Deleted || d.Spec.Replicas == nil || *d.Spec.Replicas < userReplicas {
-				f.violate(checkModelBoxReplicas, "Deployment %s: %s with replicas %v", d.Name, ev.Type, ptr.Deref(d.Spec.Replicas, -1))
-			}
+		if d.Name == key.Name && (ev.Type == watch.Deleted || d.Spec.Replicas == nil || *d.Spec.Replicas < userReplicas) {
+			f.violate(checkModelBoxReplicas, "Deployment %s: %s with replicas %v", d.Name, ev.Type, ptr.Deref(d.Spec.Replicas, -1))
 		}
 	})
+	for _, n := range []string{ns, elsewhere} {
+		for _, gvr := range modelBoxChildKinds {
+			observe(t, metadataList(gvr, n), foreignChecks(f, foreign, gvr.Resource))
+		}
+	}
 
 	return plan{
 		trigger: []func() error{func() error {
@@ -125,6 +130,72 @@ func modelBoxSettled(ctx context.Context, key types.NamespacedName, check func(*
 // spec.replicas.
 func containsReplicas(fields []byte) bool {
 	return bytes.Contains(fields, []byte(`"f:replicas"`))
+}
+
+// userObjects are objects a user made beside a ModelBox called name in ns:
+// look-alikes that it does not own.
+func userObjects(ns, elsewhere, name string) []client.Object {
+	labels := map[string]string{modelcontroller.LabelModelBox: name}
+	deployment := func(ns, name string, labels map[string]string) *appsv1.Deployment {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1),
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "other"}},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "other"}}, Spec: podSpec("busybox:1")}}}
+	}
+	service := func(ns, name string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "other"}, Ports: []corev1.ServicePort{{Port: 80}}}}
+	}
+	return []client.Object{
+		deployment(ns, "other", map[string]string{"app": name}),
+		service(ns, "lookalike"),
+		&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lookalike", Labels: labels},
+			Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(1)),
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "other"}}}},
+		deployment(elsewhere, name, labels),
+		service(elsewhere, name),
+	}
+}
+
+// foreignChecks reports every change to an object of foreign (by UID)
+// after it was first seen: nothing else than the ModelBox writes in the
+// scenario, and the ModelBox owns none of them.
+func foreignChecks(f *fixture, foreign map[types.UID]bool, resource string) func(watch.Event) {
+	return func(ev watch.Event) {
+		m := ev.Object.(*metav1.PartialObjectMetadata)
+		if foreign[m.UID] && ev.Type != watch.Added {
+			f.violate(checkModelBoxForeign, "%s %s/%s: %s, owners %v", resource, m.Namespace, m.Name, ev.Type, m.OwnerReferences)
+		}
+	}
+}
+
+// modelBoxChildKinds are the kinds of a ModelBox's children.
+var modelBoxChildKinds = []schema.GroupVersionResource{
+	appsv1.SchemeGroupVersion.WithResource("deployments"),
+	corev1.SchemeGroupVersion.WithResource("services"),
+	policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"),
+	autoscalingv2.SchemeGroupVersion.WithResource("horizontalpodautoscalers"),
+}
+
+// metadataList lists and watches the metadata of one resource in ns.
+func metadataList(gvr schema.GroupVersionResource, ns string) listWatch {
+	mc := metadata.NewForConfigOrDie(env.Config)
+	return listWatch{
+		list: func(ctx context.Context) (string, []runtime.Object, error) {
+			l, err := mc.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return "", nil, err
+			}
+			out := make([]runtime.Object, 0, len(l.Items))
+			for i := range l.Items {
+				out = append(out, &l.Items[i])
+			}
+			return l.ResourceVersion, out, nil
+		},
+		watch: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return mc.Resource(gvr).Namespace(ns).Watch(ctx, opts)
+		},
+	}
 }
 
 func deploymentList(ns string) listWatch {

@@ -56,7 +56,7 @@ func observe(t *testing.T, lw listWatch, onEvent func(watch.Event)) {
 			onEvent(ev)
 		}
 	}()
-	t.Cleanup(func() {
+	inBackground(t, func() {
 		w.Stop()
 		cancel()
 		<-done

@@ -5,6 +5,7 @@ package faults_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,7 +34,7 @@ const (
 
 func podBuggerScenarios() []scenario {
 	return []scenario{{name: "PodBugger inject into 3 of 5 pods", controllers: []string{debugcontroller.ControllerName},
-		staleCrashes: true, start: podBuggerPlan}}
+		staleCrashes: true, start: podBuggerPlan}, podBuggerAllowListScenario()}
 }
 
 // podBuggerPlan: five matching pods and one that does not match in an
@@ -74,8 +75,9 @@ func podBuggerPlan(t *testing.T, f *fixture) plan {
 	markRunning(t, off)
 
 	carriers := map[types.NamespacedName]bool{}
+	check := carrierChecks(f, on, off, carriers)
 	for _, ns := range []string{on, off} {
-		observe(t, podList(ns), carrierChecks(f, on, off, carriers))
+		observe(t, podList(ns), check)
 	}
 
 	return plan{
@@ -105,10 +107,14 @@ func podBuggerPlan(t *testing.T, f *fixture) plan {
 }
 
 // carrierChecks checks each pod event of the two namespaces: carriers holds
-// the pods that carry the debugger.
+// the pods that carry the debugger. The two namespaces' observers call it
+// from their own goroutines.
 func carrierChecks(f *fixture, on, off string, carriers map[types.NamespacedName]bool) func(watch.Event) {
 	container := debugcontroller.ContainerName(podBuggerName)
+	var mu sync.Mutex
 	return func(ev watch.Event) {
+		mu.Lock()
+		defer mu.Unlock()
 		p := ev.Object.(*corev1.Pod)
 		key := client.ObjectKeyFromObject(p)
 		n := 0

@@ -251,5 +251,5 @@ func startKubelet(t *testing.T, ns string) {
 			}
 		}
 	})
-	t.Cleanup(func() { close(done); wg.Wait() })
+	inBackground(t, func() { close(done); wg.Wait() })
 }

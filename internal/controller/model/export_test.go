@@ -25,3 +25,6 @@ func ChildrenFor(box *modelv1.ModelBox, current *int32) ([]runtime.ApplyConfigur
 	}
 	return out, nil
 }
+
+// SetUID exposes setUID to the tests.
+var SetUID = setUID

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -166,9 +168,19 @@ func (r *ModelBoxReconciler) syncChild(ctx context.Context, box *modelv1.ModelBo
 		if err := r.checkUnowned(ctx, box, kind, key); err != nil {
 			return err
 		}
+	} else {
+		// The cache may still show a child that someone has since replaced
+		// by an object of their own of that name: the apply names the child
+		// it means by UID, and the apiserver refuses it for any other.
+		setUID(want, live.GetUID())
 	}
 	log.FromContext(ctx).V(1).Info("applying", "kind", kind, "exists", live != nil)
 	if err := r.Apply(ctx, want, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		if live != nil && uidRefused(err) {
+			// Not a fault of the ModelBox: the next pass sees the object.
+			err = apierrors.NewConflict(schema.GroupResource{Group: childGVKs[kind].Group, Resource: kind}, key.Name,
+				errors.New("replaced by another object since the cache saw it"))
+		}
 		return fmt.Errorf("applying %s %s: %w", kind, key, err)
 	}
 	applied := appliedMeta(want, kind)
@@ -183,6 +195,31 @@ func (r *ModelBoxReconciler) syncChild(ctx context.Context, box *modelv1.ModelBo
 		countWrite(key, kind, outcomeUnchanged)
 	}
 	return nil
+}
+
+// setUID makes ac, a child's apply configuration, name the object with
+// uid: the apiserver refuses to apply it to another (a Conflict).
+func setUID(ac runtime.ApplyConfiguration, uid types.UID) {
+	switch ac := ac.(type) {
+	case *appsv1ac.DeploymentApplyConfiguration:
+		ac.WithUID(uid)
+	case *corev1ac.ServiceApplyConfiguration:
+		ac.WithUID(uid)
+	case *autoscalingv2ac.HorizontalPodAutoscalerApplyConfiguration:
+		ac.WithUID(uid)
+	case *policyv1ac.PodDisruptionBudgetApplyConfiguration:
+		ac.WithUID(uid)
+	}
+}
+
+// uidRefused reports whether the apiserver refused an apply because the
+// object of that name has another UID than the apply named.
+func uidRefused(err error) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
+		return false
+	}
+	return slices.ContainsFunc(status.Status().Details.Causes, func(c metav1.StatusCause) bool { return c.Field == "metadata.uid" })
 }
 
 // checkUnowned fails when an object the cache does not show exists and

@@ -1,0 +1,103 @@
+package model_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
+	modelcontroller "github.com/deckhand-dev/deckhand/internal/controller/model"
+	"github.com/deckhand-dev/deckhand/internal/testenv"
+)
+
+// A cache that still shows a child the user has since deleted and replaced
+// with an object of their own, of the same name, must not make the
+// ModelBox apply over the user's object: the apply carries the UID of the
+// child it means, and the apiserver refuses it for any other.
+func TestStaleChildIsNotMistakenForTheUsersObjectOfItsName(t *testing.T) {
+	g, ns := testenv.NewG(t), env.Namespace(t)
+	_, stop := env.StartManager(t, env.ManagerOptions())
+	box := seedBox(ns, 30031)
+	env.Create(t, box)
+	key := client.ObjectKeyFromObject(box)
+	child := &corev1.Service{}
+	g.Eventually(get(key, child)).Should(HaveField("OwnerReferences", ContainElement(HaveField("UID", box.UID))))
+	stop()
+
+	// The user replaces the child by a Service of their own, and changes
+	// the ModelBox's port, which the child would have to follow.
+	g.Expect(env.Client.Delete(ctx, child)).To(Succeed())
+	users := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "mine"}, Ports: []corev1.ServicePort{{Port: 8080}}}}
+	env.Create(t, users)
+	g.Expect(env.Update(box, func() { box.Spec.Ports[0].Port = 8080; box.Spec.Ports[0].NodePort = 0 })).To(Succeed())
+
+	// A reconcile whose cache still shows the child.
+	stale := testenv.StaleGets(env.Client, child)
+	r := modelcontroller.NewModelBoxReconciler(stale, env.Client, events.NewFakeRecorder(100))
+	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
+	g.Expect(get(key, &corev1.Service{})()).To(And(
+		HaveField("UID", users.UID),
+		HaveField("OwnerReferences", BeEmpty()),
+		HaveField("Spec.Selector", Equal(map[string]string{"app": "mine"}))), "the user's Service was taken over")
+	g.Expect(apierrors.IsConflict(err)).To(BeTrue(), "reconcile: %v", err)
+}
+
+// Every kind of child can name the object it means by UID.
+func TestSetUIDNamesEveryKindOfChild(t *testing.T) {
+	box := seedBox("ns", 30000)
+	box.Spec.Replicas = nil
+	box.Spec.Autoscaling = &modelv1.Autoscaling{MinReplicas: ptr.To[int32](2), MaxReplicas: 4}
+	children, err := modelcontroller.ChildrenFor(box, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(children) != 4 {
+		t.Fatalf("%d children, want the 4 kinds", len(children))
+	}
+	for _, ac := range children {
+		modelcontroller.SetUID(ac, "the-uid")
+		data, err := json.Marshal(ac)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(data), `"uid":"the-uid"`) {
+			t.Errorf("%T: no uid in %s", ac, data)
+		}
+	}
+}
+
+// A cache that still shows a child deleted since does not stop the
+// ModelBox from making it again.
+func TestStaleDeletedChildIsMadeAgain(t *testing.T) {
+	g, ns := testenv.NewG(t), env.Namespace(t)
+	_, stop := env.StartManager(t, env.ManagerOptions())
+	box := seedBox(ns, 30032)
+	env.Create(t, box)
+	key := client.ObjectKeyFromObject(box)
+	child := &corev1.Service{}
+	g.Eventually(get(key, child)).Should(HaveField("OwnerReferences", ContainElement(HaveField("UID", box.UID))))
+	stop()
+	g.Expect(env.Client.Delete(ctx, child)).To(Succeed())
+	g.Expect(env.Update(box, func() { box.Spec.Ports[0].Port = 8080; box.Spec.Ports[0].NodePort = 0 })).To(Succeed())
+
+	stale := testenv.StaleGets(env.Client, child)
+	_, err := modelcontroller.NewModelBoxReconciler(stale, env.Client, events.NewFakeRecorder(100)).
+		Reconcile(ctx, ctrl.Request{NamespacedName: key})
+	t.Logf("reconcile on the stale cache: %v", err)
+	_, err = modelcontroller.NewModelBoxReconciler(env.Client, env.Client, events.NewFakeRecorder(100)).
+		Reconcile(ctx, ctrl.Request{NamespacedName: key})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(get(key, &corev1.Service{})()).To(And(
+		HaveField("OwnerReferences", ContainElement(HaveField("UID", box.UID))),
+		HaveField("Spec.Ports", ConsistOf(HaveField("Port", BeEquivalentTo(8080))))))
+}
