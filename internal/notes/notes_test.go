@@ -35,3 +35,19 @@ func TestCount(t *testing.T) {
 		}
 	}
 }
+
+func TestList(t *testing.T) {
+	for _, tc := range []struct {
+		words []string
+		want  string
+	}{
+		{nil, ""},
+		{[]string{"Deployment"}, "Deployment"},
+		{[]string{"Deployment", "Service"}, "Deployment and Service"},
+		{[]string{"Deployment", "Service", "PodDisruptionBudget"}, "Deployment, Service and PodDisruptionBudget"},
+	} {
+		if got := notes.List(tc.words); got != tc.want {
+			t.Errorf("List(%q) = %q, want %q", tc.words, got, tc.want)
+		}
+	}
+}

@@ -21,10 +21,12 @@ import (
 	autoscalingv2ac "k8s.io/client-go/applyconfigurations/autoscaling/v2"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
+	"github.com/deckhand-dev/deckhand/internal/notes"
 )
 
 const (
@@ -56,12 +58,54 @@ func (r *ModelBoxReconciler) sync(ctx context.Context, box *modelv1.ModelBox, ob
 	if err != nil {
 		return fmt.Errorf("building children: %w", err)
 	}
-	return errors.Join(
-		r.syncDeployment(ctx, box, obs.deployment, want.deployment),
-		syncExtracted(ctx, r, box, "Service", obs.service, want.service, corev1ac.ExtractService),
-		syncExtracted(ctx, r, box, "HorizontalPodAutoscaler", obs.hpa, want.hpa, autoscalingv2ac.ExtractHorizontalPodAutoscaler),
-		syncExtracted(ctx, r, box, "PodDisruptionBudget", obs.pdb, want.pdb, policyv1ac.ExtractPodDisruptionBudget),
+	w := &written{}
+	err = errors.Join(
+		r.syncDeployment(ctx, w, box, obs.deployment, want.deployment),
+		syncExtracted(ctx, r, w, box, "Service", obs.service, want.service, corev1ac.ExtractService),
+		syncExtracted(ctx, r, w, box, "HorizontalPodAutoscaler", obs.hpa, want.hpa, autoscalingv2ac.ExtractHorizontalPodAutoscaler),
+		syncExtracted(ctx, r, w, box, "PodDisruptionBudget", obs.pdb, want.pdb, policyv1ac.ExtractPodDisruptionBudget),
 	)
+	w.tell(r.Recorder, box)
+	return err
+}
+
+// written gathers the children one sync created, updated and deleted, to
+// tell them in one Event per kind of change rather than one per child: an
+// Event is an API write, and a new ModelBox's children were two or three
+// of the eight writes it cost.
+type written struct {
+	created, updated, deleted writesOfKind
+}
+
+// writesOfKind are the kinds of children written one way, and the first
+// such child, the Events' related object.
+type writesOfKind struct {
+	kinds   []string
+	related runtime.Object
+}
+
+func (c *writesOfKind) add(kind string, obj runtime.Object) {
+	if len(c.kinds) == 0 {
+		c.related = obj
+	}
+	c.kinds = append(c.kinds, kind)
+}
+
+// tell records the Events: "Created Deployment, Service and
+// PodDisruptionBudget model-a".
+func (w *written) tell(rec events.EventRecorder, box *modelv1.ModelBox) {
+	for _, e := range []struct {
+		writes         writesOfKind
+		reason, action string
+	}{
+		{w.created, EventCreated, "Apply"},
+		{w.updated, EventUpdated, "Apply"},
+		{w.deleted, EventDeleted, "Delete"},
+	} {
+		if len(e.writes.kinds) > 0 {
+			rec.Eventf(box, e.writes.related, corev1.EventTypeNormal, e.reason, e.action, "%s %s %s", e.reason, notes.List(e.writes.kinds), box.Name)
+		}
+	}
 }
 
 // syncExtracted is syncChild for one kind: extract reads the fields Deckhand
@@ -72,7 +116,7 @@ func syncExtracted[T any, PT interface {
 }, A any, PA interface {
 	*A
 	runtime.ApplyConfiguration
-}](ctx context.Context, r *ModelBoxReconciler, box *modelv1.ModelBox, kind string, live PT, want PA, extract func(*T, string) (PA, error)) error {
+}](ctx context.Context, r *ModelBoxReconciler, w *written, box *modelv1.ModelBox, kind string, live PT, want PA, extract func(*T, string) (PA, error)) error {
 	var owned PA
 	if live != nil {
 		var err error
@@ -80,14 +124,14 @@ func syncExtracted[T any, PT interface {
 			return fmt.Errorf("reading the fields Deckhand owns on %s %s: %w", kind, client.ObjectKeyFromObject(live), err)
 		}
 	}
-	return r.syncChild(ctx, box, kind, orNil[client.Object](live), orNil[runtime.ApplyConfiguration](want), orNil[runtime.ApplyConfiguration](owned))
+	return r.syncChild(ctx, w, box, kind, orNil[client.Object](live), orNil[runtime.ApplyConfiguration](want), orNil[runtime.ApplyConfiguration](owned))
 }
 
 // syncDeployment is syncChild for the Deployment, plus the replicas
 // handover when spec.replicas is left out: the count then belongs to
 // whoever scales the Deployment (the autoscaler, kubectl scale), and turning
 // autoscaling off keeps the count it left.
-func (r *ModelBoxReconciler) syncDeployment(ctx context.Context, box *modelv1.ModelBox, live *appsv1.Deployment, want *appsv1ac.DeploymentApplyConfiguration) error {
+func (r *ModelBoxReconciler) syncDeployment(ctx context.Context, w *written, box *modelv1.ModelBox, live *appsv1.Deployment, want *appsv1ac.DeploymentApplyConfiguration) error {
 	switch {
 	case box.Spec.Replicas != nil:
 		// Deckhand's: the apply sets it, forcing it from any other owner.
@@ -108,7 +152,7 @@ func (r *ModelBoxReconciler) syncDeployment(ctx context.Context, box *modelv1.Mo
 			}
 		}
 	}
-	return syncExtracted(ctx, r, box, "Deployment", live, want, appsv1ac.ExtractDeployment)
+	return syncExtracted(ctx, r, w, box, "Deployment", live, want, appsv1ac.ExtractDeployment)
 }
 
 // handOverReplicas lets go of a Deployment's replicas without the value
@@ -136,8 +180,8 @@ func (r *ModelBoxReconciler) handOverReplicas(ctx context.Context, namespace, na
 
 // syncChild makes one child match: live is the cached object (nil when
 // absent), want what it should be (nil when it should not exist) and owned
-// the fields Deckhand owns on live.
-func (r *ModelBoxReconciler) syncChild(ctx context.Context, box *modelv1.ModelBox, kind string, live client.Object, want, owned runtime.ApplyConfiguration) error {
+// the fields Deckhand owns on live. What it wrote goes into w.
+func (r *ModelBoxReconciler) syncChild(ctx context.Context, w *written, box *modelv1.ModelBox, kind string, live client.Object, want, owned runtime.ApplyConfiguration) error {
 	key := client.ObjectKeyFromObject(box)
 	if live != nil && !metav1.IsControlledBy(live, box) {
 		if want == nil {
@@ -156,7 +200,7 @@ func (r *ModelBoxReconciler) syncChild(ctx context.Context, box *modelv1.ModelBo
 			return fmt.Errorf("deleting %s %s: %w", kind, key, err)
 		}
 		countWrite(key, kind, outcomeDeleted)
-		r.Recorder.Eventf(box, live, corev1.EventTypeNormal, EventDeleted, "Delete", "Deleted %s %s", kind, key.Name)
+		w.deleted.add(kind, live)
 		return nil
 	}
 	if live != nil && equality.Semantic.DeepEqual(want, owned) {
@@ -187,10 +231,10 @@ func (r *ModelBoxReconciler) syncChild(ctx context.Context, box *modelv1.ModelBo
 	switch {
 	case live == nil:
 		countWrite(key, kind, outcomeCreated)
-		r.Recorder.Eventf(box, applied, corev1.EventTypeNormal, EventCreated, "Apply", "Created %s %s", kind, key.Name)
+		w.created.add(kind, applied)
 	case applied.ResourceVersion != live.GetResourceVersion():
 		countWrite(key, kind, outcomeUpdated)
-		r.Recorder.Eventf(box, applied, corev1.EventTypeNormal, EventUpdated, "Apply", "Updated %s %s", kind, key.Name)
+		w.updated.add(kind, applied)
 	default:
 		countWrite(key, kind, outcomeUnchanged)
 	}
