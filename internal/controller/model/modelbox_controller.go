@@ -131,7 +131,13 @@ func (r *ModelBoxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	syncErr := r.sync(ctx, box, obs)
+	created, syncErr := r.sync(ctx, box, obs)
+	if created && syncErr == nil {
+		// What this pass saw predates the children it just created: a
+		// status from it would say they are missing. Their creation
+		// events bring the next pass, which has something to report.
+		return ctrl.Result{RequeueAfter: statusInterval}, nil
+	}
 
 	// A conflict only means another writer got there first: retry without
 	// calling the ModelBox degraded.

@@ -14,6 +14,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -417,4 +418,38 @@ func TestNamedTargetPortAndMinReadySeconds(t *testing.T) {
 	g.Eventually(get(key, box)).Should(HaveField("Status", And(
 		HaveField("ObservedGeneration", box.Generation),
 		HaveField("Conditions", testenv.HaveCondition(modelv1.ConditionDegraded, metav1.ConditionFalse, modelv1.ReasonAsExpected)))))
+}
+
+// The pass that creates a ModelBox's children saw none of them: a status
+// from it would say the Deployment is missing, one write too many for a
+// state that never was. The first status comes from a pass that sees them.
+func TestStatusNeverSaysAChildItCreatedIsMissing(t *testing.T) {
+	g := testenv.NewG(t)
+	ns := env.Namespace(t)
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	w, err := wc.Watch(ctx, &modelv1.ModelBoxList{}, client.InNamespace(ns))
+	g.Expect(err).NotTo(HaveOccurred())
+	defer w.Stop()
+
+	env.StartManager(t, env.ManagerOptions())
+	box := seedBox(ns, 30016)
+	env.Create(t, box)
+
+	var reasons []string
+	g.Eventually(func() []string {
+		for {
+			select {
+			case e := <-w.ResultChan():
+				if b, ok := e.Object.(*modelv1.ModelBox); ok {
+					if c := meta.FindStatusCondition(b.Status.Conditions, modelv1.ConditionAvailable); c != nil {
+						reasons = append(reasons, c.Reason)
+					}
+				}
+			default:
+				return reasons
+			}
+		}
+	}).Should(ContainElement(modelv1.ReasonReplicasUnavailable)) // no Deployment controller in envtest
+	g.Expect(reasons).NotTo(ContainElement(modelv1.ReasonDeploymentMissing))
 }

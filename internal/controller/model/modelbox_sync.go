@@ -48,15 +48,15 @@ var childGVKs = map[string]schema.GroupVersionKind{
 
 // sync makes box's children match its spec: each one that differs in a
 // field Deckhand owns is applied, each one no longer wanted is deleted, and
-// one already right costs nothing.
-func (r *ModelBoxReconciler) sync(ctx context.Context, box *modelv1.ModelBox, obs observed) error {
+// one already right costs nothing. It says whether it created a child.
+func (r *ModelBoxReconciler) sync(ctx context.Context, box *modelv1.ModelBox, obs observed) (created bool, err error) {
 	var current *int32
 	if obs.deployment != nil {
 		current = obs.deployment.Spec.Replicas
 	}
 	want, err := desiredFor(box, current)
 	if err != nil {
-		return fmt.Errorf("building children: %w", err)
+		return false, fmt.Errorf("building children: %w", err)
 	}
 	w := &written{}
 	err = errors.Join(
@@ -66,7 +66,7 @@ func (r *ModelBoxReconciler) sync(ctx context.Context, box *modelv1.ModelBox, ob
 		syncExtracted(ctx, r, w, box, "PodDisruptionBudget", obs.pdb, want.pdb, policyv1ac.ExtractPodDisruptionBudget),
 	)
 	w.tell(r.Recorder, box)
-	return err
+	return len(w.created.kinds) > 0, err
 }
 
 // written gathers the children one sync created, updated and deleted, to
