@@ -433,7 +433,7 @@ func TestStatusNeverSaysAChildItCreatedIsMissing(t *testing.T) {
 	defer w.Stop()
 
 	env.StartManager(t, env.ManagerOptions())
-	box := seedBox(ns, 30016)
+	box := seedBox(ns, 30021)
 	env.Create(t, box)
 
 	var reasons []string
