@@ -131,11 +131,11 @@ func (r *ModelBoxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	created, syncErr := r.sync(ctx, box, obs)
-	if created && syncErr == nil {
-		// What this pass saw predates the children it just created: a
-		// status from it would say they are missing. Their creation
-		// events bring the next pass, which has something to report.
+	outdated, syncErr := r.sync(ctx, box, obs)
+	if outdated && syncErr == nil {
+		// What this pass saw predates children it just created, or the
+		// cache has not shown them yet: a status from it would say they
+		// are missing. Their creation events bring the next pass.
 		return ctrl.Result{RequeueAfter: statusInterval}, nil
 	}
 

@@ -453,3 +453,14 @@ func TestStatusNeverSaysAChildItCreatedIsMissing(t *testing.T) {
 	}).Should(ContainElement(modelv1.ReasonReplicasUnavailable)) // no Deployment controller in envtest
 	g.Expect(reasons).NotTo(ContainElement(modelv1.ReasonDeploymentMissing))
 }
+
+// A child whose ModelBox label someone removed drops out of the manager's
+// cache (it holds only labelled children): the ModelBox still finds it,
+// its own, and puts the label back.
+func TestChildWithoutItsLabelGetsItBack(t *testing.T) {
+	g, _, key := startSeedBox(t, 30022, nil)
+	svc := &corev1.Service{}
+	g.Eventually(get(key, svc)).Should(HaveField("ObjectMeta.Labels", HaveKey(modelcontroller.LabelModelBox)))
+	g.Expect(env.Update(svc, func() { delete(svc.Labels, modelcontroller.LabelModelBox) })).To(Succeed())
+	g.Eventually(get(key, &corev1.Service{})).Should(HaveField("ObjectMeta.Labels", HaveKey(modelcontroller.LabelModelBox)))
+}

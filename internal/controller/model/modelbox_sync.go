@@ -48,8 +48,9 @@ var childGVKs = map[string]schema.GroupVersionKind{
 
 // sync makes box's children match its spec: each one that differs in a
 // field Deckhand owns is applied, each one no longer wanted is deleted, and
-// one already right costs nothing. It says whether it created a child.
-func (r *ModelBoxReconciler) sync(ctx context.Context, box *modelv1.ModelBox, obs observed) (created bool, err error) {
+// one already right costs nothing. It says whether what obs shows is already
+// out of date: it created a child, or the cache does not yet show one.
+func (r *ModelBoxReconciler) sync(ctx context.Context, box *modelv1.ModelBox, obs observed) (outdated bool, err error) {
 	var current *int32
 	if obs.deployment != nil {
 		current = obs.deployment.Spec.Replicas
@@ -66,7 +67,7 @@ func (r *ModelBoxReconciler) sync(ctx context.Context, box *modelv1.ModelBox, ob
 		syncExtracted(ctx, r, w, box, "PodDisruptionBudget", obs.pdb, want.pdb, policyv1ac.ExtractPodDisruptionBudget),
 	)
 	w.tell(r.Recorder, box)
-	return len(w.created.kinds) > 0, err
+	return len(w.created.kinds) > 0 || w.behind, err
 }
 
 // written gathers the children one sync created, updated and deleted, to
@@ -75,6 +76,9 @@ func (r *ModelBoxReconciler) sync(ctx context.Context, box *modelv1.ModelBox, ob
 // of the eight writes it cost.
 type written struct {
 	created, updated, deleted writesOfKind
+	// behind: a child this ModelBox controls exists but the cache does not
+	// show it yet.
+	behind bool
 }
 
 // writesOfKind are the kinds of children written one way, and the first
@@ -209,8 +213,15 @@ func (r *ModelBoxReconciler) syncChild(ctx context.Context, w *written, box *mod
 	if live == nil {
 		// The cache shows only labelled children: make sure this is not
 		// someone else's object before taking it over.
-		if err := r.checkUnowned(ctx, box, kind, key); err != nil {
+		exists, err := r.checkUnowned(ctx, box, kind, key)
+		if err != nil {
 			return err
+		}
+		if exists {
+			// Ours, made by an earlier pass the cache has not caught up
+			// with: its creation event brings the next pass.
+			w.behind = true
+			return nil
 		}
 	} else {
 		// The cache may still show a child that someone has since replaced
@@ -266,18 +277,22 @@ func uidRefused(err error) bool {
 	return slices.ContainsFunc(status.Status().Details.Causes, func(c metav1.StatusCause) bool { return c.Field == "metadata.uid" })
 }
 
-// checkUnowned fails when an object the cache does not show exists and
-// belongs to something else than box.
-func (r *ModelBoxReconciler) checkUnowned(ctx context.Context, box *modelv1.ModelBox, kind string, key client.ObjectKey) error {
+// checkUnowned reads past the cache a child the cache does not show: it
+// says whether it exists as the cache will show it (box controls it and it
+// carries the label the cache selects on; without the label, an apply puts
+// it back), and fails when it exists and belongs to something else than
+// box.
+func (r *ModelBoxReconciler) checkUnowned(ctx context.Context, box *modelv1.ModelBox, kind string, key client.ObjectKey) (bool, error) {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(childGVKs[kind])
 	if err := r.APIReader.Get(ctx, key, obj); err != nil {
-		return client.IgnoreNotFound(err)
+		return false, client.IgnoreNotFound(err)
 	}
 	if !metav1.IsControlledBy(obj, box) {
-		return fmt.Errorf("%s %s exists and is not controlled by this ModelBox: rename or delete it", kind, key)
+		return false, fmt.Errorf("%s %s exists and is not controlled by this ModelBox: rename or delete it", kind, key)
 	}
-	return nil
+	_, labelled := obj.Labels[LabelModelBox]
+	return labelled, nil
 }
 
 // appliedMeta is the metadata of the object an apply returned into ac.
