@@ -54,3 +54,41 @@ func (w lossyStatus) Patch(ctx context.Context, obj client.Object, patch client.
 	}
 	return ErrResponseLost
 }
+
+// ErrCreateResponseLost is what a client from LoseCreateResponses returns
+// for a create that reached the apiserver but whose answer it dropped.
+var ErrCreateResponseLost = errors.New("the create was applied but its response was lost")
+
+// LoseCreateResponses wraps c so that its next n creates are sent and
+// applied, but answer ErrCreateResponseLost and leave the object as it was,
+// as when a connection breaks, or etcd restarts, after the write was
+// committed. Every other call goes to c.
+func LoseCreateResponses(c client.Client, n int) client.Client {
+	return &lostCreates{Client: c, left: n}
+}
+
+type lostCreates struct {
+	client.Client
+	mu   sync.Mutex
+	left int
+}
+
+func (c *lostCreates) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	c.mu.Lock()
+	lose := c.left > 0
+	if lose {
+		c.left--
+	}
+	c.mu.Unlock()
+	if !lose {
+		return c.Client.Create(ctx, obj, opts...)
+	}
+	cp, ok := obj.DeepCopyObject().(client.Object)
+	if !ok {
+		return errors.New("not a client.Object")
+	}
+	if err := c.Client.Create(ctx, cp, opts...); err != nil {
+		return err
+	}
+	return ErrCreateResponseLost
+}

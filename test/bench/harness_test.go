@@ -214,18 +214,23 @@ func (b *bench) apiserverMetrics() metrics {
 }
 
 // rssMiB is the resident memory of a process, from /proc/<pid>/status.
-func rssMiB(pid int) (float64, error) {
+func rssMiB(pid int) (float64, error) { return procStatusMiB(pid, "VmRSS") }
+
+// procStatusMiB reads one memory field of /proc/<pid>/status, in MiB:
+// VmRSS is all resident memory, RssAnon the part that is the process's own
+// (heap, stacks), RssFile its binary's pages (page cache it shares).
+func procStatusMiB(pid int, field string) (float64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
 			return kb / 1024, err
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
 
 // cpuSeconds is the CPU time (user and system) the process has used, from

@@ -618,25 +618,27 @@ func (b *bench) memoryRow() {
 	// BENCH_COMPARE_BIN names another manager build (an older commit, say)
 	// measured in the same rounds, alternating, as the alternative column.
 	compare := os.Getenv("BENCH_COMPARE_BIN")
-	sample := func(bin string, rss, heap *[]float64) {
+	sample := func(bin string, rss, anon, heap *[]float64) {
 		b.t.Setenv("DECKHAND_BIN", bin)
 		m := b.startManager()
 		time.Sleep(settle)
 		r, err := rssMiB(m.p.Pid())
 		b.must(err)
-		*rss = append(*rss, r)
+		a, err := procStatusMiB(m.p.Pid(), "RssAnon")
+		b.must(err)
+		*rss, *anon = append(*rss, r), append(*anon, a)
 		*heap = append(*heap, b.mustScrape(m).sum("go_memstats_heap_inuse_bytes", nil)/(1<<20))
 		m.p.Stop()
 	}
 	measure := func(state string, gate bool) {
-		var rss, heap, altRSS, altHeap []float64
+		var rss, anon, heap, altRSS, altAnon, altHeap []float64
 		for i := range b.s.repeat {
 			if compare != "" && i%2 == 1 {
-				sample(compare, &altRSS, &altHeap)
+				sample(compare, &altRSS, &altAnon, &altHeap)
 			}
-			sample(b.bin, &rss, &heap)
+			sample(b.bin, &rss, &anon, &heap)
 			if compare != "" && i%2 == 0 {
-				sample(compare, &altRSS, &altHeap)
+				sample(compare, &altRSS, &altAnon, &altHeap)
 			}
 		}
 		row := "manager memory, " + state
@@ -647,6 +649,8 @@ func (b *bench) memoryRow() {
 		if gate {
 			f.judge("≤ 64 MiB", f.Deckhand <= 64)
 		}
+		// The rest of VmRSS is the binary's own pages (RssFile).
+		b.rep.add(&figure{Row: row, Metric: "anonymous resident memory (RssAnon)", Unit: "MiB"}, anon, altAnon)
 		b.rep.add(&figure{Row: row, Metric: "heap in use", Unit: "MiB"}, heap, altHeap)
 	}
 	measure("no unrelated objects", false)

@@ -2,6 +2,7 @@ package apps
 
 import (
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -33,7 +34,12 @@ type expectation struct {
 	name      types.NamespacedName
 	creations int
 	deletions map[string]struct{} // pod names
-	since     time.Time
+	// unsure names the pods whose creation failed in a way that leaves
+	// open whether the apiserver made them (a timeout, a connection cut
+	// while etcd restarts): they count among the creations until the cache
+	// shows them or the apiserver says they do not exist.
+	unsure map[string]struct{}
+	since  time.Time
 }
 
 func newExpectations(now func() time.Time) *expectations {
@@ -74,13 +80,47 @@ func (e *expectations) expect(uid types.UID, name types.NamespacedName, creation
 }
 
 // creationObserved lowers the creations outstanding by one: the cache showed
-// a new pod, or a creation failed and will never show.
-func (e *expectations) creationObserved(uid types.UID) {
+// the named pod, new, or its creation failed and it will never show.
+func (e *expectations) creationObserved(uid types.UID, pod string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if x, ok := e.m[uid]; ok {
 		x.creations--
+		delete(x.unsure, pod)
 	}
+}
+
+// creationUnsure records that the named pod's creation failed in a way that
+// leaves open whether it exists: it stays outstanding (see unsure).
+func (e *expectations) creationUnsure(uid types.UID, pod string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if x, ok := e.m[uid]; ok {
+		if x.unsure == nil {
+			x.unsure = map[string]struct{}{}
+		}
+		x.unsure[pod] = struct{}{}
+	}
+}
+
+// dropUnsure forgets the doubt about the named pod without counting it: the
+// cache shows it, so its creation was or is about to be observed.
+func (e *expectations) dropUnsure(uid types.UID, pod string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if x, ok := e.m[uid]; ok {
+		delete(x.unsure, pod)
+	}
+}
+
+// unsure returns the pods of the PodSet whose creation is in doubt.
+func (e *expectations) unsure(uid types.UID) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if x, ok := e.m[uid]; ok {
+		return slices.Sorted(maps.Keys(x.unsure))
+	}
+	return nil
 }
 
 // deletionObserved forgets the deletion of the named pod: the cache showed it

@@ -1,9 +1,13 @@
 package apps
 
 import (
+	"errors"
+	"slices"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -16,13 +20,13 @@ func TestExpectations(t *testing.T) {
 		t.Fatal("a PodSet never seen must be satisfied")
 	}
 	e.expect("uid-1", web, 2, []string{"web-a"})
-	e.creationObserved("uid-1")
+	e.creationObserved("uid-1", "")
 	e.deletionObserved("uid-1", "web-a")
 	e.deletionObserved("uid-1", "web-a") // marked, then removed: counts once
 	if e.satisfied("uid-1") {
 		t.Fatal("satisfied with one creation outstanding")
 	}
-	e.creationObserved("uid-1")
+	e.creationObserved("uid-1", "")
 	if !e.satisfied("uid-1") {
 		t.Fatal("not satisfied after every write was observed")
 	}
@@ -50,5 +54,55 @@ func TestExpectations(t *testing.T) {
 	e.forget(web)
 	if len(e.m) != 0 {
 		t.Errorf("forget left %d records", len(e.m))
+	}
+}
+
+func TestUnsureCreations(t *testing.T) {
+	e := newExpectations(func() time.Time { return t0 })
+	web := types.NamespacedName{Namespace: "ns", Name: "web"}
+	e.expect("uid", web, 3, nil)
+	e.creationObserved("uid", "web-a") // made and seen
+	e.creationUnsure("uid", "web-b")   // its answer was lost
+	e.creationUnsure("uid", "web-c")
+	if got := e.unsure("uid"); !slices.Equal(got, []string{"web-b", "web-c"}) {
+		t.Fatalf("unsure = %v", got)
+	}
+	e.creationObserved("uid", "web-b") // it was made: the cache shows it
+	e.creationObserved("uid", "web-c") // the apiserver does not have it
+	if !e.satisfied("uid") || len(e.unsure("uid")) > 0 {
+		t.Fatalf("not satisfied once every creation in doubt was settled: unsure %v", e.unsure("uid"))
+	}
+
+	// Seen before it was marked unsure (the informer won the race): dropped
+	// without being counted twice.
+	e.expect("uid", web, 2, nil)
+	e.creationObserved("uid", "web-d")
+	e.creationUnsure("uid", "web-d")
+	e.dropUnsure("uid", "web-d")
+	if e.satisfied("uid") {
+		t.Fatal("a creation counted twice")
+	}
+}
+
+func TestMayHaveBeenMade(t *testing.T) {
+	gr := schema.GroupResource{Resource: "pods"}
+	for name, tc := range map[string]struct {
+		err  error
+		want bool
+	}{
+		"connection lost":    {errors.New("http2: client connection lost"), true},
+		"apiserver timeout":  {apierrors.NewTimeoutError("request did not complete", 0), true},
+		"etcd timed out":     {apierrors.NewInternalError(errors.New("etcdserver: request timed out")), true},
+		"unavailable":        {apierrors.NewServiceUnavailable("etcd down"), true},
+		"invalid":            {apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "p", nil), false},
+		"forbidden by quota": {apierrors.NewForbidden(gr, "p", errors.New("exceeded quota")), false},
+		"name taken":         {apierrors.NewAlreadyExists(gr, "p"), false},
+		"throttled":          {apierrors.NewTooManyRequests("slow down", 1), false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := mayHaveBeenMade(tc.err); got != tc.want {
+				t.Errorf("mayHaveBeenMade = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -6,7 +6,7 @@ import "k8s.io/apimachinery/pkg/types"
 // shows n new pods of the PodSet with this UID.
 func (r *PodSetReconciler) ObserveCreations(uid types.UID, n int) {
 	for range n {
-		r.expectations.creationObserved(uid)
+		r.expectations.creationObserved(uid, "")
 	}
 }
 

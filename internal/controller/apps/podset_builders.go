@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiservernames "k8s.io/apiserver/pkg/storage/names"
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 )
@@ -50,11 +51,13 @@ func podFor(set *appsv1beta1.PodSet, tmpl corev1.PodTemplateSpec, hash string) *
 	labels[appsv1beta1.PodTemplateHashLabel] = hash
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace:    set.Namespace,
-			GenerateName: set.Name + "-",
-			Labels:       labels,
-			Annotations:  maps.Clone(tmpl.Annotations),
-			Finalizers:   tmpl.Finalizers,
+			Namespace: set.Namespace,
+			// Named here rather than by the apiserver (generateName), so
+			// that a creation whose answer was lost can be looked up.
+			Name:        apiservernames.SimpleNameGenerator.GenerateName(set.Name + "-"),
+			Labels:      labels,
+			Annotations: maps.Clone(tmpl.Annotations),
+			Finalizers:  tmpl.Finalizers,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(set,
 				appsv1beta1.GroupVersion.WithKind("PodSet"))},
 		},

@@ -139,6 +139,9 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	// judge every pod again. Checked before the list, as the ReplicaSet
 	// controller does: checked after, an event handled in between would
 	// let an older list pass as synced.
+	if err := r.settleUnsure(ctx, set); err != nil {
+		return ctrl.Result{}, err
+	}
 	synced := r.expectations.satisfied(set.UID)
 	if !synced && set.Status.ObservedGeneration == set.Generation {
 		return ctrl.Result{RequeueAfter: expectationsTTL}, nil
@@ -165,6 +168,30 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, fmt.Errorf("PodSet %s: %w", req.NamespacedName, err)
 	}
 	return resultOf(failure, requeue, untilAvailable(pods, set.Spec.MinReadySeconds, now), paced)
+}
+
+// settleUnsure asks the apiserver about the pods whose creation failed
+// without saying whether it made them (a timeout, a connection cut while
+// etcd restarted): one it does not have will never show, and stops being
+// waited for; one it has stays expected until the cache shows it. Counting
+// them as never made, as the ReplicaSet controller does, makes extra pods
+// when they show up.
+func (r *PodSetReconciler) settleUnsure(ctx context.Context, set *appsv1beta1.PodSet) error {
+	for _, name := range r.expectations.unsure(set.UID) {
+		key := client.ObjectKey{Namespace: set.Namespace, Name: name}
+		if r.Get(ctx, key, &corev1.Pod{}) == nil {
+			// The cache shows it: its creation is counted, or about to be.
+			r.expectations.dropUnsure(set.UID, name)
+			continue
+		}
+		switch err := r.APIReader.Get(ctx, key, &corev1.Pod{}); {
+		case apierrors.IsNotFound(err):
+			r.expectations.creationObserved(set.UID, name)
+		case err != nil:
+			return fmt.Errorf("checking whether pod %s was created: %w", key, err)
+		}
+	}
+	return nil
 }
 
 // resultOf says when to look at a PodSet again after a sync: at the
@@ -229,7 +256,7 @@ func (r *PodSetReconciler) podEventHandler() handler.Funcs {
 				// restart of the manager): it counts as a deletion.
 				r.expectations.deletionObserved(ref.UID, e.Object.GetName())
 			} else {
-				r.expectations.creationObserved(ref.UID)
+				r.expectations.creationObserved(ref.UID, e.Object.GetName())
 			}
 			enqueue(q, e.Object, ref)
 		},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"regexp"
 	"slices"
 	"sync"
@@ -93,6 +94,7 @@ func (r *PodSetReconciler) createPods(ctx context.Context, set *appsv1beta1.PodS
 	var (
 		mu      sync.Mutex
 		created []*corev1.Pod
+		unsure  int
 	)
 	_, errs := slowStart(n, initial, maxInflight, func() error {
 		pod := podFor(set, tmpl, hash)
@@ -101,10 +103,18 @@ func (r *PodSetReconciler) createPods(ctx context.Context, set *appsv1beta1.PodS
 				// The namespace, and this PodSet with it, is going away.
 				return errNamespaceTerminating
 			}
+			if mayHaveBeenMade(err) {
+				// Still expected: the cache shows it, or the next sync
+				// learns from the apiserver that it does not exist.
+				r.expectations.creationUnsure(set.UID, pod.Name)
+				mu.Lock()
+				unsure++
+				mu.Unlock()
+			}
 			// The apiserver names the pod it refused; with that name the
 			// error, and the ReplicaFailure condition quoting it, would
 			// change on every attempt.
-			return errors.New(withoutGeneratedName(err.Error(), pod.GenerateName))
+			return errors.New(withoutGeneratedName(err.Error(), set.Name+"-"))
 		}
 		podsCreated.WithLabelValues(key.Namespace, key.Name).Inc()
 		mu.Lock()
@@ -113,10 +123,10 @@ func (r *PodSetReconciler) createPods(ctx context.Context, set *appsv1beta1.PodS
 		return nil
 	})
 	r.recordRound(set, EventSuccessfulCreate, "Create", "Created", created)
-	// Creations that failed, or were never tried, will not show up in the
+	// Creations that were refused, or never tried, will not show up in the
 	// cache: stop waiting for them.
-	for range n - len(created) {
-		r.expectations.creationObserved(set.UID)
+	for range n - len(created) - unsure {
+		r.expectations.creationObserved(set.UID, "")
 	}
 	errs = slices.DeleteFunc(errs, func(err error) bool { return errors.Is(err, errNamespaceTerminating) })
 	if len(errs) > 0 {
@@ -178,6 +188,19 @@ func (r *PodSetReconciler) recordRound(set *appsv1beta1.PodSet, reason, action, 
 		return
 	}
 	r.Recorder.Eventf(set, nil, corev1.EventTypeNormal, reason, action, "%s %d pods: %s", verb, len(pods), notes.Names(pods))
+}
+
+// mayHaveBeenMade says whether a failed create may still have made its
+// object: the apiserver did not answer with a refusal (it timed out, failed
+// inside, or the connection broke), so the write may have reached etcd.
+// Counting such a pod as never made would create it twice once it shows.
+func mayHaveBeenMade(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return true // no answer: a broken connection, a client timeout
+	}
+	code := status.Status().Code
+	return code >= http.StatusInternalServerError || code == http.StatusGatewayTimeout || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)
 }
 
 // withoutGeneratedName removes from msg the random suffix the apiserver gave
