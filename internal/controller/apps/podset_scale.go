@@ -11,10 +11,16 @@ import (
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 )
 
-// burstLimit caps the pods created or deleted in one sync, so a size of
-// thousands is reached in steps that each let the cache and other PodSets
-// catch up (the ReplicaSet controller's burstReplicas).
+// burstLimit caps the pods deleted in one sync, so a size of thousands is
+// reached in steps that each let the cache and other PodSets catch up (the
+// ReplicaSet controller's burstReplicas).
 const burstLimit = 500
+
+// createBurst caps the pods created in one sync: twice as many, so that a
+// 1,000-pod scale-up is one streaming slow start rather than two rounds
+// with a wait for the cache between them. Creations in flight stay capped
+// at maxInflight.
+const createBurst = 2 * burstLimit
 
 // podDeletionCost is the annotation a user (or autoscaler) sets to say which
 // pods are cheaper to remove; the ReplicaSet controller honours the same one.
@@ -253,7 +259,7 @@ func plan(spec appsv1beta1.PodSetSpec, active []*corev1.Pod, held int, hash stri
 	surge := maxSurge(spec.UpdateStrategy, spec.Replicas)
 	switch {
 	case len(active)+held < size:
-		return min(size-len(active)-held, burstLimit), nil
+		return min(size-len(active)-held, createBurst), nil
 	case rolling && len(active) <= size+surge:
 		return rollout(active, hash, size, surge, maxUnavailable(spec.UpdateStrategy, spec.Replicas), available)
 	case len(active) > size:

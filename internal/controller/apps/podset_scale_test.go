@@ -294,7 +294,7 @@ func TestPlan(t *testing.T) {
 	}{
 		"scale up":                     {spec: appsv1beta1.PodSetSpec{Replicas: 3}, pods: []*corev1.Pod{testPod("a", ready)}, wantCreate: 2},
 		"finished pods hold places":    {spec: appsv1beta1.PodSetSpec{Replicas: 3}, pods: []*corev1.Pod{testPod("a", ready)}, held: 1, wantCreate: 1},
-		"scale up capped at the burst": {spec: appsv1beta1.PodSetSpec{Replicas: 1000}, wantCreate: burstLimit},
+		"scale up capped at the burst": {spec: appsv1beta1.PodSetSpec{Replicas: 5000}, wantCreate: createBurst},
 		"scale down": {spec: appsv1beta1.PodSetSpec{Replicas: 1}, pods: []*corev1.Pod{testPod("a", ready), testPod("b")},
 			wantDoomed: []string{"b"}},
 		"surge creates before it deletes": {spec: appsv1beta1.PodSetSpec{Replicas: 2, UpdateStrategy: surge1},
