@@ -12,18 +12,21 @@ import (
 // status patch that reached the apiserver but whose answer it dropped.
 var ErrResponseLost = errors.New("the status patch was applied but its response was lost")
 
+// ErrCreateResponseLost is what a client from LoseCreateResponses returns
+// for a create that reached the apiserver but whose answer it dropped.
+var ErrCreateResponseLost = errors.New("the create was applied but its response was lost")
+
 // LoseStatusResponses wraps c so that its next n status patches are sent and
 // applied, but answer ErrResponseLost and leave the object as it was, as
 // when a connection breaks after the apiserver committed a write. Every
 // other call goes to c.
 func LoseStatusResponses(c client.Client, n int) client.Client {
-	return &lostResponses{Client: c, left: n}
+	return &lostResponses{Client: c, losses: losses{left: n}}
 }
 
 type lostResponses struct {
 	client.Client
-	mu   sync.Mutex
-	left int
+	losses
 }
 
 func (c *lostResponses) Status() client.SubResourceWriter {
@@ -36,59 +39,51 @@ type lossyStatus struct {
 }
 
 func (w lossyStatus) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	w.c.mu.Lock()
-	lose := w.c.left > 0
-	if lose {
-		w.c.left--
-	}
-	w.c.mu.Unlock()
-	if !lose {
-		return w.SubResourceWriter.Patch(ctx, obj, patch, opts...)
-	}
-	cp, ok := obj.DeepCopyObject().(client.Object)
-	if !ok {
-		return errors.New("not a client.Object")
-	}
-	if err := w.SubResourceWriter.Patch(ctx, cp, patch, opts...); err != nil {
-		return err
-	}
-	return ErrResponseLost
+	return w.c.send(obj, ErrResponseLost, func(obj client.Object) error { return w.SubResourceWriter.Patch(ctx, obj, patch, opts...) })
 }
-
-// ErrCreateResponseLost is what a client from LoseCreateResponses returns
-// for a create that reached the apiserver but whose answer it dropped.
-var ErrCreateResponseLost = errors.New("the create was applied but its response was lost")
 
 // LoseCreateResponses wraps c so that its next n creates are sent and
 // applied, but answer ErrCreateResponseLost and leave the object as it was,
 // as when a connection breaks, or etcd restarts, after the write was
 // committed. Every other call goes to c.
 func LoseCreateResponses(c client.Client, n int) client.Client {
-	return &lostCreates{Client: c, left: n}
+	return &lostCreates{Client: c, losses: losses{left: n}}
 }
 
 type lostCreates struct {
 	client.Client
+	losses
+}
+
+func (c *lostCreates) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	return c.send(obj, ErrCreateResponseLost, func(obj client.Object) error { return c.Client.Create(ctx, obj, opts...) })
+}
+
+// losses counts down the answers still to lose.
+type losses struct {
 	mu   sync.Mutex
 	left int
 }
 
-func (c *lostCreates) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	c.mu.Lock()
-	lose := c.left > 0
+// send writes obj through write. While answers are left to lose, it writes
+// a copy instead and, once the write went through, answers lost, with obj
+// as it was.
+func (l *losses) send(obj client.Object, lost error, write func(client.Object) error) error {
+	l.mu.Lock()
+	lose := l.left > 0
 	if lose {
-		c.left--
+		l.left--
 	}
-	c.mu.Unlock()
+	l.mu.Unlock()
 	if !lose {
-		return c.Client.Create(ctx, obj, opts...)
+		return write(obj)
 	}
 	cp, ok := obj.DeepCopyObject().(client.Object)
 	if !ok {
 		return errors.New("not a client.Object")
 	}
-	if err := c.Client.Create(ctx, cp, opts...); err != nil {
+	if err := write(cp); err != nil {
 		return err
 	}
-	return ErrCreateResponseLost
+	return lost
 }

@@ -82,7 +82,17 @@ func TestModelBoxSeedSample(t *testing.T) {
 
 	// Nothing more to write once the rollout is done, though the Deployment
 	// controller keeps writing status (each write wakes Deckhand) until then.
-	applies := func() int { return strings.Count(p.Logs(), `"msg":"applying"`) }
+	// This ModelBox's applies only: the manager also sees ModelBoxes other
+	// tests left in namespaces still being deleted.
+	applies := func() int {
+		n := 0
+		for line := range strings.Lines(p.Logs()) {
+			if strings.Contains(line, `"msg":"applying"`) && strings.Contains(line, `"namespace":"`+ns+`"`) {
+				n++
+			}
+		}
+		return n
+	}
 	g.Eventually(func() (*modelv1.ModelBox, error) {
 		box := &modelv1.ModelBox{}
 		return box, c.Client.Get(ctx, key, box)

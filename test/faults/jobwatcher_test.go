@@ -300,11 +300,7 @@ func jobList(ns string) listWatch {
 			if err != nil {
 				return "", nil, err
 			}
-			out := make([]runtime.Object, 0, len(l.Items))
-			for i := range l.Items {
-				out = append(out, &l.Items[i])
-			}
-			return l.ResourceVersion, out, nil
+			return l.ResourceVersion, objects(l.Items), nil
 		},
 		watch: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			return cs.BatchV1().Jobs(ns).Watch(ctx, opts)

@@ -177,6 +177,18 @@ var modelBoxChildKinds = []schema.GroupVersionResource{
 	autoscalingv2.SchemeGroupVersion.WithResource("horizontalpodautoscalers"),
 }
 
+// objects is items as runtime.Objects, pointers into the slice.
+func objects[T any, PT interface {
+	*T
+	runtime.Object
+}](items []T) []runtime.Object {
+	out := make([]runtime.Object, 0, len(items))
+	for i := range items {
+		out = append(out, PT(&items[i]))
+	}
+	return out
+}
+
 // metadataList lists and watches the metadata of one resource in ns.
 func metadataList(gvr schema.GroupVersionResource, ns string) listWatch {
 	mc := metadata.NewForConfigOrDie(env.Config)
@@ -186,11 +198,7 @@ func metadataList(gvr schema.GroupVersionResource, ns string) listWatch {
 			if err != nil {
 				return "", nil, err
 			}
-			out := make([]runtime.Object, 0, len(l.Items))
-			for i := range l.Items {
-				out = append(out, &l.Items[i])
-			}
-			return l.ResourceVersion, out, nil
+			return l.ResourceVersion, objects(l.Items), nil
 		},
 		watch: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			return mc.Resource(gvr).Namespace(ns).Watch(ctx, opts)
@@ -205,11 +213,7 @@ func deploymentList(ns string) listWatch {
 			if err != nil {
 				return "", nil, err
 			}
-			out := make([]runtime.Object, 0, len(l.Items))
-			for i := range l.Items {
-				out = append(out, &l.Items[i])
-			}
-			return l.ResourceVersion, out, nil
+			return l.ResourceVersion, objects(l.Items), nil
 		},
 		watch: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			return cs.AppsV1().Deployments(ns).Watch(ctx, opts)

@@ -200,11 +200,7 @@ func podList(ns string) listWatch {
 			if err != nil {
 				return "", nil, err
 			}
-			out := make([]runtime.Object, 0, len(l.Items))
-			for i := range l.Items {
-				out = append(out, &l.Items[i])
-			}
-			return l.ResourceVersion, out, nil
+			return l.ResourceVersion, objects(l.Items), nil
 		},
 		watch: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			return cs.CoreV1().Pods(ns).Watch(ctx, opts)
