@@ -275,21 +275,7 @@ func finish(t *testing.T, job *batchv1.Job, how batchv1.JobConditionType, at tim
 }
 
 func finishErr(job *batchv1.Job, how batchv1.JobConditionType, at time.Time) error {
-	ltt := metav1.NewTime(at)
-	start := metav1.NewTime(at.Add(-time.Second))
-	job.Status.StartTime = &start
-	interim := batchv1.JobSuccessCriteriaMet
-	if how == batchv1.JobFailed {
-		interim = batchv1.JobFailureTarget
-		job.Status.Failed = 1
-	} else {
-		job.Status.Succeeded = 1
-		job.Status.CompletionTime = &ltt
-	}
-	job.Status.Conditions = []batchv1.JobCondition{
-		{Type: interim, Status: corev1.ConditionTrue, LastTransitionTime: ltt, Reason: "Test"},
-		{Type: how, Status: corev1.ConditionTrue, LastTransitionTime: ltt, Reason: "Test"},
-	}
+	testenv.FinishJob(job, how, at)
 	return env.Client.Status().Update(context.Background(), job)
 }
 

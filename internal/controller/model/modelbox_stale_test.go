@@ -24,14 +24,8 @@ import (
 // ModelBox apply over the user's object: the apply carries the UID of the
 // child it means, and the apiserver refuses it for any other.
 func TestStaleChildIsNotMistakenForTheUsersObjectOfItsName(t *testing.T) {
-	g, ns := testenv.NewG(t), env.Namespace(t)
-	_, stop := env.StartManager(t, env.ManagerOptions())
-	box := seedBox(ns, 30031)
-	env.Create(t, box)
-	key := client.ObjectKeyFromObject(box)
-	child := &corev1.Service{}
-	g.Eventually(get(key, child)).Should(HaveField("OwnerReferences", ContainElement(HaveField("UID", box.UID))))
-	stop()
+	g, box, child := boxWithStaleCache(t, 30031)
+	ns, key := box.Namespace, client.ObjectKeyFromObject(box)
 
 	// The user replaces the child by a Service of their own, and changes
 	// the ModelBox's port, which the child would have to follow.
@@ -79,14 +73,8 @@ func TestSetUIDNamesEveryKindOfChild(t *testing.T) {
 // A cache that still shows a child deleted since does not stop the
 // ModelBox from making it again.
 func TestStaleDeletedChildIsMadeAgain(t *testing.T) {
-	g, ns := testenv.NewG(t), env.Namespace(t)
-	_, stop := env.StartManager(t, env.ManagerOptions())
-	box := seedBox(ns, 30032)
-	env.Create(t, box)
+	g, box, child := boxWithStaleCache(t, 30032)
 	key := client.ObjectKeyFromObject(box)
-	child := &corev1.Service{}
-	g.Eventually(get(key, child)).Should(HaveField("OwnerReferences", ContainElement(HaveField("UID", box.UID))))
-	stop()
 	g.Expect(env.Client.Delete(ctx, child)).To(Succeed())
 	g.Expect(env.Update(box, func() { box.Spec.Ports[0].Port = 8080; box.Spec.Ports[0].NodePort = 0 })).To(Succeed())
 
@@ -100,4 +88,19 @@ func TestStaleDeletedChildIsMadeAgain(t *testing.T) {
 	g.Expect(get(key, &corev1.Service{})()).To(And(
 		HaveField("OwnerReferences", ContainElement(HaveField("UID", box.UID))),
 		HaveField("Spec.Ports", ConsistOf(HaveField("Port", BeEquivalentTo(8080))))))
+}
+
+// boxWithStaleCache makes a seed ModelBox with the node port, waits until
+// a manager made its Service, and stops that manager: what the test then
+// changes, no cache has seen. It returns the ModelBox and its Service.
+func boxWithStaleCache(t *testing.T, nodePort int32) (Gomega, *modelv1.ModelBox, *corev1.Service) {
+	t.Helper()
+	g := testenv.NewG(t)
+	_, stop := env.StartManager(t, env.ManagerOptions())
+	box := seedBox(env.Namespace(t), nodePort)
+	env.Create(t, box)
+	child := &corev1.Service{}
+	g.Eventually(get(client.ObjectKeyFromObject(box), child)).Should(HaveField("OwnerReferences", ContainElement(HaveField("UID", box.UID))))
+	stop()
+	return g, box, child
 }
