@@ -3,6 +3,7 @@ package clusterfaults
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -181,6 +182,27 @@ func RunFailover(t *testing.T, c *cluster.Cluster, f Failover) Result {
 
 // managerFlags runs the PodSet controller alone, with leader election as
 // shipped or none, on a Lease of the test's own.
+// CatchSplitBrain is the self-test that the checks can fail: two managers
+// without leader election (RunFailover's SplitBrain), each run in a subtest
+// of its own so that its managers stop with it, up to attempts times,
+// until the bound check fires. Whether both managers create before either
+// sees the other's pods is a race (one can make them all first), so one
+// run may not overshoot; the checks must catch it when one does. It
+// returns the last run and whether the bound check caught it.
+func CatchSplitBrain(t *testing.T, c *cluster.Cluster, size int32, attempts int) (Result, bool) {
+	var res Result
+	for i := range attempts {
+		t.Run(fmt.Sprintf("attempt %d", i+1), func(t *testing.T) {
+			res = RunFailover(t, c, Failover{Size: size, SplitBrain: true})
+			t.Log(res.Figures)
+		})
+		if slices.ContainsFunc(res.Violations, func(v Violation) bool { return v.Check == CheckBound }) {
+			return res, true
+		}
+	}
+	return res, false
+}
+
 func managerFlags(ns string, elect bool) []string {
 	return []string{fmt.Sprintf("--leader-elect=%t", elect), "--leader-election-id", "deckhand-faults-" + ns,
 		"--controllers", appscontroller.ControllerName, "--zap-log-level", "info"}
