@@ -180,8 +180,6 @@ func RunFailover(t *testing.T, c *cluster.Cluster, f Failover) Result {
 	return res
 }
 
-// managerFlags runs the PodSet controller alone, with leader election as
-// shipped or none, on a Lease of the test's own.
 // CatchSplitBrain is the self-test that the checks can fail: two managers
 // without leader election (RunFailover's SplitBrain), each run in a subtest
 // of its own so that its managers stop with it, up to attempts times,
@@ -203,6 +201,8 @@ func CatchSplitBrain(t *testing.T, c *cluster.Cluster, size int32, attempts int)
 	return res, false
 }
 
+// managerFlags runs the PodSet controller alone, with leader election as
+// shipped or none, on a Lease of the test's own.
 func managerFlags(ns string, elect bool) []string {
 	return []string{fmt.Sprintf("--leader-elect=%t", elect), "--leader-election-id", "deckhand-faults-" + ns,
 		"--controllers", appscontroller.ControllerName, "--zap-log-level", "info"}
