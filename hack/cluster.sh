@@ -32,19 +32,25 @@ kwokctl() { "$bin/kwokctl" --name "$name" "$@"; }
 contexts=$KWOK_WORKDIR/contexts.kubeconfig
 kubectl() { "$bin/kubectl" --kubeconfig "$kubeconfig" "$@"; }
 
-# free_port prints a random port in 20000-32000 that nothing listens on.
-# kwokctl's own choice starts at 32767 and counts down, so clusters made at
-# the same moment by other users of the machine (parallel test runs) would
-# pick the same ports. Every port is chosen here, also the apiserver's and
-# etcd's peer port: a component restarted by a test (kill, start) must find
-# its port free, and kwokctl's countdown would have handed it to the next
-# cluster made meanwhile.
-free_port() {
-  local p
-  while :; do
-    p=$(shuf -i 20000-32000 -n 1)
-    ss -Hltn "sport = :$p" | grep -q . || { echo "$p"; return; }
+# free_ports N prints N different random ports in 20000-32000 that nothing
+# listens on, one per line. kwokctl's own choice starts at 32767 and counts
+# down, so clusters made at the same moment by other users of the machine
+# (parallel test runs) would pick the same ports. Every port is chosen here,
+# also the apiserver's and etcd's peer port: a component restarted by a test
+# (kill, start) must find its port free, and kwokctl's countdown would have
+# handed it to the next cluster made meanwhile. The ports of one cluster are
+# drawn together (shuf draws without repeats): drawn one by one, etcd and
+# kwok were once handed the same port.
+free_ports() {
+  local p n=0
+  for p in $(shuf -i 20000-32000 -n $(($1 * 4))); do
+    ss -Hltn "sport = :$p" | grep -q . && continue
+    echo "$p"
+    n=$((n + 1))
+    [ "$n" -lt "$1" ] || return 0
   done
+  echo "no $1 free ports in 20000-32000" >&2
+  return 1
 }
 
 up() {
@@ -58,7 +64,10 @@ up() {
     "$root/hack/realnode.sh" down "$name" >/dev/null 2>&1 || true
     config=$(mktemp)
     trap 'rm -f "$config"' EXIT
-    kwok_config "$config"
+    local ports
+    mapfile -t ports < <(free_ports 6)
+    [ "${#ports[@]}" -eq 6 ] || exit 1
+    kwok_config "$config" "${ports[5]}"
     kwokctl create cluster \
       --config "$config" \
       --runtime binary \
@@ -69,11 +78,11 @@ up() {
       --etcd-binary "$bin/etcd" \
       --kubeconfig "$contexts" \
       --disable-qps-limits \
-      --kube-apiserver-port "$(free_port)" \
-      --etcd-port "$(free_port)" \
-      --kube-controller-manager-port "$(free_port)" \
-      --kube-scheduler-port "$(free_port)" \
-      --controller-port "$(free_port)" \
+      --kube-apiserver-port "${ports[0]}" \
+      --etcd-port "${ports[1]}" \
+      --kube-controller-manager-port "${ports[2]}" \
+      --kube-scheduler-port "${ports[3]}" \
+      --controller-port "${ports[4]}" \
       --wait 2m
   fi
   # kwokctl does not supervise what it starts: on a loaded machine the
@@ -124,7 +133,7 @@ dead_components() {
   echo "${dead[*]}"
 }
 
-# kwok_config FILE: what kwokctl's flags cannot say.
+# kwok_config FILE ETCD_PEER_PORT: what kwokctl's flags cannot say.
 #  - kwok manages only the nodes `kwokctl scale node` makes (annotated
 #    kwok.x-k8s.io/node=fake), never the real node or its pods;
 #  - the apiserver reaches kubelets at their InternalIP, verifies their
@@ -148,7 +157,7 @@ apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokctlConfiguration
 options:
   kubeApiserverCertSANs: ["10.96.0.1"]
-  etcdPeerPort: $(free_port)
+  etcdPeerPort: $2
 componentsPatches:
   - name: kwok-controller
     extraArgs:
