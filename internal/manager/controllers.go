@@ -16,6 +16,7 @@ import (
 	batchcontroller "github.com/deckhand-dev/deckhand/internal/controller/batch"
 	debugcontroller "github.com/deckhand-dev/deckhand/internal/controller/debug"
 	modelcontroller "github.com/deckhand-dev/deckhand/internal/controller/model"
+	"github.com/deckhand-dev/deckhand/internal/scopedcache"
 	"github.com/deckhand-dev/deckhand/internal/setup"
 	appswebhook "github.com/deckhand-dev/deckhand/internal/webhook/apps/v1beta1"
 	batchwebhook "github.com/deckhand-dev/deckhand/internal/webhook/batch/v1"
@@ -48,15 +49,20 @@ type Controller struct {
 	// (label selector, transform) for this controller. A kind belongs to one
 	// controller: it applies to every reader of that kind.
 	CacheByObject func() map[client.Object]cache.ByObject
+	// Needs, when set, names the kinds this controller reads that the
+	// manager caches only in the namespaces some enabled controller needs
+	// them in (pods, Jobs: internal/scopedcache), and how to find those
+	// namespaces. A kind any controller names is scoped for every reader.
+	Needs func() []scopedcache.Need
 }
 
 // controllers lists every controller Deckhand can run, in start order.
 // A new kind adds one line here (docs/contributing.md has the checklist).
 var controllers = []Controller{
-	{Name: appscontroller.ControllerName, AddToScheme: versions(appsv1beta1.AddToScheme, appsv1alpha1.AddToScheme), Setup: appscontroller.Setup, SetupWebhooks: appswebhook.Setup, SetupConversion: appswebhook.SetupConversion},
+	{Name: appscontroller.ControllerName, AddToScheme: versions(appsv1beta1.AddToScheme, appsv1alpha1.AddToScheme), Setup: appscontroller.Setup, Needs: appscontroller.Needs, SetupWebhooks: appswebhook.Setup, SetupConversion: appswebhook.SetupConversion},
 	{Name: modelcontroller.ControllerName, AddToScheme: modelv1.AddToScheme, Setup: modelcontroller.Setup, CacheByObject: modelcontroller.CacheByObject},
-	{Name: batchcontroller.ControllerName, AddToScheme: deckhandbatchv1.AddToScheme, Setup: batchcontroller.Setup, SetupWebhooks: batchwebhook.Setup, CacheByObject: batchcontroller.CacheByObject},
-	{Name: debugcontroller.ControllerName, AddToScheme: versions(debugv1beta1.AddToScheme, debugv1alpha1.AddToScheme), Setup: debugcontroller.Setup, SetupWebhooks: debugwebhook.Setup, SetupConversion: debugwebhook.SetupConversion},
+	{Name: batchcontroller.ControllerName, AddToScheme: deckhandbatchv1.AddToScheme, Setup: batchcontroller.Setup, SetupWebhooks: batchwebhook.Setup, CacheByObject: batchcontroller.CacheByObject, Needs: batchcontroller.Needs},
+	{Name: debugcontroller.ControllerName, AddToScheme: versions(debugv1beta1.AddToScheme, debugv1alpha1.AddToScheme), Setup: debugcontroller.Setup, SetupWebhooks: debugwebhook.Setup, Needs: debugcontroller.Needs, SetupConversion: debugwebhook.SetupConversion},
 }
 
 // versions registers every version of an API group.

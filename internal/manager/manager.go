@@ -24,6 +24,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/deckhand-dev/deckhand/internal/scopedcache"
 	"github.com/deckhand-dev/deckhand/internal/webhookcert"
 )
 
@@ -59,6 +60,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: Scheme,
 		Cache:  cacheOptions(opts),
+		// Pods and Jobs are cached only in the namespaces a controller can
+		// act in (internal/scopedcache).
+		NewCache: scopedcache.New(needs(opts)...),
 		Metrics: metricsserver.Options{
 			BindAddress:    opts.MetricsBindAddress,
 			SecureServing:  true,
@@ -184,6 +188,24 @@ func cacheOptions(opts Options) cache.Options {
 		maps.Copy(cacheOpts.ByObject, c.CacheByObject())
 	}
 	return cacheOpts
+}
+
+// needs are the enabled controllers' needs for the kinds cached per
+// namespace; a disabled controller's keep its kinds scoped, needing none.
+func needs(opts Options) []scopedcache.Need {
+	var out []scopedcache.Need
+	for _, c := range controllers {
+		if c.Needs == nil {
+			continue
+		}
+		for _, n := range c.Needs() {
+			if !opts.enabled(c.Name) {
+				n.Namespaces = nil
+			}
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // cacheSynced is ready once every informer the controllers need has synced,

@@ -15,6 +15,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -29,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -356,26 +358,22 @@ func newCRD() *unstructured.Unstructured {
 // caBundleField is where a CRD's conversion webhook keeps its caBundle.
 var caBundleField = []string{"spec", "conversion", "webhook", "clientConfig", "caBundle"}
 
-// crdClientConfig is a CRD's conversion webhook client configuration, seen
-// as a WebhookClientConfig whose CABundle patchCA may change; store writes
-// a change back into the CRD. It is nil when the CRD does not convert
-// through a webhook.
-func crdClientConfig(crd *unstructured.Unstructured) (cc *admissionregistrationv1.WebhookClientConfig, store func()) {
+// crdClientConfig is a CRD's conversion webhook client configuration with
+// the caBundle it holds; nil when the CRD does not convert through a
+// webhook.
+func crdClientConfig(crd *unstructured.Unstructured) *admissionregistrationv1.WebhookClientConfig {
 	if strategy, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "strategy"); strategy != "Webhook" {
-		return nil, nil
+		return nil
 	}
 	if _, found, _ := unstructured.NestedMap(crd.Object, caBundleField[:4]...); !found {
-		return nil, nil
+		return nil
 	}
 	current, _, _ := unstructured.NestedString(crd.Object, caBundleField...)
 	decoded, err := base64.StdEncoding.DecodeString(current)
 	if err != nil {
 		decoded = nil // not a bundle: replaced by the CA
 	}
-	cc = &admissionregistrationv1.WebhookClientConfig{CABundle: decoded}
-	return cc, func() {
-		_ = unstructured.SetNestedField(crd.Object, base64.StdEncoding.EncodeToString(cc.CABundle), caBundleField...)
-	}
+	return &admissionregistrationv1.WebhookClientConfig{CABundle: decoded}
 }
 
 // clientConfigs points at the client configuration of every webhook in a
@@ -403,21 +401,31 @@ func (r *Rotator) patchCA(ctx context.Context, what, name string, cfg client.Obj
 		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, cfg); err != nil {
 			return err
 		}
+		if crd, ok := cfg.(*unstructured.Unstructured); ok {
+			cc := crdClientConfig(crd)
+			if cc == nil || bytes.Equal(cc.CABundle, bundle(cc.CABundle)) {
+				return nil
+			}
+			// The patch names the one field: a CRD carries its whole schema
+			// (hundreds of kilobytes), and a merge patch computed from two
+			// copies of it cost the manager more memory at start than all it
+			// caches afterwards.
+			patch, err := json.Marshal(map[string]any{
+				"metadata": map[string]any{"resourceVersion": crd.GetResourceVersion()},
+				"spec": map[string]any{"conversion": map[string]any{"webhook": map[string]any{
+					"clientConfig": map[string]any{"caBundle": base64.StdEncoding.EncodeToString(bundle(cc.CABundle))}}}},
+			})
+			if err != nil {
+				return err
+			}
+			return r.Client.Patch(ctx, cfg, client.RawPatch(types.MergePatchType, patch))
+		}
 		base := cfg.DeepCopyObject().(client.Object)
 		changed := false
 		for _, cc := range clientConfigs(cfg) {
 			if want := bundle(cc.CABundle); !bytes.Equal(cc.CABundle, want) {
 				cc.CABundle = want
 				changed = true
-			}
-		}
-		if crd, ok := cfg.(*unstructured.Unstructured); ok {
-			if cc, store := crdClientConfig(crd); cc != nil {
-				if want := bundle(cc.CABundle); !bytes.Equal(cc.CABundle, want) {
-					cc.CABundle = want
-					store()
-					changed = true
-				}
 			}
 		}
 		if !changed {

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
+	"github.com/deckhand-dev/deckhand/internal/scopedcache"
 	"github.com/deckhand-dev/deckhand/internal/setup"
 	"github.com/deckhand-dev/deckhand/internal/status"
 )
@@ -77,6 +78,14 @@ func NewPodSetReconciler(c client.Client, rec events.EventRecorder) *PodSetRecon
 		backoff: newFinishedBackoff()}
 	r.expectations = newExpectations(func() time.Time { return r.Now() })
 	return r
+}
+
+// Needs says where the manager must cache pods for this controller: in the
+// namespaces that have a PodSet. A PodSet acts on pods of its own namespace
+// only.
+func Needs() []scopedcache.Need {
+	return []scopedcache.Need{{Object: &corev1.Pod{}, Triggers: []client.Object{&appsv1beta1.PodSet{}},
+		Namespaces: scopedcache.NamespacesOf(&appsv1beta1.PodSetList{})}}
 }
 
 // Setup registers the PodSet controller with the manager.

@@ -25,6 +25,7 @@ import (
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/controller/debug/policy"
+	"github.com/deckhand-dev/deckhand/internal/scopedcache"
 	"github.com/deckhand-dev/deckhand/internal/setup"
 	"github.com/deckhand-dev/deckhand/internal/status"
 )
@@ -46,6 +47,14 @@ const (
 
 // fieldOwner names Deckhand in the pods' managedFields.
 const fieldOwner = "deckhand"
+
+// Needs says where the manager must cache pods for this controller: in the
+// namespaces that have a PodBugger. A PodBugger injects into pods of its own
+// namespace only.
+func Needs() []scopedcache.Need {
+	return []scopedcache.Need{{Object: &corev1.Pod{}, Triggers: []client.Object{&debugv1beta1.PodBugger{}},
+		Namespaces: scopedcache.NamespacesOf(&debugv1beta1.PodBuggerList{})}}
+}
 
 // Setup registers the PodBugger controller.
 func Setup(mgr ctrl.Manager, opts setup.Options) error {

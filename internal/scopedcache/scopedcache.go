@@ -1,0 +1,756 @@
+// Package scopedcache is a controller-runtime cache that holds some kinds
+// only in the namespaces where a controller can act on them.
+//
+// A cluster holds many more pods and Jobs than Deckhand acts on: a PodSet or
+// a PodBugger acts on the pods of its own namespace, a JobWatcher on the Jobs
+// of its namespace, a ClusterJobWatcher on those of the namespaces it
+// reaches. A cache of every pod and Job in the cluster costs memory in
+// proportion to objects Deckhand never touches (10,000 unrelated pods added
+// about 45 MiB). For such a kind this cache runs an informer per namespace
+// that an enabled controller needs, or one cluster-wide informer once more
+// than ClusterWideAbove namespaces are needed, starts and stops them as the
+// objects that need them come and go, and serves reads, indexes and event
+// handlers across them as one cache.
+//
+// Every other kind is held by an ordinary controller-runtime cache.
+package scopedcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// Need is one controller's need for a kind held per namespace.
+type Need struct {
+	// Object is the kind, such as &corev1.Pod{}.
+	Object client.Object
+	// Namespaces lists the namespaces the controller needs the kind in,
+	// reading the cluster-wide cache (the objects that need them, such as
+	// PodSets, are few and cached everywhere). Nil needs none: the need of
+	// a disabled controller, which still keeps the kind scoped.
+	Namespaces func(ctx context.Context, r client.Reader) ([]string, error)
+	// Triggers are the cluster-wide kinds whose changes can change what
+	// Namespaces returns.
+	Triggers []client.Object
+}
+
+// NamespacesOf is a Need's Namespaces for a controller that acts in the
+// namespaces holding an object of list's kind (a PodSet, a PodBugger).
+func NamespacesOf(list client.ObjectList) func(ctx context.Context, r client.Reader) ([]string, error) {
+	return func(ctx context.Context, r client.Reader) ([]string, error) {
+		l, ok := list.DeepCopyObject().(client.ObjectList)
+		if !ok {
+			return nil, fmt.Errorf("scoped cache: %T is not a list", list)
+		}
+		if err := r.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, err
+		}
+		var out []string
+		err := apimeta.EachListItem(l, func(o runtime.Object) error {
+			if m, err := apimeta.Accessor(o); err == nil {
+				out = append(out, m.GetNamespace())
+			}
+			return nil
+		})
+		return out, err
+	}
+}
+
+// ClusterWideAbove is how many namespaces a kind is held in with one
+// informer each; beyond it, one cluster-wide informer holds the kind (many
+// watches cost more than the objects of the few namespaces not needed).
+const ClusterWideAbove = 16
+
+// keepFor is how long a namespace's informer outlives the need for it (and
+// the last read from it): a PodSet deleted and made again, or a read of a
+// namespace nothing needs, does not start a new list each time.
+var keepFor = time.Minute
+
+// Cache is a cache.Cache that holds the kinds of its needs per namespace.
+//
+// A read of a scoped kind in a namespace no controller needs is still
+// answered, from an informer started for it (kept for keepFor after the last
+// read): a reader never gets an empty answer only because the cache chose
+// not to hold the namespace. A read across all namespaces answers from the
+// namespaces that are needed.
+type Cache struct {
+	cache.Cache
+	scheme *runtime.Scheme
+	kinds  map[schema.GroupVersionKind]*kind
+}
+
+// New returns a cache.NewCacheFunc for a manager (cluster.Options.NewCache):
+// the cache opts describe, with the kinds of needs held per namespace.
+func New(needs ...Need) cache.NewCacheFunc {
+	return func(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
+		inner, err := cache.New(cfg, opts)
+		if err != nil {
+			return nil, err
+		}
+		c := &Cache{Cache: inner, scheme: opts.Scheme, kinds: map[schema.GroupVersionKind]*kind{}}
+		for _, n := range needs {
+			gvk, err := apiutil.GVKForObject(n.Object, opts.Scheme)
+			if err != nil {
+				return nil, fmt.Errorf("scoped cache: %w", err)
+			}
+			k := c.kinds[gvk]
+			if k == nil {
+				k = newKind(gvk, n.Object, cfg, opts)
+				c.kinds[gvk] = k
+			}
+			if n.Namespaces != nil {
+				k.needs = append(k.needs, n)
+			}
+		}
+		return c, nil
+	}
+}
+
+// kindOf is the scoped kind of obj (an object or a list), nil for a kind
+// the inner cache holds.
+func (c *Cache) kindOf(obj runtime.Object) (*kind, error) {
+	gvk, err := apiutil.GVKForObject(obj, c.scheme)
+	if err != nil {
+		return nil, err
+	}
+	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+	return c.kinds[gvk], nil
+}
+
+// Get reads obj from its namespace's informer.
+func (c *Cache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	k, err := c.kindOf(obj)
+	if err != nil || k == nil {
+		return c.orInner(err, func() error { return c.Cache.Get(ctx, key, obj, opts...) })
+	}
+	r, err := k.reader(ctx, key.Namespace)
+	if err != nil {
+		return err
+	}
+	return r.Get(ctx, key, obj, opts...)
+}
+
+// List reads from the namespace's informer or, without a namespace, from
+// every needed namespace's.
+func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	k, err := c.kindOf(list)
+	if err != nil || k == nil {
+		return c.orInner(err, func() error { return c.Cache.List(ctx, list, opts...) })
+	}
+	lo := (&client.ListOptions{}).ApplyOptions(opts)
+	r, err := k.reader(ctx, lo.Namespace)
+	if err != nil {
+		return err
+	}
+	return r.List(ctx, list, opts...)
+}
+
+// orInner runs the inner cache's read unless the kind could not be told.
+func (c *Cache) orInner(err error, read func() error) error {
+	if err != nil {
+		return err
+	}
+	return read()
+}
+
+// GetInformer returns, for a scoped kind, an informer whose handlers and
+// indexers are added to every namespace's informer, now and later.
+func (c *Cache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	k, err := c.kindOf(obj)
+	if err != nil {
+		return nil, err
+	}
+	if k == nil {
+		return c.Cache.GetInformer(ctx, obj, opts...)
+	}
+	return k.informer, nil
+}
+
+// GetInformerForKind is GetInformer by GroupVersionKind.
+func (c *Cache) GetInformerForKind(ctx context.Context, gvk schema.GroupVersionKind, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	if k := c.kinds[gvk]; k != nil {
+		return k.informer, nil
+	}
+	return c.Cache.GetInformerForKind(ctx, gvk, opts...)
+}
+
+// RemoveInformer is not supported for a scoped kind: its informers come and
+// go with the namespaces that need them.
+func (c *Cache) RemoveInformer(ctx context.Context, obj client.Object) error {
+	k, err := c.kindOf(obj)
+	if err != nil {
+		return err
+	}
+	if k != nil {
+		return fmt.Errorf("scoped cache: the informers of %s cannot be removed", k.gvk.Kind)
+	}
+	return c.Cache.RemoveInformer(ctx, obj)
+}
+
+// IndexField adds the index to every namespace's informer of a scoped kind,
+// now and later.
+func (c *Cache) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
+	k, err := c.kindOf(obj)
+	if err != nil {
+		return err
+	}
+	if k == nil {
+		return c.Cache.IndexField(ctx, obj, field, extract)
+	}
+	return k.indexField(ctx, field, extract)
+}
+
+// Start runs the inner cache and, once it has synced, keeps each scoped
+// kind's informers to the namespaces needed. It blocks until ctx is done.
+func (c *Cache) Start(ctx context.Context) error {
+	errc := make(chan error, 1)
+	go func() { errc <- c.Cache.Start(ctx) }()
+	if !c.Cache.WaitForCacheSync(ctx) {
+		if err := <-errc; err != nil {
+			return err
+		}
+		return ctx.Err()
+	}
+	var wg sync.WaitGroup
+	for _, k := range c.kinds {
+		if err := k.watchTriggers(ctx, c.Cache); err != nil {
+			return err
+		}
+		wg.Go(func() { k.run(ctx, c.Cache) })
+	}
+	err := <-errc
+	wg.Wait()
+	return err
+}
+
+// WaitForCacheSync waits for the inner cache and for the informers of the
+// namespaces each scoped kind needed when it started.
+func (c *Cache) WaitForCacheSync(ctx context.Context) bool {
+	if !c.Cache.WaitForCacheSync(ctx) {
+		return false
+	}
+	for _, k := range c.kinds {
+		select {
+		case <-k.started:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+// Namespaces reports where the kind of obj is held: the namespaces with an
+// informer of their own, and whether a cluster-wide informer holds it.
+func (c *Cache) Namespaces(obj client.Object) (namespaces []string, clusterWide bool) {
+	k, err := c.kindOf(obj)
+	if err != nil || k == nil {
+		return nil, false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for ns := range k.spaces {
+		if ns == allNamespaces {
+			clusterWide = true
+			continue
+		}
+		namespaces = append(namespaces, ns)
+	}
+	slices.Sort(namespaces)
+	return namespaces, clusterWide
+}
+
+// allNamespaces is the key of the cluster-wide space.
+const allNamespaces = ""
+
+// kind is one scoped kind: its spaces (an informer for a namespace, or for
+// all of them), and the handlers and indexers every space gets.
+type kind struct {
+	gvk      schema.GroupVersionKind
+	obj      client.Object
+	scheme   *runtime.Scheme
+	needs    []Need
+	newCache func(namespace string) (cache.Cache, error)
+	// allowed are the namespaces the manager may watch (its
+	// DefaultNamespaces); nil is any.
+	allowed  sets.Set[string]
+	informer *fanout
+
+	// poke asks run to look at the needs again; started is closed once the
+	// namespaces needed at start have synced.
+	poke    chan struct{}
+	started chan struct{}
+
+	mu       sync.Mutex
+	ctx      context.Context // the cache's, once it runs
+	spaces   map[string]*space
+	handlers []*registration
+	indexers []indexer
+	// rawIndexers are indexers added to the informer itself.
+	rawIndexers []toolscache.Indexers
+}
+
+type indexer struct {
+	field   string
+	extract client.IndexerFunc
+}
+
+// space is the informer of one namespace (or of all).
+type space struct {
+	namespace string
+	cache     cache.Cache
+	informer  cache.Informer
+	stop      context.CancelFunc
+	synced    chan struct{}
+	// needed is whether the last look at the needs wanted it; unneededSince
+	// and lastRead decide when an unneeded space stops.
+	needed        bool
+	unneededSince time.Time
+	lastRead      time.Time
+}
+
+func newKind(gvk schema.GroupVersionKind, obj client.Object, cfg *rest.Config, opts cache.Options) *kind {
+	k := &kind{gvk: gvk, obj: obj, scheme: opts.Scheme, spaces: map[string]*space{},
+		poke: make(chan struct{}, 1), started: make(chan struct{})}
+	if len(opts.DefaultNamespaces) > 0 {
+		if _, all := opts.DefaultNamespaces[cache.AllNamespaces]; !all {
+			k.allowed = sets.KeySet(opts.DefaultNamespaces)
+		}
+	}
+	k.informer = &fanout{k: k}
+	k.newCache = func(namespace string) (cache.Cache, error) {
+		o := opts
+		if namespace != allNamespaces {
+			o.DefaultNamespaces = map[string]cache.Config{namespace: {}}
+		}
+		return cache.New(cfg, o)
+	}
+	return k
+}
+
+// watchTriggers pokes run on every change of a trigger kind.
+func (k *kind) watchTriggers(ctx context.Context, inner cache.Cache) error {
+	poke := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { k.pokeRun() },
+		UpdateFunc: func(any, any) { k.pokeRun() },
+		DeleteFunc: func(any) { k.pokeRun() },
+	}
+	seen := sets.New[schema.GroupVersionKind]()
+	for _, n := range k.needs {
+		for _, t := range n.Triggers {
+			gvk, err := apiutil.GVKForObject(t, k.scheme)
+			if err != nil || seen.Has(gvk) {
+				continue
+			}
+			seen.Insert(gvk)
+			inf, err := inner.GetInformer(ctx, t)
+			if err != nil {
+				return fmt.Errorf("scoped cache of %s: watching %s: %w", k.gvk.Kind, gvk.Kind, err)
+			}
+			if _, err := inf.AddEventHandler(poke); err != nil {
+				return fmt.Errorf("scoped cache of %s: watching %s: %w", k.gvk.Kind, gvk.Kind, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (k *kind) pokeRun() {
+	select {
+	case k.poke <- struct{}{}:
+	default:
+	}
+}
+
+// run keeps the spaces to the needed namespaces until ctx is done.
+func (k *kind) run(ctx context.Context, inner client.Reader) {
+	log := logf.FromContext(ctx).WithValues("kind", k.gvk.Kind)
+	k.mu.Lock()
+	k.ctx = ctx
+	k.mu.Unlock()
+	first := true
+	for {
+		if err := k.resync(ctx, inner, time.Now()); err != nil {
+			log.Error(err, "scoped cache: finding the namespaces needed; retrying")
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		if first {
+			k.waitSynced(ctx)
+			close(k.started)
+			first = false
+		}
+		select {
+		case <-ctx.Done():
+			k.stopAll()
+			return
+		case <-k.poke:
+		case <-time.After(keepFor / 2):
+		}
+	}
+}
+
+// resync starts the informers of newly needed namespaces and stops those no
+// longer needed (after keepFor).
+func (k *kind) resync(ctx context.Context, inner client.Reader, now time.Time) error {
+	needed := sets.New[string]()
+	for _, n := range k.needs {
+		namespaces, err := n.Namespaces(ctx, inner)
+		if err != nil {
+			return err
+		}
+		needed.Insert(namespaces...)
+	}
+	if k.allowed != nil {
+		needed = needed.Intersection(k.allowed)
+	}
+	if needed.Len() > ClusterWideAbove {
+		needed = sets.New(allNamespaces)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for ns := range needed {
+		if _, ok := k.spaces[ns]; !ok {
+			if _, err := k.startLocked(ns); err != nil {
+				return err
+			}
+		}
+	}
+	for ns, s := range k.spaces {
+		switch {
+		case needed.Has(ns):
+			s.needed = true
+		case s.needed:
+			s.needed, s.unneededSince = false, now
+		case now.Sub(s.unneededSince) >= keepFor && now.Sub(s.lastRead) >= keepFor:
+			k.dropLocked(s)
+		}
+	}
+	return nil
+}
+
+// waitSynced waits for every space that exists now.
+func (k *kind) waitSynced(ctx context.Context) {
+	k.mu.Lock()
+	spaces := make([]*space, 0, len(k.spaces))
+	for _, s := range k.spaces {
+		spaces = append(spaces, s)
+	}
+	k.mu.Unlock()
+	for _, s := range spaces {
+		select {
+		case <-s.synced:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (k *kind) stopAll() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, s := range k.spaces {
+		k.dropLocked(s)
+	}
+}
+
+// dropLocked stops a space and forgets it. k.mu is held.
+func (k *kind) dropLocked(s *space) {
+	s.stop()
+	delete(k.spaces, s.namespace)
+	for _, r := range k.handlers {
+		delete(r.per, s)
+	}
+	gaugeNamespaces(k.gvk.Kind, k.spaces)
+}
+
+// startLocked starts the informer of namespace, with every handler and
+// index added before it lists. k.mu is held.
+func (k *kind) startLocked(namespace string) (*space, error) {
+	if k.ctx == nil {
+		return nil, errors.New("scoped cache: read before the cache started")
+	}
+	c, err := k.newCache(namespace)
+	if err != nil {
+		return nil, fmt.Errorf("scoped cache of %s in %q: %w", k.gvk.Kind, namespace, err)
+	}
+	ctx, stop := context.WithCancel(k.ctx)
+	inf, err := c.GetInformer(ctx, k.obj)
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("scoped cache of %s in %q: %w", k.gvk.Kind, namespace, err)
+	}
+	for _, ix := range k.indexers {
+		if err := c.IndexField(ctx, k.obj, ix.field, ix.extract); err != nil {
+			stop()
+			return nil, fmt.Errorf("scoped cache of %s in %q: index %s: %w", k.gvk.Kind, namespace, ix.field, err)
+		}
+	}
+	for _, ix := range k.rawIndexers {
+		if err := inf.AddIndexers(ix); err != nil {
+			stop()
+			return nil, fmt.Errorf("scoped cache of %s in %q: %w", k.gvk.Kind, namespace, err)
+		}
+	}
+	s := &space{namespace: namespace, cache: c, informer: inf, stop: stop, synced: make(chan struct{}), needed: true}
+	for _, r := range k.handlers {
+		if err := r.add(s); err != nil {
+			stop()
+			return nil, err
+		}
+	}
+	go func() { _ = c.Start(ctx) }()
+	go func() {
+		if c.WaitForCacheSync(ctx) {
+			close(s.synced)
+		}
+	}()
+	k.spaces[namespace] = s
+	gaugeNamespaces(k.gvk.Kind, k.spaces)
+	return s, nil
+}
+
+// reader is what answers a read in namespace ("": all namespaces).
+func (k *kind) reader(ctx context.Context, namespace string) (client.Reader, error) {
+	if k.allowed != nil && namespace != "" && !k.allowed.Has(namespace) {
+		return nil, fmt.Errorf("scoped cache: namespace %q is not watched by this manager", namespace)
+	}
+	k.mu.Lock()
+	now := time.Now()
+	all, s := k.spaces[allNamespaces], k.spaces[namespace]
+	switch {
+	case all != nil && (namespace == "" || s == nil || isClosed(all.synced)):
+		s = all
+	case namespace == "":
+		spaces := make([]*space, 0, len(k.spaces))
+		for _, s := range k.spaces {
+			if s.needed {
+				s.lastRead = now
+				spaces = append(spaces, s)
+			}
+		}
+		k.mu.Unlock()
+		return union{k: k, spaces: spaces}, nil
+	case s == nil:
+		var err error
+		if s, err = k.startLocked(namespace); err != nil {
+			k.mu.Unlock()
+			return nil, err
+		}
+		s.needed, s.unneededSince = false, now
+	}
+	s.lastRead = now
+	k.mu.Unlock()
+	if err := s.wait(ctx); err != nil {
+		return nil, err
+	}
+	return s.cache, nil
+}
+
+func (s *space) wait(ctx context.Context) error {
+	select {
+	case <-s.synced:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the cache of namespace %q: %w", s.namespace, ctx.Err())
+	}
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// indexField records the index for later spaces and adds it to the
+// current ones.
+func (k *kind) indexField(ctx context.Context, field string, extract client.IndexerFunc) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.indexers = append(k.indexers, indexer{field: field, extract: extract})
+	for _, s := range k.spaces {
+		if err := s.cache.IndexField(ctx, k.obj, field, extract); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// union lists across the spaces of the needed namespaces.
+type union struct {
+	k      *kind
+	spaces []*space
+}
+
+func (u union) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
+	return fmt.Errorf("scoped cache: a %s is read in its namespace", u.k.gvk.Kind)
+}
+
+func (u union) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	var items []runtime.Object
+	for _, s := range u.spaces {
+		if err := s.wait(ctx); err != nil {
+			return err
+		}
+		part, ok := list.DeepCopyObject().(client.ObjectList)
+		if !ok {
+			return fmt.Errorf("scoped cache: %T is not a list", list)
+		}
+		if err := s.cache.List(ctx, part, opts...); err != nil {
+			return err
+		}
+		objs, err := apimeta.ExtractList(part)
+		if err != nil {
+			return err
+		}
+		items = append(items, objs...)
+	}
+	return apimeta.SetList(list, items)
+}
+
+// fanout is the Informer of a scoped kind: what is added to it is added to
+// the informer of every space, now and later.
+type fanout struct{ k *kind }
+
+var _ cache.Informer = &fanout{}
+
+func (f *fanout) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+	return f.AddEventHandlerWithOptions(h, toolscache.HandlerOptions{})
+}
+
+func (f *fanout) AddEventHandlerWithResyncPeriod(h toolscache.ResourceEventHandler, period time.Duration) (toolscache.ResourceEventHandlerRegistration, error) {
+	return f.AddEventHandlerWithOptions(h, toolscache.HandlerOptions{ResyncPeriod: &period})
+}
+
+func (f *fanout) AddEventHandlerWithOptions(h toolscache.ResourceEventHandler, opts toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
+	k := f.k
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	r := &registration{k: k, handler: h, opts: opts, per: map[*space]toolscache.ResourceEventHandlerRegistration{}}
+	for _, s := range k.spaces {
+		if err := r.add(s); err != nil {
+			return nil, err
+		}
+	}
+	k.handlers = append(k.handlers, r)
+	return r, nil
+}
+
+func (f *fanout) RemoveEventHandler(h toolscache.ResourceEventHandlerRegistration) error {
+	r, ok := h.(*registration)
+	if !ok || r.k != f.k {
+		return errors.New("scoped cache: not a registration of this informer")
+	}
+	k := f.k
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.handlers = slices.DeleteFunc(k.handlers, func(x *registration) bool { return x == r })
+	var errs []error
+	for s, reg := range r.per {
+		errs = append(errs, s.informer.RemoveEventHandler(reg))
+	}
+	clear(r.per)
+	return errors.Join(errs...)
+}
+
+func (f *fanout) AddIndexers(indexers toolscache.Indexers) error {
+	k := f.k
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.rawIndexers = append(k.rawIndexers, indexers)
+	var errs []error
+	for _, s := range k.spaces {
+		errs = append(errs, s.informer.AddIndexers(indexers))
+	}
+	return errors.Join(errs...)
+}
+
+// HasSynced reports whether the namespaces needed at start, and every space
+// now, have synced.
+func (f *fanout) HasSynced() bool {
+	k := f.k
+	if !isClosed(k.started) {
+		return false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, s := range k.spaces {
+		if !s.informer.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+func (f *fanout) HasSyncedChecker() toolscache.DoneChecker { return f }
+
+// Name and Done make the informer its own DoneChecker: done once the
+// namespaces needed at start have synced.
+func (f *fanout) Name() string { return "scoped informer of " + f.k.gvk.Kind }
+
+func (f *fanout) Done() <-chan struct{} { return f.k.started }
+
+func (f *fanout) IsStopped() bool {
+	k := f.k
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.ctx != nil && k.ctx.Err() != nil
+}
+
+// registration is a handler added to a fanout, with its registration on
+// each space's informer. per is guarded by k.mu.
+type registration struct {
+	k       *kind
+	handler toolscache.ResourceEventHandler
+	opts    toolscache.HandlerOptions
+	per     map[*space]toolscache.ResourceEventHandlerRegistration
+}
+
+func (r *registration) add(s *space) error {
+	reg, err := s.informer.AddEventHandlerWithOptions(r.handler, r.opts)
+	if err != nil {
+		return fmt.Errorf("scoped cache of %s in %q: adding a handler: %w", r.k.gvk.Kind, s.namespace, err)
+	}
+	r.per[s] = reg
+	return nil
+}
+
+// HasSynced reports whether the handler has seen the initial objects of
+// every space.
+func (r *registration) HasSynced() bool {
+	if !isClosed(r.k.started) {
+		return false
+	}
+	r.k.mu.Lock()
+	defer r.k.mu.Unlock()
+	for _, reg := range r.per {
+		if !reg.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *registration) HasSyncedChecker() toolscache.DoneChecker { return r.k.informer }
