@@ -20,10 +20,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/deckhand-dev/deckhand/internal/metricsauth"
 	"github.com/deckhand-dev/deckhand/internal/scopedcache"
 	"github.com/deckhand-dev/deckhand/internal/webhookcert"
 )
@@ -66,7 +66,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		Metrics: metricsserver.Options{
 			BindAddress:    opts.MetricsBindAddress,
 			SecureServing:  true,
-			FilterProvider: filters.WithAuthenticationAndAuthorization,
+			FilterProvider: metricsauth.Filter,
 			CertDir:        opts.MetricsCertDir,
 			TLSOpts:        []func(*tls.Config){noHTTP2},
 		},
