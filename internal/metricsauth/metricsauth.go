@@ -67,15 +67,15 @@ func Filter(cfg *rest.Config, httpClient *http.Client) (metricsserver.Filter, er
 	}, nil
 }
 
-// TokenReviews and SubjectAccessReviews are the two calls a Guard makes.
-type (
-	TokenReviews interface {
-		Create(ctx context.Context, r *authenticationv1.TokenReview, opts metav1.CreateOptions) (*authenticationv1.TokenReview, error)
-	}
-	SubjectAccessReviews interface {
-		Create(ctx context.Context, r *authorizationv1.SubjectAccessReview, opts metav1.CreateOptions) (*authorizationv1.SubjectAccessReview, error)
-	}
-)
+// TokenReviews is how a Guard asks who a token belongs to.
+type TokenReviews interface {
+	Create(ctx context.Context, r *authenticationv1.TokenReview, opts metav1.CreateOptions) (*authenticationv1.TokenReview, error)
+}
+
+// SubjectAccessReviews is how a Guard asks what a user may do.
+type SubjectAccessReviews interface {
+	Create(ctx context.Context, r *authorizationv1.SubjectAccessReview, opts metav1.CreateOptions) (*authorizationv1.SubjectAccessReview, error)
+}
 
 // Guard authenticates and authorizes requests through the apiserver and
 // remembers its answers for a while.

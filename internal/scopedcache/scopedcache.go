@@ -667,7 +667,7 @@ func (f *fanout) RemoveEventHandler(h toolscache.ResourceEventHandlerRegistratio
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.handlers = slices.DeleteFunc(k.handlers, func(x *registration) bool { return x == r })
-	var errs []error
+	errs := make([]error, 0, len(r.per))
 	for s, reg := range r.per {
 		errs = append(errs, s.informer.RemoveEventHandler(reg))
 	}
@@ -680,7 +680,7 @@ func (f *fanout) AddIndexers(indexers toolscache.Indexers) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.rawIndexers = append(k.rawIndexers, indexers)
-	var errs []error
+	errs := make([]error, 0, len(k.spaces))
 	for _, s := range k.spaces {
 		errs = append(errs, s.informer.AddIndexers(indexers))
 	}

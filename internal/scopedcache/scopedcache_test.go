@@ -130,7 +130,7 @@ func need(t *testing.T, ns string) *corev1.ConfigMap {
 	return cm
 }
 
-func podNames(t *testing.T, c client.Reader, opts ...client.ListOption) func() ([]string, error) {
+func podNames(c client.Reader, opts ...client.ListOption) func() ([]string, error) {
 	return func() ([]string, error) {
 		var pods corev1.PodList
 		if err := c.List(context.Background(), &pods, opts...); err != nil {
@@ -164,14 +164,14 @@ func TestPodsAreHeldAndToldOnlyWhereNeeded(t *testing.T) {
 	g.Eventually(s.Keys).Should(ContainElement(needed + "/p2"))
 	g.Consistently(s.Keys).WithTimeout(time.Second).ShouldNot(ContainElements(other+"/q1", other+"/q2"),
 		"a handler was told about pods of a namespace nothing needs")
-	g.Expect(podNames(t, c)()).To(ConsistOf(needed+"/p1", needed+"/p2"),
+	g.Expect(podNames(c)()).To(ConsistOf(needed+"/p1", needed+"/p2"),
 		"a list across namespaces answers from the needed ones")
 
 	// Needed now: its pods are told and read.
 	cm := need(t, other)
 	g.Eventually(s.Keys).Should(ContainElements(other+"/q1", other+"/q2"))
 	g.Expect(namespaces(c)).To(ConsistOf(needed, other))
-	g.Expect(podNames(t, c, client.InNamespace(other))()).To(ConsistOf(other+"/q1", other+"/q2"))
+	g.Expect(podNames(c, client.InNamespace(other))()).To(ConsistOf(other+"/q1", other+"/q2"))
 
 	// Needed no more: its informer stops after keepFor, and new pods there
 	// are not told.
@@ -189,12 +189,12 @@ func TestAReadWhereNothingIsNeededIsAnsweredAndForgotten(t *testing.T) {
 	c, _ := startCache(t)
 	g.Expect(namespaces(c)).To(BeEmpty())
 
-	g.Expect(podNames(t, c, client.InNamespace(ns))()).To(ConsistOf(ns+"/a", ns+"/b"),
+	g.Expect(podNames(c, client.InNamespace(ns))()).To(ConsistOf(ns+"/a", ns+"/b"),
 		"a read of a namespace nothing needs must not come back empty")
 	got := &corev1.Pod{}
 	g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "b"}, got)).To(Succeed())
 	g.Expect(got.Spec.NodeName).To(Equal("node-2"))
-	g.Expect(podNames(t, c, client.InNamespace(ns), client.MatchingFields{"spec.nodeName": "node-1"})()).
+	g.Expect(podNames(c, client.InNamespace(ns), client.MatchingFields{"spec.nodeName": "node-1"})()).
 		To(Equal([]string{ns + "/a"}), "the index reaches informers started later")
 	g.Expect(namespaces(c)).To(Equal([]string{ns}))
 
@@ -204,8 +204,8 @@ func TestAReadWhereNothingIsNeededIsAnsweredAndForgotten(t *testing.T) {
 
 func TestManyNeededNamespacesShareOneInformer(t *testing.T) {
 	g := testenv.NewG(t)
-	var spaces []string
-	var needs []*corev1.ConfigMap
+	spaces := make([]string, 0, scopedcache.ClusterWideAbove+1)
+	needs := make([]*corev1.ConfigMap, 0, scopedcache.ClusterWideAbove+1)
 	for i := range scopedcache.ClusterWideAbove + 1 {
 		ns := env.Namespace(t)
 		spaces = append(spaces, ns)
@@ -217,7 +217,7 @@ func TestManyNeededNamespacesShareOneInformer(t *testing.T) {
 	g.Eventually(func() []string { return namespaces(c) }).Should(BeEmpty(),
 		"the per-namespace informers outlive the switch by keepFor only")
 	g.Expect(s.Keys()).To(ContainElement(spaces[0] + "/p0"))
-	g.Expect(podNames(t, c, client.InNamespace(spaces[3]))()).To(Equal([]string{spaces[3] + "/p3"}))
+	g.Expect(podNames(c, client.InNamespace(spaces[3]))()).To(Equal([]string{spaces[3] + "/p3"}))
 
 	// Back under the limit: one informer per namespace again.
 	for _, cm := range needs[1:] {
