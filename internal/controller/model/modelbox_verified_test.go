@@ -99,9 +99,9 @@ func TestFingerprintsChangeWithWhatDeckhandCompares(t *testing.T) {
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "model.deckhand.dev/v1", Kind: "ModelBox", Name: box.Name, UID: box.UID}},
 				ManagedFields: []metav1.ManagedFieldsEntry{
 					{Manager: modelcontroller.FieldManager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "apps/v1", Time: &at,
-						FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:replicas":{}}}`)}},
+						FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:replicas":{}}}`)},
 					{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", Time: &at,
-						Subresource: "status", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:replicas":{}}}`)}},
+						Subresource: "status", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:replicas":{}}}`)},
 				}},
 			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](4)},
 		}
@@ -110,12 +110,14 @@ func TestFingerprintsChangeWithWhatDeckhandCompares(t *testing.T) {
 		change func(d *appsv1.Deployment)
 		same   bool
 	}{
-		"status":                {func(d *appsv1.Deployment) { d.Status.AvailableReplicas = 4 }, true},
-		"resourceVersion":       {func(d *appsv1.Deployment) { d.ResourceVersion = "8" }, true},
-		"another manager":       {func(d *appsv1.Deployment) { d.ManagedFields[1].FieldsV1.Raw = []byte(`{"f:status":{}}`) }, true},
-		"a manager added":       {func(d *appsv1.Deployment) { d.ManagedFields = append(d.ManagedFields, metav1.ManagedFieldsEntry{Manager: "hpa"}) }, true},
+		"status":          {func(d *appsv1.Deployment) { d.Status.AvailableReplicas = 4 }, true},
+		"resourceVersion": {func(d *appsv1.Deployment) { d.ResourceVersion = "8" }, true},
+		"another manager": {func(d *appsv1.Deployment) { d.ManagedFields[1].FieldsV1 = metav1.NewFieldsV1(`{"f:status":{}}`) }, true},
+		"a manager added": {func(d *appsv1.Deployment) {
+			d.ManagedFields = append(d.ManagedFields, metav1.ManagedFieldsEntry{Manager: "hpa"})
+		}, true},
 		"Deckhand's apply time": {func(d *appsv1.Deployment) { d.ManagedFields[0].Time = &metav1.Time{} }, true},
-		"Deckhand's fields":     {func(d *appsv1.Deployment) { d.ManagedFields[0].FieldsV1.Raw = []byte(`{"f:spec":{}}`) }, false},
+		"Deckhand's fields":     {func(d *appsv1.Deployment) { d.ManagedFields[0].FieldsV1 = metav1.NewFieldsV1(`{"f:spec":{}}`) }, false},
 		"Deckhand's entry gone": {func(d *appsv1.Deployment) { d.ManagedFields = d.ManagedFields[1:] }, false},
 		"spec":                  {func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To[int32](5) }, false},
 		"label":                 {func(d *appsv1.Deployment) { d.Labels["team"] = "web" }, false},
