@@ -28,3 +28,10 @@ func ChildrenFor(box *modelv1.ModelBox, current *int32) ([]runtime.ApplyConfigur
 
 // SetUID exposes setUID to the tests.
 var SetUID = setUID
+
+// FullComparisons is how many times r read the fields Deckhand owns out of
+// a child to compare them with what it wants.
+func FullComparisons(r *ModelBoxReconciler) int64 { return r.verified.compared.Load() }
+
+// FingerprintsOf exposes fingerprintsOf to the tests.
+var FingerprintsOf = fingerprintsOf

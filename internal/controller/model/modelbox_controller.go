@@ -51,7 +51,8 @@ type ModelBoxReconciler struct {
 	// Now is the clock for condition transition times.
 	Now func() time.Time
 
-	status *status.Writer[modelv1.ModelBoxStatus]
+	status   *status.Writer[modelv1.ModelBoxStatus]
+	verified *verified
 }
 
 // NewModelBoxReconciler returns a reconciler that writes through c, reads
@@ -63,6 +64,7 @@ func NewModelBoxReconciler(c client.Client, apiReader client.Reader, rec events.
 		Recorder:  rec,
 		Now:       time.Now,
 		status:    status.NewWriter(c, status.ConditionMetrics("ModelBox", func(s *modelv1.ModelBoxStatus) []metav1.Condition { return s.Conditions })),
+		verified:  newVerified(),
 	}
 }
 
@@ -159,6 +161,7 @@ func (r *ModelBoxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 // forget drops what the controller keeps about a ModelBox that is gone.
 func (r *ModelBoxReconciler) forget(key client.ObjectKey) {
 	r.status.Forget(key)
+	r.verified.forget(key)
 	forgetMetrics(key)
 }
 

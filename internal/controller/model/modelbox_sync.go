@@ -121,14 +121,13 @@ func syncExtracted[T any, PT interface {
 	*A
 	runtime.ApplyConfiguration
 }](ctx context.Context, r *ModelBoxReconciler, w *written, box *modelv1.ModelBox, kind string, live PT, want PA, extract func(*T, string) (PA, error)) error {
-	var owned PA
-	if live != nil {
-		var err error
-		if owned, err = extract(live, FieldManager); err != nil {
-			return fmt.Errorf("reading the fields Deckhand owns on %s %s: %w", kind, client.ObjectKeyFromObject(live), err)
+	return r.syncChild(ctx, w, box, kind, orNil[client.Object](live), orNil[runtime.ApplyConfiguration](want), func() (runtime.ApplyConfiguration, error) {
+		owned, err := extract(live, FieldManager)
+		if err != nil {
+			return nil, fmt.Errorf("reading the fields Deckhand owns on %s %s: %w", kind, client.ObjectKeyFromObject(live), err)
 		}
-	}
-	return r.syncChild(ctx, w, box, kind, orNil[client.Object](live), orNil[runtime.ApplyConfiguration](want), orNil[runtime.ApplyConfiguration](owned))
+		return orNil[runtime.ApplyConfiguration](owned), nil
+	})
 }
 
 // syncDeployment is syncChild for the Deployment, plus the replicas
@@ -136,27 +135,27 @@ func syncExtracted[T any, PT interface {
 // whoever scales the Deployment (the autoscaler, kubectl scale), and turning
 // autoscaling off keeps the count it left.
 func (r *ModelBoxReconciler) syncDeployment(ctx context.Context, w *written, box *modelv1.ModelBox, live *appsv1.Deployment, want *appsv1ac.DeploymentApplyConfiguration) error {
-	switch {
-	case box.Spec.Replicas != nil:
-		// Deckhand's: the apply sets it, forcing it from any other owner.
-	case live == nil:
-		if box.Spec.Autoscaling != nil {
-			// Start at the autoscaler's floor rather than the Deployment's
-			// default of one pod; the next pass hands the field over.
-			want.Spec.WithReplicas(minReplicasOf(box))
-		}
-	case metav1.IsControlledBy(live, box):
+	if live == nil && box.Spec.Replicas == nil && box.Spec.Autoscaling != nil {
+		// Start at the autoscaler's floor rather than the Deployment's
+		// default of one pod; the next pass hands the field over.
+		want.Spec.WithReplicas(minReplicasOf(box))
+	}
+	// Reading the fields Deckhand owns, on a Deployment this ModelBox
+	// controls and that does not already match, also tells whether the
+	// count must be handed over before an apply drops it. (When it
+	// matches, Deckhand owns the count exactly when spec.replicas is set.)
+	return r.syncChild(ctx, w, box, "Deployment", orNil[client.Object](live), orNil[runtime.ApplyConfiguration](want), func() (runtime.ApplyConfiguration, error) {
 		owned, err := appsv1ac.ExtractDeployment(live, FieldManager)
 		if err != nil {
-			return fmt.Errorf("reading the fields Deckhand owns on Deployment %s: %w", client.ObjectKeyFromObject(live), err)
+			return nil, fmt.Errorf("reading the fields Deckhand owns on Deployment %s: %w", client.ObjectKeyFromObject(live), err)
 		}
-		if owned.Spec != nil && owned.Spec.Replicas != nil {
+		if box.Spec.Replicas == nil && owned.Spec != nil && owned.Spec.Replicas != nil {
 			if err := r.handOverReplicas(ctx, live.Namespace, live.Name, live.Spec.Replicas); err != nil {
-				return err
+				return nil, err
 			}
 		}
-	}
-	return syncExtracted(ctx, r, w, box, "Deployment", live, want, appsv1ac.ExtractDeployment)
+		return owned, nil
+	})
 }
 
 // handOverReplicas lets go of a Deployment's replicas without the value
@@ -184,9 +183,10 @@ func (r *ModelBoxReconciler) handOverReplicas(ctx context.Context, namespace, na
 
 // syncChild makes one child match: live is the cached object (nil when
 // absent), want what it should be (nil when it should not exist) and owned
-// the fields Deckhand owns on live. What it wrote goes into w.
-func (r *ModelBoxReconciler) syncChild(ctx context.Context, w *written, box *modelv1.ModelBox, kind string, live client.Object, want, owned runtime.ApplyConfiguration) error {
+// reads the fields Deckhand owns on live. What it wrote goes into w.
+func (r *ModelBoxReconciler) syncChild(ctx context.Context, w *written, box *modelv1.ModelBox, kind string, live client.Object, want runtime.ApplyConfiguration, owned func() (runtime.ApplyConfiguration, error)) error {
 	key := client.ObjectKeyFromObject(box)
+	child := verifiedKey{box: key, kind: kind}
 	if live != nil && !metav1.IsControlledBy(live, box) {
 		if want == nil {
 			// Not ours and not wanted (a child orphaned by an earlier
@@ -199,6 +199,7 @@ func (r *ModelBoxReconciler) syncChild(ctx context.Context, w *written, box *mod
 		if live == nil {
 			return nil
 		}
+		r.verified.drop(child)
 		uid := live.GetUID()
 		if err := r.Delete(ctx, live, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting %s %s: %w", kind, key, err)
@@ -207,8 +208,11 @@ func (r *ModelBoxReconciler) syncChild(ctx context.Context, w *written, box *mod
 		w.deleted.add(kind, live)
 		return nil
 	}
-	if live != nil && equality.Semantic.DeepEqual(want, owned) {
-		return nil
+	if live != nil {
+		same, err := r.matches(child, live, want, owned)
+		if err != nil || same {
+			return err
+		}
 	}
 	if live == nil {
 		// The cache shows only labelled children: make sure this is not
@@ -250,6 +254,29 @@ func (r *ModelBoxReconciler) syncChild(ctx context.Context, w *written, box *mod
 		countWrite(key, kind, outcomeUnchanged)
 	}
 	return nil
+}
+
+// matches says whether the fields Deckhand owns on live, a child this
+// ModelBox controls, are want. A child and a wish both unchanged since a
+// pass found them equal are not read again (see verified).
+func (r *ModelBoxReconciler) matches(child verifiedKey, live client.Object, want runtime.ApplyConfiguration, owned func() (runtime.ApplyConfiguration, error)) (bool, error) {
+	fp, ok := fingerprintsOf(live, want)
+	if ok && r.verified.holds(child, fp) {
+		return true, nil
+	}
+	r.verified.compared.Add(1)
+	has, err := owned()
+	if err != nil {
+		return false, err
+	}
+	if !equality.Semantic.DeepEqual(want, has) {
+		r.verified.drop(child)
+		return false, nil
+	}
+	if ok {
+		r.verified.remember(child, fp)
+	}
+	return true, nil
 }
 
 // setUID makes ac, a child's apply configuration, name the object with
