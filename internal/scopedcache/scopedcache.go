@@ -135,11 +135,7 @@ func (c *Cache) kindOf(obj runtime.Object) (*kind, error) {
 
 // Get reads obj from its namespace's informer.
 func (c *Cache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	k, err := c.kindOf(obj)
-	if err != nil || k == nil {
-		return c.orInner(err, func() error { return c.Cache.Get(ctx, key, obj, opts...) })
-	}
-	r, err := k.reader(ctx, key.Namespace)
+	r, err := c.readerFor(ctx, obj, key.Namespace)
 	if err != nil {
 		return err
 	}
@@ -149,24 +145,21 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, obj client.Object
 // List reads from the namespace's informer or, without a namespace, from
 // every needed namespace's.
 func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	k, err := c.kindOf(list)
-	if err != nil || k == nil {
-		return c.orInner(err, func() error { return c.Cache.List(ctx, list, opts...) })
-	}
-	lo := (&client.ListOptions{}).ApplyOptions(opts)
-	r, err := k.reader(ctx, lo.Namespace)
+	r, err := c.readerFor(ctx, list, (&client.ListOptions{}).ApplyOptions(opts).Namespace)
 	if err != nil {
 		return err
 	}
 	return r.List(ctx, list, opts...)
 }
 
-// orInner runs the inner cache's read unless the kind could not be told.
-func (c *Cache) orInner(err error, read func() error) error {
-	if err != nil {
-		return err
+// readerFor is what answers a read of obj's kind in namespace: the inner
+// cache, or the scoped kind's informers.
+func (c *Cache) readerFor(ctx context.Context, obj runtime.Object, namespace string) (client.Reader, error) {
+	k, err := c.kindOf(obj)
+	if err != nil || k == nil {
+		return c.Cache, err
 	}
-	return read()
+	return k.reader(ctx, namespace)
 }
 
 // GetInformer returns, for a scoped kind, an informer whose handlers and
