@@ -151,6 +151,12 @@ func RunFailover(t *testing.T, c *cluster.Cluster, f Failover) Result {
 		// Ready is not reconciling yet: a PodSet made before both
 		// reconcile is all made by one.
 		waitLog(t, standby, workersLog, 2*time.Minute)
+		// A manager starts caching a namespace's pods on its first look
+		// at a PodSet there (internal/scopedcache): one that looks a
+		// moment later lists the other's pods already and makes none. The
+		// PodSet is made empty first, so that both hold an empty view of
+		// the namespace when it grows.
+		ps.createEmpty(t)
 	}
 	ps.start(t)
 	if f.SplitBrain {
@@ -215,6 +221,8 @@ type podSet struct {
 	size    int32
 	rollout bool
 	obs     *observer
+	// empty is the PodSet createEmpty made, which start scales.
+	empty *appsv1beta1.PodSet
 }
 
 func surge(size int32) int32 { return max(1, size/10) }
@@ -250,9 +258,14 @@ func newPodSet(t *testing.T, c *cluster.Cluster, size int32, rollout bool) *podS
 // runs the old image, then changes the image.
 func (ps *podSet) start(t *testing.T) {
 	ctx := context.Background()
-	set := &appsv1beta1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ps.ns, Name: setName},
-		Spec: appsv1beta1.PodSetSpec{Replicas: ps.size, Template: &corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"tier": "web"}}, Spec: podSpec(oldImage)}}}
+	if ps.empty != nil {
+		ps.obs.setTarget(oldImage)
+		patch := client.MergeFrom(ps.empty.DeepCopy())
+		ps.empty.Spec.Replicas = ps.size
+		must(t, ps.c.Client.Patch(ctx, ps.empty, patch))
+		return
+	}
+	set := ps.newSet(ps.size)
 	if ps.rollout {
 		s, u := intstr.FromInt32(surge(ps.size)), intstr.FromInt32(0)
 		set.Spec.UpdateStrategy.RollingUpdate.MaxSurge, set.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = &s, &u
@@ -269,6 +282,30 @@ func (ps *podSet) start(t *testing.T) {
 	patch := client.MergeFrom(set.DeepCopy())
 	set.Spec.Template.Spec.Containers[0].Image = newImage
 	must(t, ps.c.Client.Patch(ctx, set, patch))
+}
+
+// newSet is the scenario's PodSet with replicas pods of the old image.
+func (ps *podSet) newSet(replicas int32) *appsv1beta1.PodSet {
+	return &appsv1beta1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ps.ns, Name: setName},
+		Spec: appsv1beta1.PodSetSpec{Replicas: replicas, Template: &corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"tier": "web"}}, Spec: podSpec(oldImage)}}}
+}
+
+// createEmpty makes the PodSet with no pods, which start then scales to
+// its size, and waits until a manager has reconciled it and both have had
+// a moment to.
+func (ps *podSet) createEmpty(t *testing.T) {
+	ctx := context.Background()
+	set := ps.newSet(0)
+	must(t, ps.c.Client.Create(ctx, set))
+	for deadline := time.Now().Add(time.Minute); set.Status.ObservedGeneration != set.Generation; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no manager reconciled the empty PodSet in a minute")
+		}
+		must(t, ps.c.Client.Get(ctx, client.ObjectKeyFromObject(set), set))
+	}
+	time.Sleep(2 * time.Second)
+	ps.empty = set
 }
 
 // converge waits for the end state, reached by m, and reports whether it
