@@ -44,7 +44,7 @@ func SlimPod(obj any) (any, error) {
 		return obj, nil // a tombstone (cache.DeletedFinalStateUnknown) or metadata
 	}
 	pod.ManagedFields = nil
-	if controlledByPodSet(pod) {
+	if appsv1beta1.ControllerRef(pod) != nil {
 		return pod, nil
 	}
 	return &corev1.Pod{
@@ -71,12 +71,6 @@ func SlimPod(obj any) (any, error) {
 		// PodBugger reports whether its debug containers started.
 		Status: corev1.PodStatus{Phase: pod.Status.Phase, EphemeralContainerStatuses: pod.Status.EphemeralContainerStatuses},
 	}, nil
-}
-
-// controlledByPodSet reports whether a PodSet is the pod's controller.
-func controlledByPodSet(pod *corev1.Pod) bool {
-	ref := metav1.GetControllerOfNoCopy(pod)
-	return ref != nil && ref.Kind == "PodSet" && ref.APIVersion == appsv1beta1.GroupVersion.String()
 }
 
 func containerNames(cs []corev1.Container) []corev1.Container {

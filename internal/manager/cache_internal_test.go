@@ -16,6 +16,8 @@ func TestSlimPod(t *testing.T) {
 	deleting := metav1.Unix(2000, 0)
 	grace := int64(30)
 	podSetRef := metav1.OwnerReference{APIVersion: appsv1beta1.GroupVersion.String(), Kind: "PodSet", Name: "web", UID: "set-uid", Controller: new(true)}
+	v1alpha1Ref := podSetRef
+	v1alpha1Ref.APIVersion = "apps.deckhand.dev/v1alpha1"
 	replicaSetRef := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "rs-uid", Controller: new(true)}
 	// full is a pod with a bit of everything a real pod carries.
 	full := func(owners ...metav1.OwnerReference) *corev1.Pod {
@@ -75,7 +77,10 @@ func TestSlimPod(t *testing.T) {
 	}{
 		"a PodSet's pod is kept whole, without managedFields": {in: full(podSetRef), want: withoutManagedFields(full(podSetRef))},
 		"a pod nobody owns keeps what the controllers read":   {in: full(), want: slim()},
-		"a ReplicaSet's pod is slimmed, its owner kept":       {in: full(replicaSetRef), want: slim(replicaSetRef)},
+		// Made by the previous release, whose PodSets were v1alpha1: slimmed,
+		// its PodSet saw it unready and rolled every old pod at once.
+		"a pod of a v1alpha1 PodSet is kept whole":      {in: full(v1alpha1Ref), want: withoutManagedFields(full(v1alpha1Ref))},
+		"a ReplicaSet's pod is slimmed, its owner kept": {in: full(replicaSetRef), want: slim(replicaSetRef)},
 		"a PodSet that only owns (not controls) the pod does not keep it whole": {
 			in:   full(metav1.OwnerReference{APIVersion: podSetRef.APIVersion, Kind: "PodSet", Name: "web", UID: "set-uid"}),
 			want: slim(metav1.OwnerReference{APIVersion: podSetRef.APIVersion, Kind: "PodSet", Name: "web", UID: "set-uid"}),

@@ -24,6 +24,16 @@ const expectationsTTL = 5 * time.Minute
 // Keys are UIDs, not names: a PodSet deleted and recreated under the same
 // name is a different PodSet, and must neither inherit the old one's
 // outstanding writes nor be blocked by them.
+//
+// Within a PodSet, creations and deletions are recorded by pod name, never
+// counted: the controller names its pods before it creates them, so an
+// event is matched to the write it answers. An event seen twice (two
+// informers delivering one namespace while the cache switches between
+// them, an informer's initial list replaying pods as Adds, a relist) or an
+// event for a pod no longer waited for (a creation settled as never made
+// whose pod shows up late) changes nothing. A counter, met by any Add of
+// the set, was met at about half of a 300-pod scale-up while two informers
+// delivered its namespace, and the next sync created 12 pods too many.
 type expectations struct {
 	mu  sync.Mutex
 	now func() time.Time
@@ -32,11 +42,11 @@ type expectations struct {
 
 type expectation struct {
 	name      types.NamespacedName
-	creations int
+	creations map[string]struct{} // pod names
 	deletions map[string]struct{} // pod names
 	// unsure names the pods whose creation failed in a way that leaves
 	// open whether the apiserver made them (a timeout, a connection cut
-	// while etcd restarts): they count among the creations until the cache
+	// while etcd restarts): they stay among the creations until the cache
 	// shows them or the apiserver says they do not exist.
 	unsure map[string]struct{}
 	since  time.Time
@@ -55,16 +65,17 @@ func (e *expectations) satisfied(uid types.UID) bool {
 	if !ok {
 		return true
 	}
-	if x.creations <= 0 && len(x.deletions) == 0 {
+	if len(x.creations) == 0 && len(x.deletions) == 0 {
 		return true
 	}
 	return e.now().Sub(x.since) > expectationsTTL
 }
 
-// expect records writes about to be made. It replaces whatever was recorded
-// for the PodSet before (it is only called once that is satisfied) and drops
-// what an earlier PodSet of the same name left behind.
-func (e *expectations) expect(uid types.UID, name types.NamespacedName, creations int, deletions []string) {
+// expect records writes about to be made: the pods to be created and
+// deleted, by name. It replaces whatever was recorded for the PodSet before
+// (it is only called once that is satisfied) and drops what an earlier
+// PodSet of the same name left behind.
+func (e *expectations) expect(uid types.UID, name types.NamespacedName, creations, deletions []string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for other, x := range e.m {
@@ -72,21 +83,39 @@ func (e *expectations) expect(uid types.UID, name types.NamespacedName, creation
 			delete(e.m, other)
 		}
 	}
-	x := &expectation{name: name, creations: creations, deletions: make(map[string]struct{}, len(deletions)), since: e.now()}
-	for _, d := range deletions {
-		x.deletions[d] = struct{}{}
-	}
-	e.m[uid] = x
+	e.m[uid] = &expectation{name: name, creations: setOf(creations), deletions: setOf(deletions), since: e.now()}
 }
 
-// creationObserved lowers the creations outstanding by one: the cache showed
-// the named pod, new, or its creation failed and it will never show.
+func setOf(names []string) map[string]struct{} {
+	s := make(map[string]struct{}, len(names))
+	for _, n := range names {
+		s[n] = struct{}{}
+	}
+	return s
+}
+
+// creationObserved stops waiting for the named pod's creation: the cache
+// showed it, or its creation failed and it will never show. A name not
+// waited for (seen before, or never expected) changes nothing.
 func (e *expectations) creationObserved(uid types.UID, pod string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if x, ok := e.m[uid]; ok {
-		x.creations--
+		delete(x.creations, pod)
 		delete(x.unsure, pod)
+	}
+}
+
+// renamed replaces an expected creation by one under a new name: the first
+// name was taken, and the pod is created again under another.
+func (e *expectations) renamed(uid types.UID, from, to string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if x, ok := e.m[uid]; ok {
+		if _, waited := x.creations[from]; waited {
+			delete(x.creations, from)
+			x.creations[to] = struct{}{}
+		}
 	}
 }
 
@@ -96,6 +125,9 @@ func (e *expectations) creationUnsure(uid types.UID, pod string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if x, ok := e.m[uid]; ok {
+		if _, waited := x.creations[pod]; !waited {
+			return // the cache showed it already
+		}
 		if x.unsure == nil {
 			x.unsure = map[string]struct{}{}
 		}
@@ -103,8 +135,9 @@ func (e *expectations) creationUnsure(uid types.UID, pod string) {
 	}
 }
 
-// dropUnsure forgets the doubt about the named pod without counting it: the
-// cache shows it, so its creation was or is about to be observed.
+// dropUnsure forgets the doubt about the named pod and keeps waiting for it:
+// the cache shows it, so the pod informer's handler observed its creation or
+// is about to.
 func (e *expectations) dropUnsure(uid types.UID, pod string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -40,9 +40,9 @@ func selectorOf(set *appsv1beta1.PodSet) string {
 	return appsv1beta1.PodSetLabel + "=" + set.Name
 }
 
-// podFor builds a new pod for the set from its template, named by the
-// apiserver after the set and controlled by it.
-func podFor(set *appsv1beta1.PodSet, tmpl corev1.PodTemplateSpec, hash string) *corev1.Pod {
+// podFor builds a new pod for the set from its template, under the given
+// name (newPodName), controlled by the set.
+func podFor(set *appsv1beta1.PodSet, tmpl corev1.PodTemplateSpec, hash, name string) *corev1.Pod {
 	labels := maps.Clone(tmpl.Labels)
 	if labels == nil {
 		labels = map[string]string{}
@@ -51,10 +51,8 @@ func podFor(set *appsv1beta1.PodSet, tmpl corev1.PodTemplateSpec, hash string) *
 	labels[appsv1beta1.PodTemplateHashLabel] = hash
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: set.Namespace,
-			// Named here rather than by the apiserver (generateName), so
-			// that a creation whose answer was lost can be looked up.
-			Name:        apiservernames.SimpleNameGenerator.GenerateName(set.Name + "-"),
+			Namespace:   set.Namespace,
+			Name:        name,
 			Labels:      labels,
 			Annotations: maps.Clone(tmpl.Annotations),
 			Finalizers:  tmpl.Finalizers,
@@ -63,6 +61,23 @@ func podFor(set *appsv1beta1.PodSet, tmpl corev1.PodTemplateSpec, hash string) *
 		},
 		Spec: *tmpl.Spec.DeepCopy(),
 	}
+}
+
+// newPodName names a new pod of the set: the set's name and a random
+// suffix, as generateName would. Named here rather than by the apiserver, so
+// that the controller knows a pod's name before it exists: its expectations
+// are kept by name, and a creation whose answer was lost can be looked up.
+func newPodName(set *appsv1beta1.PodSet) string {
+	return apiservernames.SimpleNameGenerator.GenerateName(set.Name + "-")
+}
+
+// newPodNames names n new pods of the set with name.
+func newPodNames(set *appsv1beta1.PodSet, n int, name func(*appsv1beta1.PodSet) string) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = name(set)
+	}
+	return names
 }
 
 // isActive reports whether a pod counts towards the set's size: it is
@@ -129,5 +144,5 @@ func isUpdated(p *corev1.Pod, hash string) bool {
 // generated): what its admission webhook validates.
 func PodFor(set *appsv1beta1.PodSet) *corev1.Pod {
 	tmpl := templateOf(set)
-	return podFor(set, tmpl, templateHash(tmpl))
+	return podFor(set, tmpl, templateHash(tmpl), newPodName(set))
 }

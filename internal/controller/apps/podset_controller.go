@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -68,6 +67,7 @@ type PodSetReconciler struct {
 	Now func() time.Time
 
 	status       *status.Writer[appsv1beta1.PodSetStatus]
+	podName      func(*appsv1beta1.PodSet) string // newPodName; tests choose names that collide
 	expectations *expectations
 	backoff      *finishedBackoff
 }
@@ -75,7 +75,7 @@ type PodSetReconciler struct {
 // NewPodSetReconciler returns a reconciler that reads and writes through c.
 func NewPodSetReconciler(c client.Client, rec events.EventRecorder) *PodSetReconciler {
 	r := &PodSetReconciler{Client: c, APIReader: c, Recorder: rec, Now: time.Now, status: status.NewWriter(c, status.ConditionMetrics("PodSet", func(s *appsv1beta1.PodSetStatus) []metav1.Condition { return s.Conditions })),
-		backoff: newFinishedBackoff()}
+		backoff: newFinishedBackoff(), podName: newPodName}
 	r.expectations = newExpectations(func() time.Time { return r.Now() })
 	return r
 }
@@ -91,7 +91,7 @@ func Needs() []scopedcache.Need {
 // Setup registers the PodSet controller with the manager.
 func Setup(mgr ctrl.Manager, _ setup.Options) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podOwnerIndex, func(o client.Object) []string {
-		if ref := podSetRef(o); ref != nil {
+		if ref := appsv1beta1.ControllerRef(o); ref != nil {
 			return []string{string(ref.UID)}
 		}
 		return nil
@@ -189,12 +189,16 @@ func (r *PodSetReconciler) settleUnsure(ctx context.Context, set *appsv1beta1.Po
 	for _, name := range r.expectations.unsure(set.UID) {
 		key := client.ObjectKey{Namespace: set.Namespace, Name: name}
 		if r.Get(ctx, key, &corev1.Pod{}) == nil {
-			// The cache shows it: its creation is counted, or about to be.
+			// The cache shows it: its creation is observed, or about to be.
 			r.expectations.dropUnsure(set.UID, name)
 			continue
 		}
 		switch err := r.APIReader.Get(ctx, key, &corev1.Pod{}); {
 		case apierrors.IsNotFound(err):
+			// Never made, as far as the apiserver knows: stop waiting. If
+			// the create still commits, its pod shows up as one the set
+			// has, and is not counted against a later round's creations
+			// (expectations are kept by name).
 			r.expectations.creationObserved(set.UID, name)
 		case err != nil:
 			return fmt.Errorf("checking whether pod %s was created: %w", key, err)
@@ -240,7 +244,7 @@ func (r *PodSetReconciler) podsOf(ctx context.Context, set *appsv1beta1.PodSet) 
 	}
 	pods := make([]*corev1.Pod, 0, len(list.Items))
 	for i := range list.Items {
-		if ref := podSetRef(&list.Items[i]); ref != nil && ref.UID == set.UID {
+		if ref := appsv1beta1.ControllerRef(&list.Items[i]); ref != nil && ref.UID == set.UID {
 			pods = append(pods, &list.Items[i])
 		}
 	}
@@ -255,7 +259,7 @@ func (r *PodSetReconciler) podEventHandler() handler.Funcs {
 	}
 	return handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			ref := podSetRef(e.Object)
+			ref := appsv1beta1.ControllerRef(e.Object)
 			if ref == nil {
 				enqueueAdopter(q, e.Object)
 				return
@@ -270,14 +274,14 @@ func (r *PodSetReconciler) podEventHandler() handler.Funcs {
 			enqueue(q, e.Object, ref)
 		},
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			if old := podSetRef(e.ObjectOld); old != nil {
+			if old := appsv1beta1.ControllerRef(e.ObjectOld); old != nil {
 				// Released by its PodSet (its owner reference edited away):
 				// that PodSet is one pod short now.
-				if cur := podSetRef(e.ObjectNew); cur == nil || cur.UID != old.UID {
+				if cur := appsv1beta1.ControllerRef(e.ObjectNew); cur == nil || cur.UID != old.UID {
 					enqueue(q, e.ObjectOld, old)
 				}
 			}
-			ref := podSetRef(e.ObjectNew)
+			ref := appsv1beta1.ControllerRef(e.ObjectNew)
 			if ref == nil {
 				enqueueAdopter(q, e.ObjectNew)
 				return
@@ -297,7 +301,7 @@ func (r *PodSetReconciler) podEventHandler() handler.Funcs {
 			enqueue(q, e.ObjectNew, ref)
 		},
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			ref := podSetRef(e.Object)
+			ref := appsv1beta1.ControllerRef(e.Object)
 			if ref == nil {
 				return
 			}
@@ -335,18 +339,4 @@ func enqueueAdopter(q workqueue.TypedRateLimitingInterface[reconcile.Request], p
 		return
 	}
 	q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: pod.GetNamespace(), Name: name}})
-}
-
-// podSetRef returns the owner reference of the PodSet controlling o, if any.
-// Any version of the group counts: pods made before an upgrade name the
-// version their PodSet had then (v1alpha1), and stay its pods.
-func podSetRef(o metav1.Object) *metav1.OwnerReference {
-	ref := metav1.GetControllerOfNoCopy(o)
-	if ref == nil || ref.Kind != "PodSet" {
-		return nil
-	}
-	if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != appsv1beta1.GroupVersion.Group {
-		return nil
-	}
-	return ref
 }

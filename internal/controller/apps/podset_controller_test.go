@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -152,6 +154,37 @@ func TestPodSetRecordsOneEventPerRound(t *testing.T) {
 	settled(t, set, 19)
 	g.Eventually(env.Events(set.Namespace, set)).Should(ContainElement(HavePrefix(appscontroller.EventSuccessfulDelete + ": Deleted pod: many-")))
 	g.Expect(env.Events(set.Namespace, set)()).To(HaveLen(2))
+}
+
+// Events alike but for their note merge into one series that keeps the
+// first note: a second round of creations made while the PodSet was
+// unchanged (the first fell short; its status write was paced) showed as
+// the first round's Event with count 2, hiding the pods it made. Each round
+// names one of its pods as the related object, so every round is an Event
+// of its own in kubectl events.
+func TestPodSetShowsEveryRoundInItsEvents(t *testing.T) {
+	g := testenv.NewG(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: kubernetes.NewForConfigOrDie(env.Config).EventsV1()})
+	broadcaster.StartRecordingToSink(ctx.Done())
+	defer broadcaster.Shutdown()
+	r := appscontroller.NewPodSetReconciler(env.Client, broadcaster.NewRecorder(env.Client.Scheme(), appscontroller.ControllerName))
+
+	set := newPodSet(env.Namespace(t), "rounds", 0)
+	env.Create(t, set)
+	round := func(names ...string) []*corev1.Pod {
+		pods := make([]*corev1.Pod, len(names))
+		for i, n := range names {
+			pods[i] = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: set.Namespace, Name: n}}
+		}
+		return pods
+	}
+	r.RecordCreated(set, round("rounds-a", "rounds-b"))
+	r.RecordCreated(set, round("rounds-c", "rounds-d"))
+	g.Eventually(env.Events(set.Namespace, set)).Should(ConsistOf(
+		appscontroller.EventSuccessfulCreate+": Created 2 pods: rounds-a, rounds-b",
+		appscontroller.EventSuccessfulCreate+": Created 2 pods: rounds-c, rounds-d"))
 }
 
 func TestPodSetRunsTheSeedPodAndScalesThroughTheScaleSubresource(t *testing.T) {
@@ -327,11 +360,71 @@ func TestPodSetCreatesNoExtraPodsWhenCreateAnswersAreLost(t *testing.T) {
 	g.Expect(len(podsOf(g, set))).To(BeNumerically("<=", 3), "pods created again for a creation whose answer was lost")
 
 	// Once the cache shows the pod, the set fills up.
-	r.ObserveCreations(set.UID, 1)
+	r.ObserveCreations(set.UID, podNames(podsOf(g, set))...)
 	r.Client = withoutIndexes{env.Client}
 	_, err = r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(podsOf(g, set)).To(HaveLen(3))
+}
+
+// PodSet names its pods itself, with a random suffix: one met an existing
+// pod's name at 300 pods and showed as a Warning, FailedCreate: pods "big-"
+// already exists. The pod is created under another name instead, silently.
+func TestPodSetRetriesATakenPodNameSilently(t *testing.T) {
+	g := testenv.NewG(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	taken := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "clash-aaaaa"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	env.Create(t, taken)
+	set := newPodSet(ns, "clash", 2)
+	env.Create(t, set)
+
+	names := []string{"clash-aaaaa", "clash-bbbbb", "clash-ccccc"}
+	rec := events.NewFakeRecorder(10)
+	r := appscontroller.NewPodSetReconciler(withoutIndexes{env.Client}, rec)
+	var mu sync.Mutex
+	r.NamePodsWith(func(*appsv1beta1.PodSet) string {
+		mu.Lock()
+		defer mu.Unlock()
+		n := names[0]
+		names = names[1:]
+		return n
+	})
+	_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(set)})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(podNames(podsOf(g, set))).To(ConsistOf("clash-bbbbb", "clash-ccccc"))
+	close(rec.Events)
+	for e := range rec.Events {
+		g.Expect(e).NotTo(ContainSubstring(appscontroller.EventFailedCreate))
+	}
+}
+
+// A pod's Add is delivered more than once: two informers serving one
+// namespace while the scoped cache switches between them, a new informer's
+// initial list, a relist. Counted, the creations of a 300-pod scale-up were
+// met at about half and the next sync made 12 pods too many (seen on the
+// local cluster). Kept by name, replayed Adds satisfy nothing.
+func TestPodSetCreatesNoExtraPodsWhenPodEventsAreReplayed(t *testing.T) {
+	g := testenv.NewG(t)
+	ctx := context.Background()
+	set := newPodSet(env.Namespace(t), "replayed", 6)
+	env.Create(t, set)
+
+	// The cache shows none of the pods; the informers deliver the Adds of
+	// the first three, each twice.
+	r := appscontroller.NewPodSetReconciler(testenv.StaleLists(env.Client, &corev1.PodList{}), &events.FakeRecorder{})
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(set)}
+	_, err := r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	names := podNames(podsOf(g, set))
+	g.Expect(names).To(HaveLen(6))
+	r.ObserveCreations(set.UID, names[:3]...)
+	r.ObserveCreations(set.UID, names[:3]...)
+
+	_, err = r.Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(podsOf(g, set)).To(HaveLen(6), "replayed pod events counted as the creations still outstanding")
 }
 
 func TestPodSetStopsCreatingAtTheQuotaAndSaysSo(t *testing.T) {
@@ -548,7 +641,7 @@ func TestPodSetChecksItsExpectationsBeforeItLists(t *testing.T) {
 	armed := false
 	c := testenv.DelayedLists(testenv.StaleLists(env.Client, &corev1.PodList{}), func() {
 		if armed {
-			r.ObserveCreations(set.UID, 3)
+			r.ObserveCreations(set.UID, podNames(podsOf(g, set))...)
 		}
 	})
 	r = appscontroller.NewPodSetReconciler(c, &events.FakeRecorder{})

@@ -72,44 +72,51 @@ func (r *PodSetReconciler) manage(ctx context.Context, set *appsv1beta1.PodSet, 
 	for i, p := range doomed {
 		names[i] = p.Name
 	}
-	r.expectations.expect(set.UID, client.ObjectKeyFromObject(set), creations, names)
+	newNames := newPodNames(set, creations, r.podName)
+	r.expectations.expect(set.UID, client.ObjectKeyFromObject(set), newNames, names)
 
 	if err := r.deletePods(ctx, set, doomed); err != nil {
 		return wait, &syncFailure{reason: appsv1beta1.ReasonFailedDelete, err: err}
 	}
 	failing := meta.IsStatusConditionTrue(set.Status.Conditions, appsv1beta1.ConditionReplicaFailure)
-	if err := r.createPods(ctx, set, tmpl, hash, creations, initialInflight(len(active), failing)); err != nil {
+	if err := r.createPods(ctx, set, tmpl, hash, newNames, initialInflight(len(active), failing)); err != nil {
 		return wait, &syncFailure{reason: appsv1beta1.ReasonFailedCreate, err: err}
 	}
 	return wait, nil
 }
 
-// createPods creates n pods with a slow start from initial in flight, and
-// starts no more once one fails.
-func (r *PodSetReconciler) createPods(ctx context.Context, set *appsv1beta1.PodSet, tmpl corev1.PodTemplateSpec, hash string, n, initial int) error {
-	if n == 0 {
+// createPods creates the named pods (the names the expectations wait for)
+// with a slow start from initial in flight, and starts no more once one
+// fails.
+func (r *PodSetReconciler) createPods(ctx context.Context, set *appsv1beta1.PodSet, tmpl corev1.PodTemplateSpec, hash string, names []string, initial int) error {
+	if len(names) == 0 {
 		return nil
 	}
 	key := client.ObjectKeyFromObject(set)
 	var (
 		mu      sync.Mutex
+		next    int
 		created []*corev1.Pod
-		unsure  int
 	)
-	_, errs := slowStart(n, initial, maxInflight, func() error {
-		pod := podFor(set, tmpl, hash)
-		if err := r.Create(ctx, pod); err != nil {
+	_, errs := slowStart(len(names), initial, maxInflight, func() error {
+		mu.Lock()
+		name := names[next]
+		next++
+		mu.Unlock()
+		pod, err := r.createPod(ctx, set, tmpl, hash, name)
+		if err != nil {
 			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 				// The namespace, and this PodSet with it, is going away.
+				r.expectations.creationObserved(set.UID, pod.Name)
 				return errNamespaceTerminating
 			}
 			if mayHaveBeenMade(err) {
 				// Still expected: the cache shows it, or the next sync
 				// learns from the apiserver that it does not exist.
 				r.expectations.creationUnsure(set.UID, pod.Name)
-				mu.Lock()
-				unsure++
-				mu.Unlock()
+			} else {
+				// Refused: it will never show.
+				r.expectations.creationObserved(set.UID, pod.Name)
 			}
 			// The apiserver names the pod it refused; with that name the
 			// error, and the ReplicaFailure condition quoting it, would
@@ -123,18 +130,40 @@ func (r *PodSetReconciler) createPods(ctx context.Context, set *appsv1beta1.PodS
 		return nil
 	})
 	r.recordRound(set, EventSuccessfulCreate, "Create", "Created", created)
-	// Creations that were refused, or never tried, will not show up in the
-	// cache: stop waiting for them.
-	for range n - len(created) - unsure {
-		r.expectations.creationObserved(set.UID, "")
+	// Creations never tried (the slow start stopped at a failure) will not
+	// show up in the cache: stop waiting for them.
+	for _, name := range names[next:] {
+		r.expectations.creationObserved(set.UID, name)
 	}
 	errs = slices.DeleteFunc(errs, func(err error) bool { return errors.Is(err, errNamespaceTerminating) })
 	if len(errs) > 0 {
-		log.FromContext(ctx).V(1).Info("creating pods stopped early", "podset", klog.KObj(set), "created", len(created), "wanted", n)
+		log.FromContext(ctx).V(1).Info("creating pods stopped early", "podset", klog.KObj(set), "created", len(created), "wanted", len(names))
 		r.Recorder.Eventf(set, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "Error creating %s: %v", notes.Count(len(errs), "pod"), errs[0])
 		return fmt.Errorf("creating pods: %w", errors.Join(errs...))
 	}
 	return nil
+}
+
+// nameAttempts is how many names a pod's creation tries before a collision
+// is reported: with five random characters after the set's name, two taken
+// in a row means something else is making pods of that name.
+const nameAttempts = 3
+
+// createPod creates one pod of the set under name, or under a new name when
+// that one is taken (the random suffix met an existing pod's: seen at 300
+// pods of one set), telling the expectations of the change. A collision is
+// the controller's own business, not a failure to show users. It returns
+// the pod last tried.
+func (r *PodSetReconciler) createPod(ctx context.Context, set *appsv1beta1.PodSet, tmpl corev1.PodTemplateSpec, hash, name string) (*corev1.Pod, error) {
+	for attempt := 1; ; attempt++ {
+		pod := podFor(set, tmpl, hash, name)
+		err := r.Create(ctx, pod)
+		if !apierrors.IsAlreadyExists(err) || attempt == nameAttempts {
+			return pod, err
+		}
+		name = r.podName(set)
+		r.expectations.renamed(set.UID, pod.Name, name)
+	}
 }
 
 // deletePods deletes the pods in parallel.
@@ -187,7 +216,7 @@ func (r *PodSetReconciler) recordRound(set *appsv1beta1.PodSet, reason, action, 
 		r.Recorder.Eventf(set, pods[0], corev1.EventTypeNormal, reason, action, "%s pod: %s", verb, pods[0].Name)
 		return
 	}
-	r.Recorder.Eventf(set, nil, corev1.EventTypeNormal, reason, action, "%s %d pods: %s", verb, len(pods), notes.Names(pods))
+	r.Recorder.Eventf(set, notes.First(pods), corev1.EventTypeNormal, reason, action, "%s %d pods: %s", verb, len(pods), notes.Names(pods))
 }
 
 // mayHaveBeenMade says whether a failed create may still have made its

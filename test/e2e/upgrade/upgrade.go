@@ -13,6 +13,7 @@ package upgrade
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -24,6 +25,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -182,6 +184,16 @@ func Check(t *testing.T, c *cluster.Cluster, upgrade func(g Gomega)) {
 	g.Expect(c.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "jw"}, &deckhandbatchv1.JobWatcher{})).To(Succeed())
 	g.Expect(c.Client.Get(ctx, types.NamespacedName{Name: "upgrade-cjw"}, &deckhandbatchv1.ClusterJobWatcher{})).To(Succeed())
 
+	// The previous release's pods are seen as they are: Running and Ready,
+	// so the PodSet is Available. Cached slimmed (their owner reference
+	// names v1alpha1), they showed READY 0 and Available=False.
+	g.Eventually(func(g Gomega) {
+		g.Expect(c.Client.Get(ctx, setKey, set)).To(Succeed())
+		g.Expect(set.Status.ObservedGeneration).To(Equal(set.Generation))
+		g.Expect(set.Status.ReadyReplicas).To(Equal(int32(3)))
+		g.Expect(meta.IsStatusConditionTrue(set.Status.Conditions, appsv1beta1.ConditionAvailable)).To(BeTrue(), "Available")
+	}).Should(Succeed())
+
 	// The new controllers take over what the old ones made: scaled to 4
 	// through v1beta1, the PodSet adds one pod and keeps the three it had,
 	// all counted as made from the current template (nothing to roll); the
@@ -200,6 +212,25 @@ func Check(t *testing.T, c *cluster.Cluster, upgrade func(g Gomega)) {
 	for _, uid := range before {
 		g.Expect(after).To(ContainElement(uid), "a pod of the previous release was replaced")
 	}
+	// A template change rolls one pod at a time: with maxSurge 1 and
+	// maxUnavailable 0, 4 ready pods at every moment. Blind to the old
+	// pods' readiness, the manager deleted all of them in one step.
+	g.Eventually(func(g Gomega) int32 {
+		g.Expect(c.Client.Get(ctx, setKey, set)).To(Succeed())
+		return set.Status.ReadyReplicas
+	}).Should(Equal(int32(4)))
+	fewest := watchReady(ctx, c, ns)
+	g.Expect(c.Client.Patch(ctx, set, client.RawPatch(types.MergePatchType, []byte(
+		`{"spec":{"template":{"spec":{"containers":[{"name":"busybox","image":"docker.io/library/busybox:1.37","command":["sleep","3600"]}]}}}}`)))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(c.Client.Get(ctx, setKey, set)).To(Succeed())
+		g.Expect(set.Status.ObservedGeneration).To(Equal(set.Generation))
+		g.Expect(set.Status.UpdatedReplicas).To(Equal(int32(4)))
+		g.Expect(set.Status.Replicas).To(Equal(int32(4)))
+		g.Expect(set.Status.ReadyReplicas).To(Equal(int32(4)))
+	}).Should(Succeed())
+	g.Expect(fewest()).To(BeNumerically(">=", 4), "ready pods dropped below replicas during a rollout with maxUnavailable 0")
+
 	box := &appsv1.Deployment{}
 	g.Expect(c.Client.Get(ctx, client.ObjectKeyFromObject(deployment), box)).To(Succeed())
 	g.Expect(box.UID).To(Equal(deployment.UID), "the ModelBox's Deployment was replaced")
@@ -227,6 +258,34 @@ func Check(t *testing.T, c *cluster.Cluster, upgrade func(g Gomega)) {
 	g.Expect(c.Client.Get(ctx, setKey, &appsv1beta1.PodSet{})).To(Succeed())
 	g.Expect(c.Client.Get(ctx, pbKey, &debugv1beta1.PodBugger{})).To(Succeed())
 	g.Expect(c.Client.Get(ctx, setKey, &appsv1alpha1.PodSet{})).NotTo(Succeed(), "read as v1alpha1 without a conversion webhook")
+}
+
+// watchReady polls the ready pods of the PodSet web that are not being
+// deleted, until the returned function is called; it returns the fewest
+// seen.
+func watchReady(ctx context.Context, c *cluster.Cluster, ns string) (fewest func() int) {
+	ctx, cancel := context.WithCancel(ctx)
+	least := make(chan int, 1)
+	go func() {
+		low := math.MaxInt
+		for ctx.Err() == nil {
+			pods := &corev1.PodList{}
+			if c.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{appsv1beta1.PodSetLabel: "web"}) == nil {
+				ready := 0
+				for _, p := range pods.Items {
+					for _, cond := range p.Status.Conditions {
+						if p.DeletionTimestamp == nil && cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+							ready++
+						}
+					}
+				}
+				low = min(low, ready)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		least <- low
+	}()
+	return func() int { cancel(); return <-least }
 }
 
 // podUIDs are the UIDs of the PodSet web's pods that are not being deleted.

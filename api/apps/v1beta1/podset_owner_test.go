@@ -1,4 +1,4 @@
-package apps
+package v1beta1
 
 import (
 	"testing"
@@ -10,7 +10,7 @@ import (
 
 // A pod is the PodSet's whatever version its owner reference names: pods
 // made before the upgrade to v1beta1 say v1alpha1.
-func TestPodSetRef(t *testing.T) {
+func TestControllerRef(t *testing.T) {
 	tests := map[string]struct {
 		apiVersion, kind string
 		want             bool
@@ -26,8 +26,8 @@ func TestPodSetRef(t *testing.T) {
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: tt.apiVersion, Kind: tt.kind, Name: "web", UID: "u", Controller: ptr.To(true),
 			}}}}
-			if got := podSetRef(pod) != nil; got != tt.want {
-				t.Errorf("podSetRef = %v, want %v", got, tt.want)
+			if got := ControllerRef(pod) != nil; got != tt.want {
+				t.Errorf("ControllerRef = %v, want %v", got, tt.want)
 			}
 		})
 	}
