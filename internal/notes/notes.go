@@ -26,6 +26,16 @@ func Names[T interface{ GetName() string }](objs []T) string {
 	return out
 }
 
+// First returns the object of objs whose name sorts first: the one Names
+// lists first. An Event about a round of objects names it as the related
+// object, so that each round is an Event of its own: Events that differ
+// only in their note are merged into one series that keeps the first
+// round's note, and the second "Created 50 pods" would show as the first
+// one's count going to 2.
+func First[T interface{ GetName() string }](objs []T) T {
+	return slices.MinFunc(objs, func(a, b T) int { return strings.Compare(a.GetName(), b.GetName()) })
+}
+
 // Count says "1 pod" or "n pods".
 func Count(n int, noun string) string {
 	if n == 1 {

@@ -34,7 +34,7 @@ const (
 
 func podBuggerScenarios() []scenario {
 	return []scenario{{name: "PodBugger inject into 3 of 5 pods", controllers: []string{debugcontroller.ControllerName},
-		staleCrashes: true, start: podBuggerPlan}, podBuggerAllowListScenario()}
+		staleCrashes: true, start: podBuggerPlan}, podBuggerAllowListScenario(), podBuggerSuspendedScenario()}
 }
 
 // podBuggerPlan: five matching pods and one that does not match in an

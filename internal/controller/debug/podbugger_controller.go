@@ -122,12 +122,19 @@ func (r *PodBuggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if o.superseded {
+		return ctrl.Result{RequeueAfter: supersededDelay}, nil
+	}
 	result, err := r.inject(ctx, pb, p, &o)
 	if werr := r.status.Write(ctx, pb, &pb.Status, computeStatus(pb, o)); werr != nil {
 		return ctrl.Result{}, errors.Join(err, fmt.Errorf("writing status of PodBugger %s: %w", req, werr))
 	}
 	return result, err
 }
+
+// supersededDelay is how soon a pass that found its PodBugger changed on
+// the apiserver looks again, should the watch not bring the change first.
+const supersededDelay = time.Second
 
 // forget drops what the controller holds about a deleted PodBugger.
 func (r *PodBuggerReconciler) forget(key types.NamespacedName) {
@@ -163,9 +170,35 @@ func (r *PodBuggerReconciler) observe(ctx context.Context, pb *debugv1beta1.PodB
 		}
 		o.violations = r.Policy.Violations(pb, nsLabels)
 		p = planFor(pb, selector, pods, o.memory.passOver(o.now))
+		if len(p.inject) > 0 {
+			// Read with the pods, the PodBugger itself: the plan above
+			// follows the cache's copy, and an injection it no longer
+			// wants (suspended, narrowed, a lower maxPods, deleted) could
+			// never be taken back.
+			if changed, err := r.changedSince(ctx, pb); err != nil || changed {
+				o.superseded = changed
+				p.inject, p.spare = nil, nil
+				return o, p, err
+			}
+		}
 	}
 	o.carriers = carriersOf(p.carriers, ContainerName(pb.Name))
 	return o, p, nil
+}
+
+// changedSince reports whether the apiserver's pb is no longer the one
+// planned with: gone, replaced (another UID), being deleted, or at another
+// generation (its spec changed). The next pass plans with the new one, which
+// the watch delivers.
+func (r *PodBuggerReconciler) changedSince(ctx context.Context, pb *debugv1beta1.PodBugger) (bool, error) {
+	fresh := &debugv1beta1.PodBugger{}
+	switch err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pb), fresh); {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("reading PodBugger %s afresh: %w", client.ObjectKeyFromObject(pb), err)
+	}
+	return fresh.UID != pb.UID || !fresh.DeletionTimestamp.IsZero() || fresh.Generation != pb.Generation, nil
 }
 
 // read returns, through reader, the labels of pb's namespace and its pods.

@@ -43,7 +43,20 @@ func (r *PodBuggerReconciler) inject(ctx context.Context, pb *debugv1beta1.PodBu
 		added  []*corev1.Pod
 	)
 	queue, spare := p.inject, p.spare
-	for len(queue) > 0 {
+	for waves := 0; len(queue) > 0; waves++ {
+		if waves > 0 {
+			// The PodBugger was read afresh before the first wave; a
+			// change since (suspended, deleted, narrowed) stops the rest.
+			changed, err := r.changedSince(ctx, pb)
+			if err != nil {
+				errs = append(errs, err)
+				break
+			}
+			if changed {
+				result.RequeueAfter = supersededDelay
+				break
+			}
+		}
 		wave := queue[:min(len(queue), injectParallelism)]
 		queue = queue[len(wave):]
 		for i, err := range r.addContainers(ctx, wave, debugContainer(pb)) {
@@ -126,7 +139,7 @@ func (r *PodBuggerReconciler) recordInjected(pb *debugv1beta1.PodBugger, added [
 	case 1:
 		r.Recorder.Eventf(pb, added[0], corev1.EventTypeNormal, ReasonInjected, "AddEphemeralContainer", "Added %s to pod %s", what, added[0].Name)
 	default:
-		r.Recorder.Eventf(pb, nil, corev1.EventTypeNormal, ReasonInjected, "AddEphemeralContainer", "Added %s to %d pods: %s", what, len(added), notes.Names(added))
+		r.Recorder.Eventf(pb, notes.First(added), corev1.EventTypeNormal, ReasonInjected, "AddEphemeralContainer", "Added %s to %d pods: %s", what, len(added), notes.Names(added))
 	}
 }
 

@@ -29,7 +29,11 @@ type observation struct {
 	refused []refusal
 	// injectErr is why adding the container to some pod failed otherwise.
 	injectErr error
-	now       time.Time
+	// superseded says that the apiserver's PodBugger is no longer the one
+	// this pass planned with (see changedSince): it injects nothing and
+	// writes no status, and the next pass plans with the new one.
+	superseded bool
+	now        time.Time
 }
 
 // carrier is a pod that carries the container.
