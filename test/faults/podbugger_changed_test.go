@@ -8,11 +8,13 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	debugcontroller "github.com/deckhand-dev/deckhand/internal/controller/debug"
@@ -24,11 +26,12 @@ import (
 // manager's cache still shows.
 const checkPodBuggerStopped = "no injection after its PodBugger was suspended"
 
-// podBuggerSuspendedScenario: a PodBugger is created over five running pods
-// and suspended right after. What the manager injected before the suspend
-// stays; nothing may be injected after it.
+// podBuggerSuspendedScenario: a PodBugger carried by two running pods; three
+// more matching pods start, and the PodBugger is suspended right after. A
+// cache behind the apiserver shows the new pods before the suspend. What
+// was injected before the suspend stays; nothing may be injected after it.
 func podBuggerSuspendedScenario() scenario {
-	return scenario{name: "PodBugger suspended as soon as created", controllers: []string{debugcontroller.ControllerName},
+	return scenario{name: "PodBugger suspended as pods start", controllers: []string{debugcontroller.ControllerName},
 		start: podBuggerSuspendedPlan}
 }
 
@@ -36,21 +39,56 @@ func podBuggerSuspendedPlan(t *testing.T, f *fixture) plan {
 	ctx := context.Background()
 	f.opts.PodBuggerAllowedImages = []string{"docker.io/library/busybox:*"}
 	ns := env.NamespaceWithLabels(t, map[string]string{debugv1beta1.NamespaceEnabledLabel: "true"})
-	for i := range 5 {
-		env.Create(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("web-%d", i), Labels: map[string]string{"app": "web"}},
-			Spec: podSpec("busybox:1")})
+	newPod := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": "web"}},
+			Spec: podSpec("busybox:1")}
+	}
+	for i := range 2 {
+		env.Create(t, newPod(fmt.Sprintf("web-%d", i)))
 	}
 	markRunning(t, ns)
+	key := types.NamespacedName{Namespace: ns, Name: podBuggerName}
+	stop := f.startPlain()
+	env.Create(t, &debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: podBuggerName},
+		Spec: debugv1beta1.PodBuggerSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Image: podBuggerImage, MaxPods: 5}})
+	waitFor(t, "the PodBugger in two pods", func() error {
+		pb := &debugv1beta1.PodBugger{}
+		if err := env.Client.Get(ctx, key, pb); err != nil {
+			return err
+		}
+		if pb.Status.Installed != 2 {
+			return fmt.Errorf("installed in %d pods", pb.Status.Installed)
+		}
+		return nil
+	})
+	stop()
+
 	stopped := &afterStop{f: f}
 	observe(t, podList(ns), stopped.observe)
-	key := types.NamespacedName{Namespace: ns, Name: podBuggerName}
-
 	return plan{
 		trigger: []func() error{
 			func() error {
-				return ignoreExists(env.Client.Create(ctx, &debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: podBuggerName},
-					Spec: debugv1beta1.PodBuggerSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-						Image: podBuggerImage, MaxPods: 5}}))
+				// Once the manager's caches have listed: the change must
+				// reach it through its (lagging) watches.
+				time.Sleep(managerStarts)
+				return nil
+			},
+			func() error {
+				for i := 2; i < 5; i++ {
+					pod := newPod(fmt.Sprintf("web-%d", i))
+					if err := ignoreExists(env.Client.Create(ctx, pod)); err != nil {
+						return err
+					}
+					if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+						return err
+					}
+					pod.Status.Phase = corev1.PodRunning
+					if err := env.Client.Status().Update(ctx, pod); err != nil {
+						return err
+					}
+				}
+				return nil
 			},
 			func() error {
 				pb := &debugv1beta1.PodBugger{}
@@ -78,6 +116,10 @@ func podBuggerSuspendedPlan(t *testing.T, f *fixture) plan {
 		final: stopped.check,
 	}
 }
+
+// managerStarts is how long a manager takes, here, to list what its caches
+// hold once started.
+const managerStarts = 2 * time.Second
 
 // afterStop records when each pod first carried the debugger (the
 // resourceVersion of the pod's write that added it) and when the PodBugger
