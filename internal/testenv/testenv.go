@@ -119,6 +119,7 @@ func (e *Env) ManagerOptions() manager.Options {
 	return manager.Options{
 		MetricsBindAddress:      "0",
 		HealthProbeBindAddress:  "0",
+		WebhookHost:             w.LocalServingHost, // loopback: nothing off this machine reaches a test's webhooks
 		WebhookPort:             w.LocalServingPort,
 		WebhookCertDir:          w.LocalServingCertDir,
 		WebhookCertMode:         manager.CertModeExternal, // envtest issued them
