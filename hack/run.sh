@@ -14,15 +14,20 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$root/bin
 kubectl=$bin/k8s/kubectl
 namespace=${DECKHAND_NAMESPACE:-deckhand-system}
+# The manager's local ports; DECKHAND_*_PORT choose others (the e2e test of
+# `make run` does, next to the suite's own manager).
+webhook_port=${DECKHAND_WEBHOOK_PORT:-9443}
+metrics_port=${DECKHAND_METRICS_PORT:-8443}
+health_port=${DECKHAND_HEALTH_PORT:-8081}
 
 # Local listeners bind to loopback only.
 manager=("$bin/deckhand"
   --leader-elect
   --namespace "$namespace"
-  --metrics-bind-address 127.0.0.1:8443
-  --health-probe-bind-address 127.0.0.1:8081
+  --metrics-bind-address "127.0.0.1:$metrics_port"
+  --health-probe-bind-address "127.0.0.1:$health_port"
   --webhook-host 127.0.0.1
-  --webhook-port 9443
+  --webhook-port "$webhook_port"
   --webhook-cert-dir "$bin/webhook-certs"
   --webhook-cert-hosts 127.0.0.1
   --zap-encoder console
@@ -51,8 +56,9 @@ fi
 context=$("$kubectl" config current-context 2>/dev/null || echo "?")
 echo "Deckhand runs against context '$context' (KUBECONFIG=${KUBECONFIG:-~/.kube/config})." >&2
 
-# The CRDs, and the namespace that holds the leader-election Lease.
-"$root/hack/install.sh"
+# The CRDs (their conversion webhook pointed at this manager), and the
+# namespace that holds the leader-election Lease.
+DECKHAND_CONVERSION_HOST=127.0.0.1 DECKHAND_CONVERSION_PORT=$webhook_port "$root/hack/install.sh"
 "$kubectl" create namespace "$namespace" --dry-run=client -o yaml | "$kubectl" apply -f - >/dev/null
 
 if [ "${local_cluster:-}" = true ]; then
@@ -71,7 +77,7 @@ fi
 if [ "$webhooks" = true ]; then
   # Webhook configurations that call the manager on 127.0.0.1; the manager
   # issues its certificate for that address and injects the CA itself.
-  (cd "$root" && go run ./hack/devwebhook -host 127.0.0.1 -port 9443)
+  (cd "$root" && go run ./hack/devwebhook -host 127.0.0.1 -port "$webhook_port")
 else
   # Configurations left from an earlier run would send every JobWatcher and
   # PodBugger request to a server that is not there.

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net"
 	"os"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,7 +29,21 @@ func run() error {
 	manifests := flag.String("manifests", "config/webhook/manifests.yaml", "controller-gen's webhook configurations")
 	host := flag.String("host", "127.0.0.1", "address the manager's webhook server listens on")
 	port := flag.Int("port", 9443, "port the manager's webhook server listens on")
+	crds := flag.Bool("crds", false, "read CRDs from stdin and print them with their conversion webhook pointed at the manager (install nothing)")
 	flag.Parse()
+
+	if *crds {
+		in, err := io.ReadAll(os.Stdin)
+		if err != nil {
+			return err
+		}
+		out, err := devwebhook.PointCRDs(in, fmt.Sprintf("https://%s/convert", net.JoinHostPort(*host, fmt.Sprint(*port))))
+		if err != nil {
+			return err
+		}
+		_, err = os.Stdout.Write(out)
+		return err
+	}
 
 	data, err := os.ReadFile(*manifests)
 	if errors.Is(err, os.ErrNotExist) {

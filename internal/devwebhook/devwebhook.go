@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // NamePrefix is put before the generated configurations' names, as the
@@ -73,6 +74,41 @@ func pointConversion(ctx context.Context, c client.Client, url string) error {
 		}
 	}
 	return nil
+}
+
+// PointCRDs rewrites the CRDs in manifests (a YAML stream, as `kubectl
+// kustomize config/crd` prints it) so that those converted by a webhook call
+// url instead of the in-cluster Service, and returns them as a YAML stream.
+// `make run` applies its CRDs this way: applied with the Service reference
+// over CRDs a previous run pointed at a URL, the apiserver would hold both
+// and refuse the CRD ("exactly one of url or service is required"), so a
+// second `make run` on the same cluster failed.
+func PointCRDs(manifests []byte, url string) ([]byte, error) {
+	var out bytes.Buffer
+	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifests), 4096)
+	for {
+		obj := map[string]any{}
+		if err := dec.Decode(&obj); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out.Bytes(), nil
+			}
+			return nil, fmt.Errorf("reading CRDs: %w", err)
+		}
+		if len(obj) == 0 {
+			continue
+		}
+		if strategy, _, _ := unstructured.NestedString(obj, "spec", "conversion", "strategy"); strategy == "Webhook" {
+			if err := unstructured.SetNestedMap(obj, map[string]any{"url": url}, "spec", "conversion", "webhook", "clientConfig"); err != nil {
+				return nil, err
+			}
+		}
+		doc, err := sigsyaml.Marshal(obj)
+		if err != nil {
+			return nil, err
+		}
+		out.WriteString("---\n")
+		out.Write(doc)
+	}
 }
 
 // replace creates obj, or overwrites the webhooks of the existing object of
