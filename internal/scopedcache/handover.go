@@ -1,10 +1,14 @@
 package scopedcache
 
 import (
+	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -192,14 +196,13 @@ func (r *registration) untrack(namespace string) {
 
 // handOver makes to the owner of namespace once every delivery has stopped,
 // telling each handler how what to holds differs from what it was told.
-// lastRV is the resourceVersion to has seen: an object told and missing
-// from to is told deleted only if to has seen past it (else to lags and
-// will tell it).
+// An object told and missing from to is told deleted only if to has seen
+// past it (else to lags and will tell it).
 func (k *kind) handOver(namespace string, to *space, regs []*registration) {
 	k.deliverMu.Lock()
 	defer k.deliverMu.Unlock()
-	objs := objectsIn(to, namespace)
-	lastRV := lastSyncRV(to)
+	objs := k.objectsIn(to, namespace)
+	lastRV := seenUpTo(objs)
 	for _, r := range regs {
 		var out []func()
 		r.mu.Lock()
@@ -215,7 +218,7 @@ func (k *kind) handOver(namespace string, to *space, regs []*registration) {
 			}
 		}
 		for name, t := range r.told[namespace] {
-			if t.gone || present[name] || (lastRV != "" && !atOrBefore(t.obj, lastRV)) {
+			if t.gone || present[name] || !atOrBefore(t.obj, lastRV) {
 				continue
 			}
 			obj := t.obj
@@ -230,32 +233,57 @@ func (k *kind) handOver(namespace string, to *space, regs []*registration) {
 	k.setOwner(namespace, to)
 }
 
-// objectsIn is what s holds in namespace.
-func objectsIn(s *space, namespace string) []client.Object {
-	ix, ok := s.informer.(interface{ GetIndexer() toolscache.Indexer })
-	if !ok {
+// objectsIn is what s holds in namespace, nothing if it has not synced.
+func (k *kind) objectsIn(s *space, namespace string) []client.Object {
+	if !isClosed(s.synced) {
 		return nil
 	}
-	var items []any
-	if namespace == allNamespaces {
-		items = ix.GetIndexer().List()
-	} else {
-		items, _ = ix.GetIndexer().ByIndex(toolscache.NamespaceIndex, namespace)
+	list, err := k.newList()
+	if err != nil {
+		return nil
 	}
-	out := make([]client.Object, 0, len(items))
-	for _, it := range items {
-		if o, ok := it.(client.Object); ok {
-			out = append(out, o)
+	if err := s.cache.List(context.Background(), list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	var out []client.Object
+	_ = apimeta.EachListItem(list, func(o runtime.Object) error {
+		if co, ok := o.(client.Object); ok {
+			out = append(out, co)
 		}
-	}
+		return nil
+	})
 	return out
 }
 
-func lastSyncRV(s *space) string {
-	if i, ok := s.informer.(interface{ LastSyncResourceVersion() string }); ok {
-		return i.LastSyncResourceVersion()
+// newList is an empty list of the kind.
+func (k *kind) newList() (client.ObjectList, error) {
+	gvk := k.gvk
+	gvk.Kind += "List"
+	o, err := k.scheme.New(gvk)
+	if err != nil {
+		return nil, err
 	}
-	return ""
+	l, ok := o.(client.ObjectList)
+	if !ok {
+		return nil, fmt.Errorf("scoped cache: %T is not a list", o)
+	}
+	return l, nil
+}
+
+// seenUpTo is a resourceVersion the space has seen past: the latest among
+// objs (what it holds). An object told, missing from the space and no later
+// than that is gone; a later one may only not have reached the space yet.
+func seenUpTo(objs []client.Object) string {
+	var latest client.Object
+	for _, o := range objs {
+		if latest == nil || newer(o, latest) {
+			latest = o
+		}
+	}
+	if latest == nil {
+		return "0"
+	}
+	return latest.GetResourceVersion()
 }
 
 func objectOf(obj any) (client.Object, bool) {

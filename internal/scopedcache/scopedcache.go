@@ -334,7 +334,8 @@ type space struct {
 	synced    chan struct{}
 	// dropped is closed when the space stops: a reader waiting for it to
 	// sync gets an error instead of waiting for good.
-	dropped chan struct{}
+	dropped   chan struct{}
+	startedAt time.Time
 	// needed is whether the last look at the needs wanted it; unneededSince
 	// and lastRead decide when an unneeded space stops.
 	needed        bool
@@ -530,6 +531,10 @@ func (k *kind) dropDoneLocked(now time.Time) {
 			}
 		case !s.needed && now.Sub(s.unneededSince) >= keepFor && now.Sub(s.lastRead) >= keepFor:
 			k.dropLocked(s)
+		case !s.needed && !isClosed(s.synced) && now.Sub(s.startedAt) >= keepFor:
+			// Read only, and not synced in keepFor (the apiserver is
+			// away): its waiters get an error, the next read starts anew.
+			k.dropLocked(s)
 		}
 	}
 	for ns, until := range k.tracking {
@@ -626,7 +631,7 @@ func (k *kind) startLocked(namespace string) (*space, error) {
 		}
 	}
 	s := &space{namespace: namespace, cache: c, informer: inf, stop: stop,
-		synced: make(chan struct{}), dropped: make(chan struct{}), needed: true}
+		synced: make(chan struct{}), dropped: make(chan struct{}), needed: true, startedAt: time.Now()}
 	for _, r := range k.handlers {
 		if err := r.add(s); err != nil {
 			stop()
@@ -670,7 +675,7 @@ func (k *kind) joinLocked(s *space) {
 // trackLocked starts checking the deliveries of namespace, told being what
 // from holds. k.mu is held.
 func (k *kind) trackLocked(namespace string, from *space) {
-	objs := objectsIn(from, namespace)
+	objs := k.objectsIn(from, namespace)
 	for _, r := range k.handlers {
 		r.track(namespace, objs)
 	}
