@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -86,7 +87,10 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		RenewDeadline:                 &opts.RenewDeadline,
 		RetryPeriod:                   &opts.RetryPeriod,
 		GracefulShutdownTimeout:       &opts.GracefulShutdownTimeout,
-		Controller:                    config.Controller{SkipNameValidation: &opts.SkipControllerNameValidation},
+		Controller: config.Controller{
+			SkipNameValidation:    &opts.SkipControllerNameValidation,
+			ReconciliationTimeout: cmp.Or(opts.ReconcileTimeout, DefaultReconcileTimeout),
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)

@@ -77,6 +77,13 @@ type Options struct {
 	// finish when the manager is stopped.
 	GracefulShutdownTimeout time.Duration
 
+	// ReconcileTimeout bounds every reconcile of every controller: its
+	// context is cancelled then, and the request retried with backoff, so
+	// nothing (a cache wait, a call to an apiserver that does not answer)
+	// holds a worker for good. Zero is DefaultReconcileTimeout. It has no
+	// flag.
+	ReconcileTimeout time.Duration
+
 	// SkipControllerNameValidation lets several managers in one process
 	// register the same controllers, as tests that start a manager each do.
 	// It has no flag: a real manager must keep controller names unique.
@@ -86,6 +93,11 @@ type Options struct {
 	// PodBugger policy flags).
 	setup.Options
 }
+
+// DefaultReconcileTimeout is how long a reconcile may run: far beyond what
+// the largest one takes (a PodSet creating hundreds of pods in batches),
+// short enough that a wedged worker comes back within minutes.
+const DefaultReconcileTimeout = 2 * time.Minute
 
 // DefaultLeaderElectionID is the name of the Lease the replicas compete for.
 const DefaultLeaderElectionID = "deckhand.deckhand.dev"

@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -76,6 +77,12 @@ func NamespacesOf(list client.ObjectList) func(ctx context.Context, r client.Rea
 // informer each; beyond it, one cluster-wide informer holds the kind (many
 // watches cost more than the objects of the few namespaces not needed).
 const ClusterWideAbove = 16
+
+// PerNamespaceAtMost is how few namespaces must be needed again before the
+// cluster-wide informer gives way to one per namespace: between the two, a
+// kind stays as it is, so a cluster hovering at ClusterWideAbove does not
+// switch (and list everything again) at every change.
+const PerNamespaceAtMost = 12
 
 // keepFor is how long a namespace's informer outlives the need for it (and
 // the last read from it): a PodSet deleted and made again, or a read of a
@@ -293,9 +300,24 @@ type kind struct {
 	ctx      context.Context // the cache's, once it runs
 	spaces   map[string]*space
 	handlers []*registration
+	// clusterWide is whether the kind is held by one informer for all
+	// namespaces (or switching to it).
+	clusterWide bool
+	// tracking holds the namespaces whose deliveries are checked against
+	// what each handler was told (handover.go): from a switch's start to
+	// keepFor after its end (zero until it ends).
+	tracking map[string]time.Time
 	indexers []indexer
 	// rawIndexers are indexers added to the informer itself.
 	rawIndexers []toolscache.Indexers
+
+	// owners says which space's events reach handlers (handover.go);
+	// ownMu serializes its writers. deliverMu is held for reading by every
+	// delivery and for writing by a handover. It is never taken with mu
+	// held: a handler may read the cache.
+	owners    atomic.Pointer[owners]
+	ownMu     sync.Mutex
+	deliverMu sync.RWMutex
 }
 
 type indexer struct {
@@ -310,6 +332,10 @@ type space struct {
 	informer  cache.Informer
 	stop      context.CancelFunc
 	synced    chan struct{}
+	// dropped is closed when the space stops: a reader waiting for it to
+	// sync gets an error instead of waiting for good.
+	dropped   chan struct{}
+	startedAt time.Time
 	// needed is whether the last look at the needs wanted it; unneededSince
 	// and lastRead decide when an unneeded space stops.
 	needed        bool
@@ -319,7 +345,8 @@ type space struct {
 
 func newKind(gvk schema.GroupVersionKind, obj client.Object, cfg *rest.Config, opts cache.Options) *kind {
 	k := &kind{gvk: gvk, obj: obj, scheme: opts.Scheme, spaces: map[string]*space{},
-		poke: make(chan struct{}, 1), started: make(chan struct{})}
+		tracking: map[string]time.Time{}, poke: make(chan struct{}, 1), started: make(chan struct{})}
+	k.owners.Store(&owners{})
 	if len(opts.DefaultNamespaces) > 0 {
 		if _, all := opts.DefaultNamespaces[cache.AllNamespaces]; !all {
 			k.allowed = sets.KeySet(opts.DefaultNamespaces)
@@ -402,8 +429,11 @@ func (k *kind) run(ctx context.Context, inner client.Reader) {
 	}
 }
 
-// resync starts the informers of newly needed namespaces and stops those no
-// longer needed (after keepFor).
+// resync starts the informers of newly needed namespaces, hands
+// namespaces over to the informers that synced, and stops those no longer
+// needed: a namespace's own informer keepFor after the need and the last
+// read, the cluster-wide one once every namespace needed has its own, and a
+// namespace's own once the cluster-wide one has taken it over.
 func (k *kind) resync(ctx context.Context, inner client.Reader, now time.Time) error {
 	needed := sets.New[string]()
 	for _, n := range k.needs {
@@ -416,15 +446,46 @@ func (k *kind) resync(ctx context.Context, inner client.Reader, now time.Time) e
 	if k.allowed != nil {
 		needed = needed.Intersection(k.allowed)
 	}
-	if needed.Len() > ClusterWideAbove {
-		needed = sets.New(allNamespaces)
+	moves, regs, err := k.plan(needed, now)
+	if err != nil {
+		return err
+	}
+	for _, m := range moves {
+		k.handOver(m.namespace, m.to, regs)
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	for _, m := range moves {
+		k.tracking[m.namespace] = now.Add(keepFor)
+	}
+	k.dropDoneLocked(now)
+	return nil
+}
+
+// move is a namespace to hand over to a space.
+type move struct {
+	namespace string
+	to        *space
+}
+
+// plan starts the spaces needed and finds the namespaces due for a
+// handover.
+func (k *kind) plan(needed sets.Set[string], now time.Time) ([]move, []*registration, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	switch {
+	case needed.Len() > ClusterWideAbove:
+		k.clusterWide = true
+	case needed.Len() <= PerNamespaceAtMost:
+		k.clusterWide = false
+	}
+	if k.clusterWide {
+		needed = sets.New(allNamespaces)
+	}
 	for ns := range needed {
 		if _, ok := k.spaces[ns]; !ok {
 			if _, err := k.startLocked(ns); err != nil {
-				return err
+				return nil, nil, err
 			}
 		}
 	}
@@ -434,11 +495,67 @@ func (k *kind) resync(ctx context.Context, inner client.Reader, now time.Time) e
 			s.needed = true
 		case s.needed:
 			s.needed, s.unneededSince = false, now
-		case now.Sub(s.unneededSince) >= keepFor && now.Sub(s.lastRead) >= keepFor:
+		}
+	}
+	var moves []move
+	all := k.spaces[allNamespaces]
+	for ns, s := range k.spaces {
+		switch {
+		case ns == allNamespaces || !isClosed(s.synced) && !k.clusterWide:
+		case k.clusterWide:
+			if all != nil && isClosed(all.synced) && k.ownerOf(ns) == s {
+				moves = append(moves, move{namespace: ns, to: all})
+			}
+		case k.ownerOf(ns) != s:
+			moves = append(moves, move{namespace: ns, to: s})
+		}
+	}
+	return moves, slices.Clone(k.handlers), nil
+}
+
+// dropDoneLocked stops the spaces no longer needed and ends the tracking
+// of switches long over. k.mu is held.
+func (k *kind) dropDoneLocked(now time.Time) {
+	all := k.spaces[allNamespaces]
+	for ns, s := range k.spaces {
+		switch {
+		case ns == allNamespaces:
+			if !k.clusterWide && k.perNamespaceOwnLocked() {
+				k.dropLocked(s)
+			}
+		case k.clusterWide:
+			// Handed over (or never owning): the cluster-wide space tells
+			// and answers for it.
+			if all != nil && k.ownerOf(ns) != s {
+				k.dropLocked(s)
+			}
+		case !s.needed && now.Sub(s.unneededSince) >= keepFor && now.Sub(s.lastRead) >= keepFor:
+			k.dropLocked(s)
+		case !s.needed && !isClosed(s.synced) && now.Sub(s.startedAt) >= keepFor:
+			// Read only, and not synced in keepFor (the apiserver is
+			// away): its waiters get an error, the next read starts anew.
 			k.dropLocked(s)
 		}
 	}
-	return nil
+	for ns, until := range k.tracking {
+		if !until.IsZero() && !now.Before(until) {
+			for _, r := range k.handlers {
+				r.untrack(ns)
+			}
+			delete(k.tracking, ns)
+		}
+	}
+}
+
+// perNamespaceOwnLocked reports whether every namespace with a space of
+// its own is told from it. k.mu is held.
+func (k *kind) perNamespaceOwnLocked() bool {
+	for ns, s := range k.spaces {
+		if ns != allNamespaces && k.ownerOf(ns) != s {
+			return false
+		}
+	}
+	return true
 }
 
 // waitSynced waits for every space that exists now.
@@ -466,12 +583,21 @@ func (k *kind) stopAll() {
 	}
 }
 
-// dropLocked stops a space and forgets it. k.mu is held.
+// dropLocked stops a space and forgets it; a reader waiting for it to
+// sync gets an error. k.mu is held.
 func (k *kind) dropLocked(s *space) {
 	s.stop()
+	close(s.dropped)
 	delete(k.spaces, s.namespace)
 	for _, r := range k.handlers {
 		delete(r.per, s)
+	}
+	k.disown(s)
+	for ns, until := range k.tracking {
+		// A switch to s that never ended ends now.
+		if until.IsZero() && (s.namespace == allNamespaces || s.namespace == ns) {
+			k.tracking[ns] = time.Now()
+		}
 	}
 	gaugeNamespaces(k.gvk.Kind, k.spaces)
 }
@@ -504,22 +630,56 @@ func (k *kind) startLocked(namespace string) (*space, error) {
 			return nil, fmt.Errorf("scoped cache of %s in %q: %w", k.gvk.Kind, namespace, err)
 		}
 	}
-	s := &space{namespace: namespace, cache: c, informer: inf, stop: stop, synced: make(chan struct{}), needed: true}
+	s := &space{namespace: namespace, cache: c, informer: inf, stop: stop,
+		synced: make(chan struct{}), dropped: make(chan struct{}), needed: true, startedAt: time.Now()}
 	for _, r := range k.handlers {
 		if err := r.add(s); err != nil {
 			stop()
 			return nil, err
 		}
 	}
+	k.joinLocked(s)
 	go func() { _ = c.Start(ctx) }()
 	go func() {
 		if c.WaitForCacheSync(ctx) {
 			close(s.synced)
+			k.pokeRun() // a handover may be due
 		}
 	}()
 	k.spaces[namespace] = s
 	gaugeNamespaces(k.gvk.Kind, k.spaces)
 	return s, nil
+}
+
+// joinLocked makes a new space, before it lists, the owner of the
+// namespaces nothing tells yet, and starts tracking what handlers were told
+// of those it will take over. k.mu is held.
+func (k *kind) joinLocked(s *space) {
+	o := k.owners.Load()
+	if s.namespace != allNamespaces {
+		if from := o.of(s.namespace); from != nil {
+			k.trackLocked(s.namespace, from)
+		} else {
+			k.setOwner(s.namespace, s)
+		}
+		return
+	}
+	if o.all == nil {
+		k.setOwner(allNamespaces, s)
+	}
+	for ns, from := range o.byNS {
+		k.trackLocked(ns, from)
+	}
+}
+
+// trackLocked starts checking the deliveries of namespace, told being what
+// from holds. k.mu is held.
+func (k *kind) trackLocked(namespace string, from *space) {
+	objs := k.objectsIn(from, namespace)
+	for _, r := range k.handlers {
+		r.track(namespace, objs)
+	}
+	k.tracking[namespace] = time.Time{}
 }
 
 // reader is what answers a read in namespace ("": all namespaces).
@@ -531,7 +691,7 @@ func (k *kind) reader(ctx context.Context, namespace string) (client.Reader, err
 	now := time.Now()
 	all, s := k.spaces[allNamespaces], k.spaces[namespace]
 	switch {
-	case all != nil && (namespace == "" || s == nil || isClosed(all.synced)):
+	case k.clusterWide && all != nil && (namespace == "" || s == nil || isClosed(all.synced)):
 		s = all
 	case namespace == "":
 		spaces := make([]*space, 0, len(k.spaces))
@@ -559,13 +719,26 @@ func (k *kind) reader(ctx context.Context, namespace string) (client.Reader, err
 	return s.cache, nil
 }
 
+// wait waits for the space to sync, for ctx, or for the space to stop.
 func (s *space) wait(ctx context.Context) error {
+	if isClosed(s.synced) {
+		return nil
+	}
 	select {
 	case <-s.synced:
 		return nil
+	case <-s.dropped:
+		return fmt.Errorf("the cache of %s stopped before it synced (not needed, and not read, for too long)", s.describe())
 	case <-ctx.Done():
-		return fmt.Errorf("waiting for the cache of namespace %q: %w", s.namespace, ctx.Err())
+		return fmt.Errorf("waiting for the cache of %s: %w", s.describe(), ctx.Err())
 	}
+}
+
+func (s *space) describe() string {
+	if s.namespace == allNamespaces {
+		return "all namespaces"
+	}
+	return fmt.Sprintf("namespace %q", s.namespace)
 }
 
 func isClosed(ch chan struct{}) bool {
@@ -642,6 +815,9 @@ func (f *fanout) AddEventHandlerWithOptions(h toolscache.ResourceEventHandler, o
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	r := &registration{k: k, handler: h, opts: opts, per: map[*space]toolscache.ResourceEventHandlerRegistration{}}
+	for ns := range k.tracking {
+		r.track(ns, nil)
+	}
 	for _, s := range k.spaces {
 		if err := r.add(s); err != nil {
 			return nil, err
@@ -712,17 +888,8 @@ func (f *fanout) IsStopped() bool {
 	return k.ctx != nil && k.ctx.Err() != nil
 }
 
-// registration is a handler added to a fanout, with its registration on
-// each space's informer. per is guarded by k.mu.
-type registration struct {
-	k       *kind
-	handler toolscache.ResourceEventHandler
-	opts    toolscache.HandlerOptions
-	per     map[*space]toolscache.ResourceEventHandlerRegistration
-}
-
 func (r *registration) add(s *space) error {
-	reg, err := s.informer.AddEventHandlerWithOptions(r.handler, r.opts)
+	reg, err := s.informer.AddEventHandlerWithOptions(delivery{r: r, s: s}, r.opts)
 	if err != nil {
 		return fmt.Errorf("scoped cache of %s in %q: adding a handler: %w", r.k.gvk.Kind, s.namespace, err)
 	}

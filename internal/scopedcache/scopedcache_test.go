@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -76,8 +77,14 @@ func (s *seen) Keys() []string {
 // its pod informer, with the index podsByNode, until the test ends.
 func startCache(t *testing.T) (*scopedcache.Cache, *seen) {
 	t.Helper()
+	return startCacheWith(t, env.Config)
+}
+
+// startCacheWith is startCache against cfg, with more handlers.
+func startCacheWith(t *testing.T, cfg *rest.Config, handlers ...toolscache.ResourceEventHandler) (*scopedcache.Cache, *seen) {
+	t.Helper()
 	t.Cleanup(scopedcache.SetKeepFor(300 * time.Millisecond))
-	c, err := scopedcache.New(podsWhereNeeded)(env.Config, cache.Options{Scheme: manager.Scheme})
+	c, err := scopedcache.New(podsWhereNeeded)(cfg, cache.Options{Scheme: manager.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,8 +94,13 @@ func startCache(t *testing.T) (*scopedcache.Cache, *seen) {
 		t.Fatal(err)
 	}
 	s := &seen{}
-	if _, err := inf.AddEventHandler(s); err != nil {
-		t.Fatal(err)
+	for _, h := range append(handlers, s) {
+		if h == nil {
+			continue
+		}
+		if _, err := inf.AddEventHandler(h); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := c.IndexField(ctx, &corev1.Pod{}, "spec.nodeName", func(o client.Object) []string {
 		return []string{o.(*corev1.Pod).Spec.NodeName}

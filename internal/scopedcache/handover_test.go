@@ -1,0 +1,231 @@
+package scopedcache_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/deckhand-dev/deckhand/internal/scopedcache"
+	"github.com/deckhand-dev/deckhand/internal/testenv"
+)
+
+// ledger is a handler that checks what it is told forms one history per
+// object: an Add only for an object not told alive, every version told
+// once and in order, and records what it holds.
+type ledger struct {
+	mu         sync.Mutex
+	alive      map[string]string // key → last resourceVersion told
+	last       map[string]uint64
+	violations []string
+}
+
+func newLedger() *ledger { return &ledger{alive: map[string]string{}, last: map[string]uint64{}} }
+
+func (l *ledger) OnAdd(obj any, _ bool) {
+	o := obj.(client.Object)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	key := o.GetNamespace() + "/" + o.GetName()
+	if _, ok := l.alive[key]; ok {
+		l.violations = append(l.violations, fmt.Sprintf("%s told added twice (resourceVersion %s)", key, o.GetResourceVersion()))
+	}
+	l.told(key, o)
+}
+
+func (l *ledger) OnUpdate(_, obj any) {
+	o := obj.(client.Object)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	key := o.GetNamespace() + "/" + o.GetName()
+	if _, ok := l.alive[key]; !ok {
+		l.violations = append(l.violations, fmt.Sprintf("%s told updated, never told added", key))
+	}
+	l.told(key, o)
+}
+
+func (l *ledger) told(key string, o client.Object) {
+	rv, _ := strconv.ParseUint(o.GetResourceVersion(), 10, 64)
+	if rv <= l.last[key] {
+		l.violations = append(l.violations, fmt.Sprintf("%s told resourceVersion %d after %d", key, rv, l.last[key]))
+	}
+	l.last[key] = rv
+	l.alive[key] = o.GetResourceVersion()
+}
+
+func (l *ledger) OnDelete(obj any) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	o := obj.(client.Object)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.alive, o.GetNamespace()+"/"+o.GetName())
+}
+
+func (l *ledger) Violations() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.violations...)
+}
+
+func (l *ledger) Alive() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]string, 0, len(l.alive))
+	for k := range l.alive {
+		out = append(out, k)
+	}
+	return out
+}
+
+func clusterWide(c *scopedcache.Cache) func() bool {
+	return func() bool { _, all := c.Namespaces(&corev1.Pod{}); return all }
+}
+
+func informers(scope string) func() (float64, error) {
+	return func() (float64, error) {
+		return testenv.Metric("deckhand_scoped_cache_informers", map[string]string{"kind": "Pod", "scope": scope})
+	}
+}
+
+// Crossing the threshold either way, while pods are made, tells each pod's
+// history once: a switch hands a namespace from one informer to the other,
+// and the new informer's initial list is not told again.
+func TestASwitchTellsEachObjectOnce(t *testing.T) {
+	g := testenv.NewG(t)
+	n := scopedcache.ClusterWideAbove + 1
+	spaces := make([]string, 0, n)
+	needs := make([]*corev1.ConfigMap, 0, n)
+	for i := range n {
+		ns := env.Namespace(t)
+		spaces = append(spaces, ns)
+		if i < n-1 {
+			needs = append(needs, need(t, ns))
+		}
+		pod(t, ns, "first", "")
+	}
+	l := newLedger()
+	c, _ := startCacheWith(t, env.Config, l)
+	g.Expect(clusterWide(c)()).To(BeFalse())
+
+	// Pods made all along, as a PodSet scaling up makes them.
+	ctx, stop := context.WithCancel(context.Background())
+	var made sync.WaitGroup
+	var count atomic.Int64
+	made.Go(func() {
+		for i := 0; ctx.Err() == nil; i++ {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: spaces[i%scopedcache.PerNamespaceAtMost], Name: fmt.Sprintf("p%d", i)},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+			if env.Client.Create(ctx, p) == nil {
+				count.Add(1)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+
+	needs = append(needs, need(t, spaces[n-1]))
+	g.Eventually(clusterWide(c)).Should(BeTrue())
+	g.Eventually(func() []string { return namespaces(c) }).Should(BeEmpty(),
+		"the per-namespace informers stop once the cluster-wide one has taken over")
+	for _, cm := range needs[scopedcache.PerNamespaceAtMost:] {
+		g.Expect(env.Client.Delete(context.Background(), cm)).To(Succeed())
+	}
+	g.Eventually(clusterWide(c)).Should(BeFalse())
+	g.Eventually(func() []string { return namespaces(c) }).Should(ConsistOf(spaces[:scopedcache.PerNamespaceAtMost]))
+	stop()
+	made.Wait()
+	g.Expect(count.Load()).To(BeNumerically(">", 20), "pods were made while the cache switched")
+
+	// Everything in the namespaces still needed was told, once.
+	var want []string
+	for _, ns := range spaces[:scopedcache.PerNamespaceAtMost] {
+		names, err := podNames(env.Client, client.InNamespace(ns))()
+		g.Expect(err).NotTo(HaveOccurred())
+		want = append(want, names...)
+	}
+	g.Eventually(l.Alive).Should(ContainElements(want))
+	g.Expect(l.Violations()).To(BeEmpty())
+}
+
+// Above ClusterWideAbove namespaces the kind is held cluster-wide; it goes
+// back to one informer per namespace only at PerNamespaceAtMost or fewer,
+// and then the cluster-wide informer stops although pods are read all the
+// while.
+func TestTheClusterWideInformerGoesAlthoughReadsGoOn(t *testing.T) {
+	g := testenv.NewG(t)
+	n := scopedcache.ClusterWideAbove + 1
+	spaces := make([]string, 0, n)
+	needs := make([]*corev1.ConfigMap, 0, n)
+	for range n {
+		ns := env.Namespace(t)
+		spaces = append(spaces, ns)
+		needs = append(needs, need(t, ns))
+	}
+	c, _ := startCache(t)
+	g.Expect(clusterWide(c)()).To(BeTrue())
+	g.Expect(informers("cluster")()).To(Equal(1.0))
+
+	ctx, stop := context.WithCancel(context.Background())
+	var reads sync.WaitGroup
+	defer func() { stop(); reads.Wait() }()
+	reads.Go(func() {
+		for ctx.Err() == nil {
+			var pods corev1.PodList
+			_ = c.List(ctx, &pods)
+			_ = c.List(ctx, &pods, client.InNamespace(spaces[0]))
+			_ = c.Get(ctx, client.ObjectKey{Namespace: spaces[1], Name: "none"}, &corev1.Pod{})
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+
+	// Between the two thresholds: no switch.
+	for _, cm := range needs[scopedcache.ClusterWideAbove-2:] {
+		g.Expect(env.Client.Delete(context.Background(), cm)).To(Succeed())
+	}
+	g.Consistently(clusterWide(c)).WithTimeout(2*time.Second).Should(BeTrue(),
+		"a kind needed in %d namespaces switched back", scopedcache.ClusterWideAbove-2)
+
+	for _, cm := range needs[scopedcache.PerNamespaceAtMost : scopedcache.ClusterWideAbove-2] {
+		g.Expect(env.Client.Delete(context.Background(), cm)).To(Succeed())
+	}
+	g.Eventually(informers("cluster")).Should(Equal(0.0), "the cluster-wide informer outlived the need for it")
+	g.Expect(clusterWide(c)()).To(BeFalse())
+	g.Expect(informers("namespace")()).To(BeNumerically(">=", scopedcache.PerNamespaceAtMost))
+	g.Expect(podNames(c, client.InNamespace(spaces[0]))()).To(BeEmpty())
+}
+
+// A read that starts an informer waits for it to sync; when the informer
+// stops first (the apiserver unreachable for longer than the cache keeps
+// an unsynced informer), the reader gets an error, and once the apiserver
+// is back reads are answered again.
+func TestAReaderIsWokenWhenItsInformerStops(t *testing.T) {
+	g := testenv.NewG(t)
+	ns := env.Namespace(t)
+	pod(t, ns, "a", "")
+	outage := testenv.NewOutage("/pods")
+	c, _ := startCacheWith(t, outage.Config(env.Config))
+	outage.Begin()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	began := time.Now()
+	var pods corev1.PodList
+	err := c.List(ctx, &pods, client.InNamespace(ns))
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(errors.Is(err, context.DeadlineExceeded)).To(BeFalse(), "the reader waited for its own deadline: %v", err)
+	g.Expect(time.Since(began)).To(BeNumerically("<", 10*time.Second))
+
+	outage.End()
+	g.Eventually(podNames(c, client.InNamespace(ns))).Should(Equal([]string{ns + "/a"}))
+}
