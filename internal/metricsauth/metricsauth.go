@@ -85,9 +85,14 @@ type Guard struct {
 	// Now is the clock the caches expire by.
 	Now func() time.Time
 
-	mu      sync.Mutex
-	users   map[[sha256.Size]byte]cached[*authenticationv1.UserInfo]
-	allowed map[string]cached[bool]
+	mu sync.Mutex
+	// users are the tokens the apiserver accepted, by hash; rejected the
+	// ones it did not. Apart, so that a flood of made-up tokens, which
+	// anyone who reaches the port can send, fills and empties only rejected
+	// and never flushes the reviews of the scrapers' tokens.
+	users    map[[sha256.Size]byte]cached[*authenticationv1.UserInfo]
+	rejected map[[sha256.Size]byte]cached[bool]
+	allowed  map[string]cached[bool]
 }
 
 type cached[T any] struct {
@@ -98,7 +103,8 @@ type cached[T any] struct {
 // New returns a Guard making its reviews through tokens and access.
 func New(tokens TokenReviews, access SubjectAccessReviews) *Guard {
 	return &Guard{tokens: tokens, access: access, Now: time.Now,
-		users: map[[sha256.Size]byte]cached[*authenticationv1.UserInfo]{}, allowed: map[string]cached[bool]{}}
+		users: map[[sha256.Size]byte]cached[*authenticationv1.UserInfo]{}, rejected: map[[sha256.Size]byte]cached[bool]{},
+		allowed: map[string]cached[bool]{}}
 }
 
 // Handler serves next to requests whose bearer token belongs to a user
@@ -153,6 +159,9 @@ func (g *Guard) authenticate(ctx context.Context, token string) (*authentication
 	if user, ok := lookup(g, g.users, key); ok {
 		return user, nil
 	}
+	if _, ok := lookup(g, g.rejected, key); ok {
+		return nil, nil
+	}
 	var review *authenticationv1.TokenReview
 	err := withRetries(ctx, func() (err error) {
 		review, err = g.tokens.Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
@@ -161,12 +170,12 @@ func (g *Guard) authenticate(ctx context.Context, token string) (*authentication
 	if err != nil {
 		return nil, fmt.Errorf("reviewing a token: %w", err)
 	}
-	var user *authenticationv1.UserInfo
-	if review.Status.Authenticated {
-		user = &review.Status.User
+	if !review.Status.Authenticated {
+		store(g, g.rejected, key, true, tokenTTL)
+		return nil, nil
 	}
-	store(g, g.users, key, user, tokenTTL)
-	return user, nil
+	store(g, g.users, key, &review.Status.User, tokenTTL)
+	return &review.Status.User, nil
 }
 
 // authorize asks whether user may verb path.

@@ -3,6 +3,7 @@ package metricsauth_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -164,4 +165,19 @@ func TestAReviewThatFailsIsRetriedOnlyWhenItMaySucceed(t *testing.T) {
 	g.Expect(get(h, "Bearer reader-token")).To(Equal(http.StatusInternalServerError),
 		"a manager that may not review tokens says so at once")
 	g.Expect(a.tokenReviews).To(Equal(1))
+}
+
+// Anyone who reaches the port can send tokens. Made-up ones are reviewed
+// (and their rejection cached), but a flood of them must not flush the
+// cached review of a scraper's token: its next scrape needs no new review.
+func TestMadeUpTokensDoNotFlushTheScrapersReviews(t *testing.T) {
+	g := NewWithT(t)
+	h, a, _ := setup()
+	g.Expect(get(h, "Bearer reader-token")).To(Equal(http.StatusOK))
+	for i := range 3000 {
+		g.Expect(get(h, fmt.Sprintf("Bearer made-up-%d", i))).To(Equal(http.StatusUnauthorized))
+	}
+	before := a.tokenReviews
+	g.Expect(get(h, "Bearer reader-token")).To(Equal(http.StatusOK))
+	g.Expect(a.tokenReviews).To(Equal(before), "the scraper's token was reviewed again: the flood flushed its cached review")
 }
