@@ -162,6 +162,11 @@ func TestBadObjectsAreRefusedInBothVersions(t *testing.T) {
 			Spec: debugv1alpha1.PodBuggerSpec{Selector: selector, Image: evil}}, "spec.image"},
 		"PodBugger v1beta1": {&debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "beta"},
 			Spec: debugv1beta1.PodBuggerSpec{Selector: selector, Image: evil}}, "spec.image"},
+		// v1beta1's schema refuses runAsUser 0; v1alpha1 has no field for it
+		// and carries it in an annotation, past any schema.
+		"PodBugger v1alpha1 as root through its conversion annotation": {&debugv1alpha1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "root",
+			Annotations: map[string]string{debugv1alpha1.ConversionDataAnnotation: `{"runAsUser":0}`}},
+			Spec: debugv1alpha1.PodBuggerSpec{Selector: selector, Image: "docker.io/library/busybox:1.37"}}, "spec.runAsUser"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

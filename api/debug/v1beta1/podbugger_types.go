@@ -200,6 +200,10 @@ const (
 	// ReasonProfileNotAllowed: the general profile without the operator's
 	// --podbugger-allow-general-profile.
 	ReasonProfileNotAllowed = "ProfileNotAllowed"
+	// ReasonRootUser: spec.runAsUser is root (0) or below; the schema
+	// refuses it, but a v1alpha1 write carries it in its conversion-data
+	// annotation past the schema.
+	ReasonRootUser = "RootUser"
 	// ReasonAllowed: no safety rule stops the PodBugger.
 	ReasonAllowed = "Allowed"
 	// ReasonActive: matching running pods get the container.

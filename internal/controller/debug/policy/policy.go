@@ -84,7 +84,7 @@ func (c Chain) Evaluate(in Input) []Violation {
 
 // Rules are PodBugger's safety rules. The order is the order in which they
 // are reported: the first one broken is the Blocked condition's reason.
-var Rules = Chain{NamespaceOptedIn, ImageAllowed, ProfileAllowed}
+var Rules = Chain{NamespaceOptedIn, ImageAllowed, ProfileAllowed, UserNotRoot}
 
 // NamespaceOptedIn checks that the PodBugger's namespace carries the label
 // debug.deckhand.dev/enabled=true.
@@ -122,4 +122,17 @@ func ProfileAllowed(in Input) (Violation, bool) {
 	return Violation{debugv1beta1.ReasonProfileNotAllowed, field.Forbidden(
 		field.NewPath("spec", "profile"),
 		"the general profile (adds SYS_PTRACE) needs the operator's --podbugger-allow-general-profile")}, true
+}
+
+// UserNotRoot checks that spec.runAsUser, when set, is not root. The v1beta1
+// schema says so (minimum 1), but a PodBugger written as v1alpha1 carries
+// runAsUser in its conversion-data annotation, which no schema checks: the
+// rule holds here, where admission and the controller both apply it.
+func UserNotRoot(in Input) (Violation, bool) {
+	user := in.PodBugger.Spec.RunAsUser
+	if user == nil || *user >= 1 {
+		return Violation{}, false
+	}
+	return Violation{debugv1beta1.ReasonRootUser, field.Invalid(
+		field.NewPath("spec", "runAsUser"), *user, "must be 1 or more: a debug container never runs as root")}, true
 }

@@ -40,6 +40,10 @@ func TestChecks(t *testing.T) {
 		"baseline needs no flag":   {check: ProfileAllowed, in: input("busybox:1", debugv1beta1.ProfileBaseline, enabled, false)},
 		"general without the flag": {check: ProfileAllowed, in: input("busybox:1", debugv1beta1.ProfileGeneral, enabled, false), reason: debugv1beta1.ReasonProfileNotAllowed, field: "spec.profile"},
 		"general with the flag":    {check: ProfileAllowed, in: input("busybox:1", debugv1beta1.ProfileGeneral, enabled, true)},
+		"no runAsUser":             {check: UserNotRoot, in: input("busybox:1", "", enabled, false)},
+		"runAsUser 1000":           {check: UserNotRoot, in: withUser(input("busybox:1", "", enabled, false), 1000)},
+		"runAsUser 0 (root)":       {check: UserNotRoot, in: withUser(input("busybox:1", "", enabled, false), 0), reason: debugv1beta1.ReasonRootUser, field: "spec.runAsUser"},
+		"runAsUser -1":             {check: UserNotRoot, in: withUser(input("busybox:1", "", enabled, false), -1), reason: debugv1beta1.ReasonRootUser, field: "spec.runAsUser"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -70,4 +74,9 @@ func TestRulesReportEveryViolationInOrder(t *testing.T) {
 			t.Errorf("reasons %v, want %v", reasons, want)
 		}
 	}
+}
+
+func withUser(in Input, user int64) Input {
+	in.PodBugger.Spec.RunAsUser = &user
+	return in
 }
