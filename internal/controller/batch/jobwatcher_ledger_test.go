@@ -45,7 +45,7 @@ func TestLedgerForget(t *testing.T) {
 	l.add(t.Context(), a, deletedJob{name: "ns/1"})
 	l.add(t.Context(), a, deletedJob{name: "ns/2"})
 	l.add(t.Context(), b, deletedJob{name: "ns/3"})
-	if got, want := l.count(a.GetUID(), nil), (deletions{instance: l.instance, n: 2}); got.instance != want.instance || got.n != want.n || len(got.failures) != 0 {
+	if got, want := l.count(a, nil), (deletions{instance: l.instance, n: 2}); got.instance != want.instance || got.n != want.n || len(got.failures) != 0 {
 		t.Fatalf("count = %+v, want %+v", got, want)
 	}
 	if got := l.tell(a.GetUID()); len(got) != 2 || got[0].name != "ns/1" || got[1].name != "ns/2" {
@@ -55,10 +55,10 @@ func TestLedgerForget(t *testing.T) {
 		t.Errorf("told again: %v", got)
 	}
 	l.forget(types.NamespacedName{Namespace: "ns", Name: "a"})
-	if got := l.count(a.GetUID(), nil).n; got != 0 {
+	if got := l.count(a, nil).n; got != 0 {
 		t.Errorf("forgotten watcher still counts %d", got)
 	}
-	if got := l.count(b.GetUID(), nil).n; got != 1 {
+	if got := l.count(b, nil).n; got != 1 {
 		t.Errorf("other watcher counts %d, want 1", got)
 	}
 }
