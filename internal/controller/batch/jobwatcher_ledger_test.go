@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"errors"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -60,5 +61,35 @@ func TestLedgerForget(t *testing.T) {
 	}
 	if got := l.count(b, nil).n; got != 1 {
 		t.Errorf("other watcher counts %d, want 1", got)
+	}
+}
+
+// A deletion waiting for its failure record is not released as saved when
+// its watcher goes: it was the gone watcher's to make.
+func TestLedgerForgetFailsTheDeletionsItHadPending(t *testing.T) {
+	l := newLedger()
+	w := jw("ns", "a", nil, nil).watcher
+	done := make(chan error, 1)
+	go func() {
+		done <- l.save(t.Context(), w, deckhandbatchv1.FailureRecord{Namespace: "ns", Job: "etl", UID: "etl-1"})
+	}()
+	<-l.notify // the record is in the tally
+	l.forget(types.NamespacedName{Namespace: "ns", Name: "a"})
+	if err := <-done; !errors.Is(err, errWatcherGone) {
+		t.Errorf("save = %v, want %v", err, errWatcherGone)
+	}
+}
+
+// Records seen in a watcher's status are kept: a status another writer
+// put in its place without them gets them back.
+func TestLedgerKeepsTheRecordsItSaw(t *testing.T) {
+	l := newLedger()
+	w := jw("ns", "a", nil, nil).watcher
+	seen := []deckhandbatchv1.FailureRecord{{Namespace: "ns", Job: "etl", UID: "etl-1"}}
+	if got := l.count(w, seen).failures; len(got) != 1 {
+		t.Fatalf("failures = %v, want the one seen", got)
+	}
+	if got := l.count(w, nil).failures; len(got) != 1 || got[0].UID != "etl-1" {
+		t.Errorf("after a status without it: failures = %v, want etl-1", got)
 	}
 }
