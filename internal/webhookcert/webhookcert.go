@@ -160,21 +160,32 @@ func (r *Rotator) Ensure(ctx context.Context) error {
 }
 
 // markInjected records on the Secret, once, when its CA was first seen in
-// every caBundle. A conflict (another replica recorded it, or issued a new
-// CA) leaves it to the next pass.
+// every caBundle. Replicas racing agree on the first record; a Secret whose
+// CA changed meanwhile (another replica issued a new one) fails the pass:
+// the files are written on the next one, for that CA.
 func (r *Rotator) markInjected(ctx context.Context, secret *corev1.Secret) error {
-	if _, ok := secret.Annotations[InjectedAnnotation]; ok {
-		return nil
-	}
-	marked := secret.DeepCopy()
-	if marked.Annotations == nil {
-		marked.Annotations = map[string]string{}
-	}
-	marked.Annotations[InjectedAnnotation] = r.now().UTC().Format(time.RFC3339)
-	err := r.Client.Update(ctx, marked)
-	if apierrors.IsConflict(err) {
-		return fmt.Errorf("recording the CA injection on Secret %s/%s: %w", r.SecretNamespace, r.SecretName, err)
-	}
+	ca := secret.Data[CAKey]
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if _, ok := secret.Annotations[InjectedAnnotation]; ok {
+			return nil
+		}
+		marked := secret.DeepCopy()
+		if marked.Annotations == nil {
+			marked.Annotations = map[string]string{}
+		}
+		marked.Annotations[InjectedAnnotation] = r.now().UTC().Format(time.RFC3339)
+		err := r.Client.Update(ctx, marked)
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(secret), secret); err != nil {
+			return err
+		}
+		if !bytes.Equal(secret.Data[CAKey], ca) {
+			return errors.New("another replica issued a new CA")
+		}
+		return err
+	})
 	return wrap(err, "recording the CA injection on Secret %s/%s", r.SecretNamespace, r.SecretName)
 }
 
