@@ -79,7 +79,7 @@ const (
 	backdate = time.Hour
 )
 
-// InjectedAnnotation, on the certificate Secret, is when its CA was first
+// InjectedAnnotation is, on the certificate Secret, when its CA was first
 // seen in every caBundle (RFC 3339); the CAs it replaced leave caBundle
 // caOverlap after that. A new CA comes without it.
 const InjectedAnnotation = "webhookcert.deckhand.dev/ca-injected-at"

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,20 +47,20 @@ type writerCase struct {
 	// and returns it with, if any, a status an older leader computed before
 	// the object's last change (its late write) and the failure records
 	// (UID to Job name) the status must keep.
-	start func(t *testing.T, f *fixture) (obj client.Object, early map[string]any, records map[types.UID]string)
+	start func(t *testing.T) (obj client.Object, early map[string]any, records map[types.UID]string)
 }
 
 func writerCases() []writerCase {
 	return []writerCase{
 		{kind: "PodSet", controllers: []string{appscontroller.ControllerName},
-			start: func(t *testing.T, _ *fixture) (client.Object, map[string]any, map[types.UID]string) {
+			start: func(t *testing.T) (client.Object, map[string]any, map[types.UID]string) {
 				set := &appsv1beta1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: podSetName},
 					Spec: appsv1beta1.PodSetSpec{Replicas: 2, Template: template("busybox:1")}}
 				env.Create(t, set)
 				return set, nil, nil
 			}},
 		{kind: "JobWatcher", controllers: []string{batchcontroller.ControllerName},
-			start: func(t *testing.T, _ *fixture) (client.Object, map[string]any, map[types.UID]string) {
+			start: func(t *testing.T) (client.Object, map[string]any, map[types.UID]string) {
 				ctx := context.Background()
 				ns := env.Namespace(t)
 				w := &deckhandbatchv1.JobWatcher{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}
@@ -78,7 +79,7 @@ func writerCases() []writerCase {
 				return w, early, records
 			}},
 		{kind: "PodBugger", controllers: []string{debugcontroller.ControllerName},
-			start: func(t *testing.T, f *fixture) (client.Object, map[string]any, map[types.UID]string) {
+			start: func(t *testing.T) (client.Object, map[string]any, map[types.UID]string) {
 				ns := env.NamespaceWithLabels(t, map[string]string{debugv1beta1.NamespaceEnabledLabel: "true"})
 				pb := &debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: podBuggerName},
 					Spec: debugv1beta1.PodBuggerSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
@@ -87,7 +88,7 @@ func writerCases() []writerCase {
 				return pb, nil, nil
 			}},
 		{kind: "ModelBox", controllers: []string{modelcontroller.ControllerName},
-			start: func(t *testing.T, _ *fixture) (client.Object, map[string]any, map[types.UID]string) {
+			start: func(t *testing.T) (client.Object, map[string]any, map[types.UID]string) {
 				box := &modelv1.ModelBox{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "llm"},
 					Spec: modelv1.ModelBoxSpec{Image: "busybox:1", Replicas: ptr.To[int32](1), Ports: []modelv1.ServicePort{{Port: 8080}}}}
 				env.Create(t, box)
@@ -129,7 +130,7 @@ func runSecondWriter(t *testing.T, c writerCase, keepManager bool, bound time.Du
 	f.opts.PodBuggerAllowedImages = []string{"docker.io/library/busybox:*"}
 	stop := f.startPlain()
 	defer func() { stop() }()
-	obj, early, records := c.start(t, f)
+	obj, early, records := c.start(t)
 	computed := quietStatus(t, obj)
 	if !keepManager {
 		stop()
@@ -272,11 +273,7 @@ func runtimeCopy(st map[string]any) map[string]any {
 	if st == nil {
 		return map[string]any{}
 	}
-	return runtimeDeepCopy(st)
-}
-
-func runtimeDeepCopy(m map[string]any) map[string]any {
-	return (&unstructured.Unstructured{Object: map[string]any{"s": m}}).DeepCopy().Object["s"].(map[string]any)
+	return runtime.DeepCopyJSON(st)
 }
 
 func jsonOf(v any) string {
