@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -236,4 +237,29 @@ func TestOldCAStaysUntilTheNewOneWasInjected(t *testing.T) {
 		g.Expect(w.ClientConfig.CABundle).To(Equal(secret.Data[webhookcert.CAKey]), w.Name)
 	}
 	g.Eventually(func() error { return createConfigMap(ctx, ns) }).Should(Succeed())
+}
+
+// A replica whose own injection fails still takes the new certificate once
+// another replica put its CA into every caBundle: otherwise that other
+// replica, pruning the old CA later, leaves it serving a certificate whose
+// CA is gone.
+func TestReplicaTakesTheNewCertificateOnceAnotherInjectedItsCA(t *testing.T) {
+	g := testenv.NewG(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := env.Namespace(t)
+	a, b, _ := twoReplicas(t, ctx, ns)
+	refusing := &refusingPatches{Client: env.Client}
+	refusing.refuse.Store(true)
+	a.Client = refusing
+
+	g.Expect(env.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "webhook-cert"}})).To(Succeed())
+	g.Expect(b.Ensure(ctx)).To(Succeed()) // a new CA, in every caBundle beside the old one
+	// a would prune the old CA (the overlap is over by its clock) and
+	// cannot: the new CA is in every caBundle all the same.
+	a.Now = func() time.Time { return time.Now().Add(10 * time.Minute) }
+	g.Expect(a.Ensure(ctx)).To(Succeed())
+	secret := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "webhook-cert"}, secret)).To(Succeed())
+	g.Expect(os.ReadFile(filepath.Join(a.CertDir, webhookcert.CertKey))).To(Equal(secret.Data[webhookcert.CertKey]))
 }
