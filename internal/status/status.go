@@ -6,15 +6,26 @@
 // holds. The write replaces the status as a whole (a JSON patch that sets
 // /status), so no field of an older status can survive it, whatever the
 // cache showed when the status was computed; and it carries no
-// resourceVersion, so it never fails with a conflict. This is safe because
-// each kind's status has exactly one writer: its controller, which handles
-// one object at a time and runs in one leader-elected replica.
+// resourceVersion, so it never fails with a conflict.
+//
+// The controller is not the only possible writer: a previous leader's write
+// can land late, and a user can edit the status (kubectl edit
+// --subresource=status). The Writer tells the two cases a cached copy can be
+// in apart: the cache has not caught up with its own last write yet, or
+// someone else wrote since. resourceVersions are opaque, so it compares them
+// only for equality with the one its own write produced; when the cache shows
+// a status that is not the one it wrote at a resourceVersion it did not
+// produce, it asks the apiserver. Either way the computed status ends up on
+// the apiserver: a controller wakes for another writer's status through
+// WrittenByOthers.
 package status
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -24,16 +35,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 )
 
 // Writer writes the status (of type S) of one kind of object. It remembers,
-// per object, the last status it wrote, so that a cached copy that has not
-// caught up with that write is never taken for what the apiserver holds.
+// per object, the last status it wrote and the resourceVersion that write
+// produced, so that a cached copy that has not caught up with that write is
+// never taken for what the apiserver holds, and a status someone else wrote
+// since is never taken for its own.
 type Writer[S any] struct {
 	client client.StatusClient
 
 	mu      sync.Mutex
 	written map[types.NamespacedName]record[S]
+	// sending is, per object, the status of a write under way.
+	sending map[types.NamespacedName]S
 
 	// kind and conditions are set by ConditionMetrics; shown is, per
 	// object, the reason of each condition type the gauge shows.
@@ -53,7 +70,7 @@ type record[S any] struct {
 
 // NewWriter returns a Writer that writes through c's status subresource.
 func NewWriter[S any](c client.StatusClient, opts ...Option[S]) *Writer[S] {
-	w := &Writer[S]{client: c, written: map[types.NamespacedName]record[S]{}, shown: map[types.NamespacedName]map[string]string{}}
+	w := &Writer[S]{client: c, written: map[types.NamespacedName]record[S]{}, sending: map[types.NamespacedName]S{}, shown: map[types.NamespacedName]map[string]string{}}
 	for _, o := range opts {
 		o(w)
 	}
@@ -69,7 +86,11 @@ func NewWriter[S any](c client.StatusClient, opts ...Option[S]) *Writer[S] {
 // shown in the deckhand_status_condition gauge.
 func (w *Writer[S]) Write(ctx context.Context, obj client.Object, current *S, want S) error {
 	key := client.ObjectKeyFromObject(obj)
-	if equality.Semantic.DeepEqual(w.held(obj, *current), want) {
+	held, err := w.confirmedHeld(ctx, obj, *current, want)
+	if err != nil {
+		return err
+	}
+	if equality.Semantic.DeepEqual(held, want) {
 		w.showConditions(key, &want)
 		return nil
 	}
@@ -86,7 +107,10 @@ func (w *Writer[S]) Write(ctx context.Context, obj client.Object, current *S, wa
 // with what is current then. now is the caller's clock.
 func (w *Writer[S]) WritePaced(ctx context.Context, obj client.Object, current *S, want S, now time.Time, interval time.Duration, urgent func(held, want *S) bool) (time.Duration, error) {
 	key := client.ObjectKeyFromObject(obj)
-	held := w.held(obj, *current)
+	held, err := w.confirmedHeld(ctx, obj, *current, want)
+	if err != nil {
+		return 0, err
+	}
 	if equality.Semantic.DeepEqual(held, want) {
 		w.showConditions(key, &want)
 		return 0, nil
@@ -116,7 +140,14 @@ func (w *Writer[S]) write(ctx context.Context, key types.NamespacedName, obj cli
 	if err != nil {
 		return fmt.Errorf("encoding status: %w", err)
 	}
-	if err := w.client.Status().Patch(ctx, obj, client.RawPatch(types.JSONPatchType, body)); err != nil {
+	w.mu.Lock()
+	w.sending[key] = want
+	w.mu.Unlock()
+	err = w.client.Status().Patch(ctx, obj, client.RawPatch(types.JSONPatchType, body))
+	w.mu.Lock()
+	delete(w.sending, key)
+	w.mu.Unlock()
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			w.Forget(key)
 			return nil
@@ -132,18 +163,118 @@ func (w *Writer[S]) write(ctx context.Context, key types.NamespacedName, obj cli
 }
 
 // held is the status the apiserver holds for obj, as far as this process
-// knows: the cached copy's, unless this Writer wrote another one since that
-// copy was made (the cache shows a different resourceVersion than the
-// write's), in which case the written one. Only the controller writes
-// status, so what it last wrote is what the apiserver holds.
-func (w *Writer[S]) held(obj client.Object, cached S) S {
+// knows without asking: the cached copy's, unless this Writer wrote another
+// one that the copy does not show at a resourceVersion other than the one
+// the write produced, in which case the written one. It is also whether
+// that is a guess: such a copy is either older than the write (the cache
+// has not caught up) or newer (someone else wrote since), and opaque
+// resourceVersions cannot tell which.
+func (w *Writer[S]) held(obj client.Object, cached S) (S, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	rec, ok := w.written[client.ObjectKeyFromObject(obj)]
-	if !ok || rec.uid != obj.GetUID() || rec.resourceVersion == obj.GetResourceVersion() {
-		return cached
+	if !ok || rec.uid != obj.GetUID() || rec.resourceVersion == obj.GetResourceVersion() ||
+		equality.Semantic.DeepEqual(rec.status, cached) {
+		return cached, false
 	}
-	return rec.status
+	return rec.status, true
+}
+
+// confirmedHeld is held, asked of the apiserver when the guess decides
+// whether to write: when it says the apiserver holds want already. A guess
+// that it holds something else costs nothing to be wrong about: want is
+// written (or, paced, looked at again) either way.
+func (w *Writer[S]) confirmedHeld(ctx context.Context, obj client.Object, cached, want S) (S, error) {
+	held, guess := w.held(obj, cached)
+	if !guess || !equality.Semantic.DeepEqual(held, want) {
+		return held, nil
+	}
+	live, err := w.live(ctx, obj)
+	switch {
+	case errors.Is(err, errNoLiveReads):
+		return held, nil
+	case apierrors.IsNotFound(err):
+		// Gone: the write would find it gone too.
+		w.Forget(client.ObjectKeyFromObject(obj))
+		return want, nil
+	case err != nil:
+		return held, fmt.Errorf("reading status past the cache: %w", err)
+	}
+	return *live, nil
+}
+
+// errNoLiveReads: the Writer's client cannot read the status subresource.
+var errNoLiveReads = errors.New("the status client cannot read past the cache")
+
+// live reads obj's status from the apiserver (GET on its status
+// subresource, which no cache answers).
+func (w *Writer[S]) live(ctx context.Context, obj client.Object) (*S, error) {
+	sc, ok := w.client.(client.SubResourceClientConstructor)
+	if !ok {
+		return nil, errNoLiveReads
+	}
+	fresh, ok := obj.DeepCopyObject().(client.Object)
+	if !ok {
+		return nil, errNoLiveReads
+	}
+	if err := sc.SubResource("status").Get(ctx, obj, fresh); err != nil {
+		return nil, err
+	}
+	st, ok := statusOf[S](fresh)
+	if !ok {
+		return nil, errNoLiveReads
+	}
+	return st, nil
+}
+
+// statusOf is the Status field of obj, a pointer to a struct, when it is
+// of type S.
+func statusOf[S any](obj client.Object) (*S, bool) {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return nil, false
+	}
+	f := v.Elem().FieldByName("Status")
+	if !f.IsValid() || !f.CanAddr() {
+		return nil, false
+	}
+	st, ok := f.Addr().Interface().(*S)
+	return st, ok
+}
+
+// WrittenByOthers is a predicate for the controller's watch of its own kind
+// that passes the updates in which another writer changed the status: an
+// older leader's late write, a user's edit. A controller that is not woken
+// by status changes (they are its own writes, mostly) needs it, or another
+// writer's status stays on a quiet object. It passes an update whose status
+// changed to one that this Writer neither last wrote nor is writing.
+func (w *Writer[S]) WrittenByOthers() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			if e.ObjectOld == nil || e.ObjectNew == nil {
+				return false
+			}
+			old, ok1 := statusOf[S](e.ObjectOld)
+			now, ok2 := statusOf[S](e.ObjectNew)
+			if !ok1 || !ok2 || equality.Semantic.DeepEqual(old, now) {
+				return false
+			}
+			key := client.ObjectKeyFromObject(e.ObjectNew)
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if rec, ok := w.written[key]; ok && rec.uid == e.ObjectNew.GetUID() &&
+				(rec.resourceVersion == e.ObjectNew.GetResourceVersion() || equality.Semantic.DeepEqual(&rec.status, now)) {
+				return false
+			}
+			if sending, ok := w.sending[key]; ok && equality.Semantic.DeepEqual(&sending, now) {
+				return false
+			}
+			return true
+		},
+	}
 }
 
 // Forget drops what the Writer remembers of the object key names, and its

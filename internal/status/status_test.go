@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/status"
@@ -248,4 +249,49 @@ func TestConditionMetrics(t *testing.T) {
 
 	w2.Forget(key)
 	g.Expect(series("", "")).To(BeZero())
+}
+
+// Another writer (an older leader's late write, a user's kubectl edit
+// --subresource=status) replaced the status the Writer wrote, and the
+// cache shows it: the Writer must not take it for its own write the cache
+// has not caught up with, and must write the computed status again.
+func TestWriteRestoresAStatusSomeoneElseWrote(t *testing.T) {
+	g := NewWithT(t)
+	set := newSet(t)
+	c := &patchCounter{Client: env.Client}
+	w := status.NewWriter[appsv1beta1.PodSetStatus](c)
+	want := appsv1beta1.PodSetStatus{Replicas: 2, PodNames: []string{"a", "b"}}
+	g.Expect(w.Write(ctx, set, &set.Status, want)).To(Succeed())
+
+	other := set.DeepCopy()
+	other.Status = appsv1beta1.PodSetStatus{Replicas: 7}
+	g.Expect(env.Client.Status().Update(ctx, other)).To(Succeed())
+	cached := &appsv1beta1.PodSet{} // what the cache shows once it caught up
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(set), cached)).To(Succeed())
+
+	g.Expect(w.Write(ctx, cached, &cached.Status, want)).To(Succeed())
+	g.Expect(serverStatus(g, set)).To(Equal(want), "another writer's status was taken for the Writer's own")
+	g.Expect(c.patches).To(Equal(2))
+}
+
+// WrittenByOthers wakes the controller for a status another writer
+// changed, not for the Writer's own writes nor for changes that leave the
+// status alone.
+func TestWrittenByOthers(t *testing.T) {
+	g := NewWithT(t)
+	set := newSet(t)
+	w := status.NewWriter[appsv1beta1.PodSetStatus](env.Client)
+	p := w.WrittenByOthers()
+	before := set.DeepCopy()
+	g.Expect(w.Write(ctx, set, &set.Status, appsv1beta1.PodSetStatus{Replicas: 1})).To(Succeed())
+	g.Expect(p.Update(event.UpdateEvent{ObjectOld: before, ObjectNew: set})).To(BeFalse(), "its own write")
+
+	labelled := set.DeepCopy()
+	labelled.Labels, labelled.ResourceVersion = map[string]string{"a": "b"}, "other"
+	g.Expect(p.Update(event.UpdateEvent{ObjectOld: set, ObjectNew: labelled})).To(BeFalse(), "the status did not change")
+
+	other := set.DeepCopy()
+	other.Status.Replicas = 9
+	g.Expect(env.Client.Status().Update(ctx, other)).To(Succeed())
+	g.Expect(p.Update(event.UpdateEvent{ObjectOld: set, ObjectNew: other})).To(BeTrue(), "another writer's status")
 }

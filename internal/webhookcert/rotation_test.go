@@ -1,14 +1,17 @@
 package webhookcert_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -63,8 +66,38 @@ func TestCARotationFailsNoRequest(t *testing.T) {
 	defer cancel()
 	ns := env.Namespace(t)
 
-	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{GenerateName: "rotation-"}}
-	a, b := rotator(t, ns, ""), rotator(t, ns, "")
+	a, b, cfg := twoReplicas(t, ctx, ns)
+
+	load := startLoad(ctx, ns)
+	g.Expect(env.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "webhook-cert"}})).To(Succeed())
+	g.Expect(a.Ensure(ctx)).To(Succeed()) // a new CA; b still serves the old one
+	time.Sleep(2 * time.Second)
+	g.Expect(b.Ensure(ctx)).To(Succeed())
+	time.Sleep(2 * time.Second)
+	sent, failures := load.stop()
+	g.Expect(sent).To(BeNumerically(">", 10))
+	g.Expect(failures).To(BeEmpty())
+
+	// Once every replica had time to take the new certificate, the old CA
+	// leaves caBundle, and requests still pass.
+	a.Now = func() time.Time { return time.Now().Add(10 * time.Minute) }
+	g.Expect(a.Ensure(ctx)).To(Succeed())
+	secret := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "webhook-cert"}, secret)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cfg), cfg)).To(Succeed())
+	for _, w := range cfg.Webhooks {
+		g.Expect(w.ClientConfig.CABundle).To(Equal(secret.Data[webhookcert.CAKey]), w.Name)
+	}
+	g.Eventually(func() error { return createConfigMap(ctx, ns) }).Should(Succeed())
+}
+
+// twoReplicas starts two replicas that serve webhooks with the
+// certificates their Rotators write, and a validating configuration with
+// one webhook for each (failurePolicy Fail), injected by both.
+func twoReplicas(t *testing.T, ctx context.Context, ns string) (a, b *webhookcert.Rotator, cfg *admissionregistrationv1.ValidatingWebhookConfiguration) {
+	g := testenv.NewG(t)
+	cfg = &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{GenerateName: "rotation-"}}
+	a, b = rotator(t, ns, ""), rotator(t, ns, "")
 	// Certificates for the servers to start with; the configuration comes
 	// below.
 	a.ValidatingConfigurations, b.ValidatingConfigurations = nil, nil
@@ -90,27 +123,7 @@ func TestCARotationFailsNoRequest(t *testing.T) {
 	}
 	g.Eventually(func() error { return createConfigMap(ctx, ns) }).Should(Succeed(), "webhooks answer before the rotation")
 
-	load := startLoad(ctx, ns)
-	g.Expect(env.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "webhook-cert"}})).To(Succeed())
-	g.Expect(a.Ensure(ctx)).To(Succeed()) // a new CA; b still serves the old one
-	time.Sleep(2 * time.Second)
-	g.Expect(b.Ensure(ctx)).To(Succeed())
-	time.Sleep(2 * time.Second)
-	sent, failures := load.stop()
-	g.Expect(sent).To(BeNumerically(">", 10))
-	g.Expect(failures).To(BeEmpty())
-
-	// Once every replica had time to take the new certificate, the old CA
-	// leaves caBundle, and requests still pass.
-	a.Now = func() time.Time { return time.Now().Add(10 * time.Minute) }
-	g.Expect(a.Ensure(ctx)).To(Succeed())
-	secret := &corev1.Secret{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "webhook-cert"}, secret)).To(Succeed())
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cfg), cfg)).To(Succeed())
-	for _, w := range cfg.Webhooks {
-		g.Expect(w.ClientConfig.CABundle).To(Equal(secret.Data[webhookcert.CAKey]), w.Name)
-	}
-	g.Eventually(func() error { return createConfigMap(ctx, ns) }).Should(Succeed())
+	return a, b, cfg
 }
 
 var configMapCreates = admissionregistrationv1.RuleWithOperations{
@@ -167,4 +180,86 @@ func (l *load) stop() (int, []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.sent, l.failures
+}
+
+// refusingPatches refuses patches of validating webhook configurations
+// while refuse is set: a CA injection that fails.
+type refusingPatches struct {
+	client.Client
+	refuse atomic.Bool
+}
+
+func (c *refusingPatches) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	if _, ok := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration); ok && c.refuse.Load() {
+		return errors.New("fault injection: patch refused")
+	}
+	return c.Client.Patch(ctx, obj, patch, opts...)
+}
+
+// A new CA whose injection fails at first: the replica that issued it keeps
+// serving its old certificate, and once the injection succeeds, ten minutes
+// after the CA was issued, the old CA stays in caBundle beside the new one
+// for the overlap counted from then, not from the issue: the other replica
+// still serves a certificate of the old CA until its next pass.
+func TestOldCAStaysUntilTheNewOneWasInjected(t *testing.T) {
+	g := testenv.NewG(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := env.Namespace(t)
+	a, b, cfg := twoReplicas(t, ctx, ns)
+	refusing := &refusingPatches{Client: env.Client}
+	a.Client = refusing
+
+	refusing.refuse.Store(true)
+	g.Expect(env.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "webhook-cert"}})).To(Succeed())
+	g.Expect(a.Ensure(ctx)).NotTo(Succeed(), "the injection was refused")
+	g.Consistently(func() error { return createConfigMap(ctx, ns) }).WithTimeout(time.Second).Should(Succeed(),
+		"a replica served a certificate whose CA was not injected")
+
+	refusing.refuse.Store(false)
+	a.Now = func() time.Time { return time.Now().Add(10 * time.Minute) }
+	g.Expect(a.Ensure(ctx)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cfg), cfg)).To(Succeed())
+	for _, w := range cfg.Webhooks {
+		g.Expect(bytes.Count(w.ClientConfig.CABundle, []byte("BEGIN CERTIFICATE"))).To(Equal(2), "the old CA left caBundle at its injection")
+	}
+	g.Consistently(func() error { return createConfigMap(ctx, ns) }).WithTimeout(time.Second).Should(Succeed(),
+		"the replica that still serves the old CA's certificate")
+
+	// b takes the new certificate; the overlap after the injection ends.
+	g.Expect(b.Ensure(ctx)).To(Succeed())
+	a.Now = func() time.Time { return time.Now().Add(20 * time.Minute) }
+	g.Expect(a.Ensure(ctx)).To(Succeed())
+	secret := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "webhook-cert"}, secret)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cfg), cfg)).To(Succeed())
+	for _, w := range cfg.Webhooks {
+		g.Expect(w.ClientConfig.CABundle).To(Equal(secret.Data[webhookcert.CAKey]), w.Name)
+	}
+	g.Eventually(func() error { return createConfigMap(ctx, ns) }).Should(Succeed())
+}
+
+// A replica whose own injection fails still takes the new certificate once
+// another replica put its CA into every caBundle: otherwise that other
+// replica, pruning the old CA later, leaves it serving a certificate whose
+// CA is gone.
+func TestReplicaTakesTheNewCertificateOnceAnotherInjectedItsCA(t *testing.T) {
+	g := testenv.NewG(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := env.Namespace(t)
+	a, b, _ := twoReplicas(t, ctx, ns)
+	refusing := &refusingPatches{Client: env.Client}
+	refusing.refuse.Store(true)
+	a.Client = refusing
+
+	g.Expect(env.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "webhook-cert"}})).To(Succeed())
+	g.Expect(b.Ensure(ctx)).To(Succeed()) // a new CA, in every caBundle beside the old one
+	// a would prune the old CA (the overlap is over by its clock) and
+	// cannot: the new CA is in every caBundle all the same.
+	a.Now = func() time.Time { return time.Now().Add(10 * time.Minute) }
+	g.Expect(a.Ensure(ctx)).To(Succeed())
+	secret := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "webhook-cert"}, secret)).To(Succeed())
+	g.Expect(os.ReadFile(filepath.Join(a.CertDir, webhookcert.CertKey))).To(Equal(secret.Data[webhookcert.CertKey]))
 }

@@ -63,15 +63,26 @@ const (
 	// re-created webhook configuration goes without caBundle: three GETs a
 	// minute per replica.
 	checkInterval = time.Minute
-	// caOverlap is how long after a new CA is issued the CAs it replaces
-	// stay in caBundle beside it: every replica rewrites its serving
-	// certificate within checkInterval, so until then some still serve one
-	// signed by an old CA, and the apiserver must trust both.
+	// caOverlap is how long after a new CA is in every caBundle the CAs it
+	// replaces stay there beside it: a replica takes the certificate the
+	// new CA signed only once that CA is in every caBundle, within
+	// checkInterval of it, so until then some still serve one signed by an
+	// old CA, and the apiserver must trust both. It counts from the
+	// injection (InjectedAnnotation), not from the issue: an injection that
+	// failed for longer than caOverlap must not cut the old CA at once.
 	caOverlap = 5 * checkInterval
+	// retryInterval is how soon a pass that failed (an injection refused,
+	// the apiserver unreachable) is tried again.
+	retryInterval = 5 * time.Second
 	// backdate is how far before its issue a certificate becomes valid, to
 	// tolerate clocks that are a little behind.
 	backdate = time.Hour
 )
+
+// InjectedAnnotation is, on the certificate Secret, when its CA was first
+// seen in every caBundle (RFC 3339); the CAs it replaced leave caBundle
+// caOverlap after that. A new CA comes without it.
+const InjectedAnnotation = "webhookcert.deckhand.dev/ca-injected-at"
 
 // Rotator keeps the serving certificate valid and the CA injected.
 type Rotator struct {
@@ -100,16 +111,19 @@ type Rotator struct {
 // Start keeps the certificate fresh until ctx ends. It is a manager
 // Runnable that runs on every replica.
 func (r *Rotator) Start(ctx context.Context) error {
-	t := time.NewTicker(checkInterval)
+	t := time.NewTimer(checkInterval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+			next := checkInterval
 			if err := r.Ensure(ctx); err != nil {
 				logf.FromContext(ctx).Error(err, "refreshing the webhook serving certificate")
+				next = retryInterval
 			}
+			t.Reset(next)
 		}
 	}
 }
@@ -119,20 +133,60 @@ func (r *Rotator) NeedLeaderElection() bool { return false }
 
 // Ensure makes one pass: the Secret holds a valid CA and serving certificate
 // (created or renewed as needed), the webhook configurations trust its CA,
-// and the files in CertDir match it. The CA is injected before this replica
-// serves a certificate it signed, and the CAs it replaced stay trusted for
-// caOverlap, so a CA rotation fails no request: not on this replica, and
-// not on the others, which still serve the old certificate until their next
-// pass.
+// and the files in CertDir match it. A replica serves a certificate only
+// once its CA is in every caBundle (its own injection may fail, another
+// replica's may have done it), and the CAs it replaced stay trusted until
+// caOverlap after that was first seen, so a CA rotation fails no request:
+// not on this replica, and not on the others, which still serve the old
+// certificate until their next pass, however long the injection took.
 func (r *Rotator) Ensure(ctx context.Context) error {
 	secret, err := r.ensureSecret(ctx)
 	if err != nil {
 		return err
 	}
-	if err := r.injectCA(ctx, secret.Data[CAKey]); err != nil {
+	keepOld := true
+	if at, err := time.Parse(time.RFC3339, secret.Annotations[InjectedAnnotation]); err == nil {
+		keepOld = !r.now().After(at.Add(caOverlap))
+	}
+	if err := r.injectCA(ctx, secret.Data[CAKey], keepOld); err != nil {
+		// This replica keeps serving the certificate it has: the new CA is
+		// not trusted everywhere yet, the old one still is.
+		return err
+	}
+	if err := r.markInjected(ctx, secret); err != nil {
 		return err
 	}
 	return r.writeFiles(secret)
+}
+
+// markInjected records on the Secret, once, when its CA was first seen in
+// every caBundle. Replicas racing agree on the first record; a Secret whose
+// CA changed meanwhile (another replica issued a new one) fails the pass:
+// the files are written on the next one, for that CA.
+func (r *Rotator) markInjected(ctx context.Context, secret *corev1.Secret) error {
+	ca := secret.Data[CAKey]
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if _, ok := secret.Annotations[InjectedAnnotation]; ok {
+			return nil
+		}
+		marked := secret.DeepCopy()
+		if marked.Annotations == nil {
+			marked.Annotations = map[string]string{}
+		}
+		marked.Annotations[InjectedAnnotation] = r.now().UTC().Format(time.RFC3339)
+		err := r.Client.Update(ctx, marked)
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		if err := r.Client.Get(ctx, client.ObjectKeyFromObject(secret), secret); err != nil {
+			return err
+		}
+		if !bytes.Equal(secret.Data[CAKey], ca) {
+			return errors.New("another replica issued a new CA")
+		}
+		return err
+	})
+	return wrap(err, "recording the CA injection on Secret %s/%s", r.SecretNamespace, r.SecretName)
 }
 
 func (r *Rotator) now() time.Time {
@@ -171,6 +225,9 @@ func (r *Rotator) ensureSecret(ctx context.Context) (*corev1.Secret, error) {
 		data, err := r.issue(secret.Data)
 		if err != nil {
 			return nil, err
+		}
+		if !bytes.Equal(data[CAKey], secret.Data[CAKey]) {
+			delete(secret.Annotations, InjectedAnnotation) // a new CA, injected nowhere yet
 		}
 		secret.Data = data
 		if err = r.Client.Update(ctx, secret); apierrors.IsConflict(err) {
@@ -306,30 +363,31 @@ func (r *Rotator) writeFiles(secret *corev1.Secret) error {
 }
 
 // injectCA sets caBundle on every webhook of the named configurations to
-// the bundle they should trust, with one merge patch per configuration that
-// needs one.
-func (r *Rotator) injectCA(ctx context.Context, ca []byte) error {
-	bundle := func(current []byte) []byte { return caBundle(ca, current, r.now()) }
+// the bundle they should trust (with the CAs it replaces when keepOld),
+// with one merge patch per configuration that needs one. It fails unless
+// every caBundle then holds ca.
+func (r *Rotator) injectCA(ctx context.Context, ca []byte, keepOld bool) error {
+	bundle := func(current []byte) []byte { return caBundle(ca, current, r.now(), keepOld) }
 	errs := make([]error, 0, len(r.ValidatingConfigurations)+len(r.MutatingConfigurations)+len(r.CRDs))
 	for _, name := range r.ValidatingConfigurations {
-		errs = append(errs, r.patchCA(ctx, "webhook configuration", name, &admissionregistrationv1.ValidatingWebhookConfiguration{}, bundle))
+		errs = append(errs, r.patchCA(ctx, "webhook configuration", name, &admissionregistrationv1.ValidatingWebhookConfiguration{}, ca, bundle))
 	}
 	for _, name := range r.MutatingConfigurations {
-		errs = append(errs, r.patchCA(ctx, "webhook configuration", name, &admissionregistrationv1.MutatingWebhookConfiguration{}, bundle))
+		errs = append(errs, r.patchCA(ctx, "webhook configuration", name, &admissionregistrationv1.MutatingWebhookConfiguration{}, ca, bundle))
 	}
 	for _, name := range r.CRDs {
-		errs = append(errs, r.patchCA(ctx, "CustomResourceDefinition", name, newCRD(), bundle))
+		errs = append(errs, r.patchCA(ctx, "CustomResourceDefinition", name, newCRD(), ca, bundle))
 	}
 	return errors.Join(errs...)
 }
 
 // caBundle is what a webhook whose caBundle is current should trust: the
-// CA, and, for caOverlap after that CA was issued, the other unexpired
-// certificates current holds (the CAs it replaces). After that, the CA
-// alone.
-func caBundle(ca, current []byte, now time.Time) []byte {
+// CA, and, while keepOld (until caOverlap after that CA was in every
+// caBundle), the other unexpired certificates current holds (the CAs it
+// replaces). After that, the CA alone.
+func caBundle(ca, current []byte, now time.Time, keepOld bool) []byte {
 	caCert, err := parseCert(ca)
-	if err != nil || now.After(caCert.NotBefore.Add(backdate+caOverlap)) {
+	if err != nil || !keepOld {
 		return ca
 	}
 	out := bytes.Clone(ca)
@@ -393,7 +451,7 @@ func clientConfigs(cfg client.Object) []*admissionregistrationv1.WebhookClientCo
 	return out
 }
 
-func (r *Rotator) patchCA(ctx context.Context, what, name string, cfg client.Object, bundle func(current []byte) []byte) error {
+func (r *Rotator) patchCA(ctx context.Context, what, name string, cfg client.Object, ca []byte, bundle func(current []byte) []byte) error {
 	// The optimistic lock makes a concurrent edit (another replica, an
 	// upgrade re-applying the configuration) fail the patch instead of being
 	// overwritten; it is then retried on what the apiserver holds.
@@ -433,10 +491,35 @@ func (r *Rotator) patchCA(ctx context.Context, what, name string, cfg client.Obj
 		}
 		return r.Client.Patch(ctx, cfg, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
 	})
-	if apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(err) || (err != nil && r.holdsCA(ctx, name, cfg, ca)) {
+		// Missing, or trusting ca already (another replica put it there):
+		// only pruning the CAs it replaces failed, which the next pass does.
 		return nil
 	}
 	return wrap(err, "setting caBundle on %s %s", what, name)
+}
+
+// holdsCA reads the configuration name again and reports whether every
+// caBundle it has holds ca.
+func (r *Rotator) holdsCA(ctx context.Context, name string, cfg client.Object, ca []byte) bool {
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, cfg); err != nil {
+		return false
+	}
+	var bundles [][]byte
+	if crd, ok := cfg.(*unstructured.Unstructured); ok {
+		if cc := crdClientConfig(crd); cc != nil {
+			bundles = append(bundles, cc.CABundle)
+		}
+	}
+	for _, cc := range clientConfigs(cfg) {
+		bundles = append(bundles, cc.CABundle)
+	}
+	for _, b := range bundles {
+		if !bytes.Contains(b, ca) {
+			return false
+		}
+	}
+	return true
 }
 
 func parsePair(certPEM, keyPEM []byte) (*x509.Certificate, *ecdsa.PrivateKey, error) {

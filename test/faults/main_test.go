@@ -381,4 +381,5 @@ func TestFaults(t *testing.T) {
 			}
 		})
 	}
+	t.Run("second status writer", secondStatusWriter)
 }

@@ -111,9 +111,10 @@ func Setup(mgr ctrl.Manager, _ setup.Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		// Not woken by its own status writes: only spec, label and
-		// annotation changes (and creations and deletions) matter.
+		// annotation changes (and creations and deletions) matter, and a
+		// status someone else wrote.
 		For(&appsv1beta1.PodSet{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{},
-			predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+			predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}, r.status.WrittenByOthers()))).
 		Watches(&corev1.Pod{}, r.podEventHandler()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(r)

@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -25,4 +26,10 @@ func Evaluations(r *StatusReconciler) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.evaluated)
+}
+
+// NewTestJobReconciler is a JobReconciler with ledgers of its own, reading
+// through c (the cache) and apiReader (past it).
+func NewTestJobReconciler(c client.Client, apiReader client.Reader, rec events.EventRecorder) *JobReconciler {
+	return NewJobReconciler(c, apiReader, rec, newLedger(), newLedger())
 }

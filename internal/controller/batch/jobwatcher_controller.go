@@ -90,7 +90,9 @@ func Setup(mgr ctrl.Manager, _ setup.Options) error {
 	for _, r := range []*StatusReconciler{jobWatchers, clusterJobWatchers} {
 		err := ctrl.NewControllerManagedBy(mgr).
 			Named(r.name()).
-			For(r.newWatcher(), watcherChanged).
+			// Woken by a spec change, and by a status another writer
+			// changed (a late write of an older leader, a user's edit).
+			For(r.newWatcher(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, r.status.WrittenByOthers()))).
 			Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.watchersOf),
 				builder.WithPredicates(predicate.Funcs{UpdateFunc: jobChangedForStatus})).
 			WatchesRawSource(source.Channel(r.deleted.notify, &handler.EnqueueRequestForObject{})).

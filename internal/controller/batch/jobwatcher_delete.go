@@ -16,13 +16,18 @@ import (
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
 )
 
-// delete deletes a due Job the way Kubernetes' TTL controller does, in two
-// requests: the cache may be behind, so the Job is read from the API server
-// and judged again, and the delete carries its UID and resourceVersion as
+// delete deletes a due Job the way Kubernetes' TTL controller does: the
+// cache may be behind, so the Job is read from the API server and judged
+// again, and the delete carries its UID and resourceVersion as
 // preconditions, so a Job that was replaced or changed in between (annotated
-// keep, given its own TTL, finished again) is left alone. The watchers are
-// judged as the cache shows them, as every other decision of the
-// controller: a watcher change is in effect once the watcher's
+// keep, given its own TTL, finished again) is left alone. Every other fact
+// the deletion rests on is read past the cache too, just before it: the
+// Jobs of the namespace when the Job goes for a history limit (a lagging
+// cache can show a newer Job that is gone, or miss one that finished), and
+// the watcher that governs it (gone, going, or changed since the cache saw
+// it: then it is judged again once the cache shows the change). The other
+// watchers are judged as the cache shows them, as every other decision of
+// the controller: a change of one is in effect once its
 // status.observedGeneration shows it (docs/jobwatcher.md, "Safe deletion").
 func (r *JobReconciler) delete(ctx context.Context, cached *batchv1.Job, policies []*policy, h history) (ctrl.Result, error) {
 	fresh := &batchv1.Job{}
@@ -35,6 +40,13 @@ func (r *JobReconciler) delete(ctx context.Context, cached *batchv1.Job, policie
 	}
 	now := r.Now()
 	d := decide(fresh, policies, h)
+	if d.Verdict == verdictExpires && d.BeyondHistory {
+		fh, err := r.freshHistory(ctx, fresh.Namespace, policies)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		d = decide(fresh, policies, fh)
+	}
 	switch {
 	case d.Verdict != verdictExpires || d.Governor.spec.Suspend || d.Governor.spec.DryRun:
 		// The Job changed after the cache saw it; its update event brings
@@ -50,6 +62,11 @@ func (r *JobReconciler) delete(ctx context.Context, cached *batchv1.Job, policie
 		if err := r.ledgerOf(gov).save(ctx, gov.watcher, r.recordFailure(ctx, fresh, now)); err != nil {
 			return ctrl.Result{}, err
 		}
+	}
+	if changed, err := r.watcherChanged(ctx, gov); err != nil || changed {
+		// Gone, going or changed: its event (and the cache catching up)
+		// brings its Jobs back, judged on what it is now.
+		return ctrl.Result{RequeueAfter: watcherRecheck}, err
 	}
 	jobAPIRequests.WithLabelValues("delete").Inc()
 	err := r.Delete(ctx, fresh,
@@ -67,6 +84,40 @@ func (r *JobReconciler) delete(ctx context.Context, cached *batchv1.Job, policie
 	}
 	r.recordDeleted(ctx, fresh, d, now)
 	return ctrl.Result{}, nil
+}
+
+// watcherRecheck is when a Job whose watcher changed under a deletion is
+// judged again, should no event of the watcher bring it back sooner.
+const watcherRecheck = 5 * time.Second
+
+// freshHistory is which Jobs of namespace ns are beyond the history limits
+// of policies, judged on a list read past the cache.
+func (r *JobReconciler) freshHistory(ctx context.Context, ns string, policies []*policy) (history, error) {
+	var jobs batchv1.JobList
+	jobAPIRequests.WithLabelValues("list").Inc()
+	if err := r.APIReader.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
+		return nil, fmt.Errorf("listing Jobs past the cache: %w", err)
+	}
+	return historyOf(policies, jobs.Items), nil
+}
+
+// watcherChanged reads the governing watcher past the cache and reports
+// whether it is not the one the decision was made with any more: gone,
+// replaced (another UID), being deleted, or with a spec the cache has not
+// shown yet (another generation).
+func (r *JobReconciler) watcherChanged(ctx context.Context, gov *policy) (bool, error) {
+	live, ok := gov.watcher.DeepCopyObject().(client.Object)
+	if !ok {
+		return true, nil
+	}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(gov.watcher), live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return true, fmt.Errorf("reading %s past the cache: %w", gov.key().Kind, err)
+	}
+	return live.GetUID() != gov.watcher.GetUID() || !live.GetDeletionTimestamp().IsZero() ||
+		live.GetGeneration() != gov.watcher.GetGeneration(), nil
 }
 
 // recordDeleted counts a deletion for the governor and logs it. The

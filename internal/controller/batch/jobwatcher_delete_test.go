@@ -41,31 +41,51 @@ func TestDeleteJudgesWhatTheServerHoldsNow(t *testing.T) {
 		server      func(job *batchv1.Job) []client.Object
 		wantDeleted bool
 		wantRequeue bool
+		// serverWatcher is the governing watcher on the server (nil: gone).
+		serverWatcher func(w *deckhandbatchv1.JobWatcher) client.Object
 	}{
-		"unchanged": {func(*batchv1.Job) []client.Object { return nil }, true, false},
+		"unchanged": {func(*batchv1.Job) []client.Object { return nil }, true, false, nil},
 		"annotated keep": {func(j *batchv1.Job) []client.Object {
 			withAnnotation(deckhandbatchv1.KeepAnnotation, "true")(j)
 			return nil
-		}, false, false},
-		"given its own TTL":     {func(j *batchv1.Job) []client.Object { j.Spec.TTLSecondsAfterFinished = ptr.To[int32](60); return nil }, false, false},
-		"replaced by a new Job": {func(j *batchv1.Job) []client.Object { j.UID = "new"; return nil }, false, false},
+		}, false, false, nil},
+		"given its own TTL":     {func(j *batchv1.Job) []client.Object { j.Spec.TTLSecondsAfterFinished = ptr.To[int32](60); return nil }, false, false, nil},
+		"replaced by a new Job": {func(j *batchv1.Job) []client.Object { j.UID = "new"; return nil }, false, false, nil},
 		"given a longer TTL": {func(j *batchv1.Job) []client.Object {
 			withAnnotation(deckhandbatchv1.TTLAnnotation, "24h")(j)
 			return nil
-		}, false, true},
-		// Watchers are judged as the cache shows them: a watcher change is in
-		// effect once its status.observedGeneration shows it. Only the Job
-		// is read past the cache.
-		"a watcher the cache does not show yet": {func(*batchv1.Job) []client.Object { return []client.Object{watcher("long", 86400)} }, true, false},
+		}, false, true, nil},
+		// Other watchers are judged as the cache shows them: a watcher
+		// change is in effect once its status.observedGeneration shows it.
+		"a watcher the cache does not show yet": {func(*batchv1.Job) []client.Object { return []client.Object{watcher("long", 86400)} }, true, false, nil},
+		// The governing watcher is read past the cache: the deletion is
+		// made on its say only as it is now.
+		"its watcher is gone": {func(*batchv1.Job) []client.Object { return nil }, false, true,
+			func(*deckhandbatchv1.JobWatcher) client.Object { return nil }},
+		"its watcher is being deleted": {func(*batchv1.Job) []client.Object { return nil }, false, true,
+			func(w *deckhandbatchv1.JobWatcher) client.Object {
+				w.Finalizers, w.DeletionTimestamp = []string{"test"}, ptr.To(metav1.Now())
+				return w
+			}},
+		"its watcher was replaced": {func(*batchv1.Job) []client.Object { return nil }, false, true,
+			func(w *deckhandbatchv1.JobWatcher) client.Object { w.UID = "other"; return w }},
+		"its watcher changed": {func(*batchv1.Job) []client.Object { return nil }, false, true,
+			func(w *deckhandbatchv1.JobWatcher) client.Object { w.Generation = 2; return w }},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			cached := testJob("ns", "pi", succeeded)
 			cached.UID, cached.Status.Conditions[0].LastTransitionTime = "old", metav1.NewTime(time.Now().Add(-time.Minute))
 			onServer := cached.DeepCopy()
-			extra := tc.server(onServer)
-			server := fake.NewClientBuilder().WithScheme(scheme).
-				WithObjects(append(extra, onServer, cachedWatcher.DeepCopy())...).Build()
+			extra := append(tc.server(onServer), onServer)
+			serverWatcher := client.Object(cachedWatcher.DeepCopy())
+			if tc.serverWatcher != nil {
+				serverWatcher = tc.serverWatcher(cachedWatcher.DeepCopy())
+			}
+			if serverWatcher != nil {
+				extra = append(extra, serverWatcher)
+			}
+			server := fake.NewClientBuilder().WithScheme(scheme).WithObjects(extra...).Build()
 			// The cache: the Job and the watchers as they were.
 			cache := interceptor.NewClient(server, interceptor.Funcs{
 				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {

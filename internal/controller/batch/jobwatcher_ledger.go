@@ -2,6 +2,7 @@ package batch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -33,13 +34,28 @@ type ledger struct {
 
 	mu      sync.Mutex
 	tallies map[types.UID]*tally
-	// unsaved holds, by Job UID, a channel closed once the failure record
-	// of that Job is in its watcher's status (see save).
-	unsaved map[types.UID]chan struct{}
+	// unsaved holds, by Job UID, the deletion waiting for the failure
+	// record of that Job to be in its watcher's status (see save).
+	unsaved map[types.UID]*pendingRecord
 }
 
-// tally is one watcher's deletions: how many, and the failure records not
-// yet seen in its status.
+// pendingRecord is a deletion waiting for its failure record: done is
+// closed once it is in the watcher's status (err nil) or will never be
+// (err says why, and the Job must not be deleted on that watcher's say).
+type pendingRecord struct {
+	done chan struct{}
+	err  error
+}
+
+// errWatcherGone releases the deletions of a watcher that is gone: nothing
+// it had pending is deleted on its say.
+var errWatcherGone = errors.New("the watcher is gone")
+
+// tally is one watcher's deletions: how many, and the newest failure
+// records (at most MaxFailureRecords) this controller saved or saw in its
+// status, oldest first. They are kept after the status shows them, so that
+// another writer's status (an older leader's late write, a user's edit)
+// cannot lose them: every status computed from then on holds them again.
 type tally struct {
 	key      types.NamespacedName
 	n        int64
@@ -57,7 +73,7 @@ func (d deletedJob) GetName() string { return d.name }
 
 // deletions is how many Jobs a watcher had deleted when its status was
 // computed, by the controller instance, and the failure records its status
-// does not show yet.
+// must hold.
 type deletions struct {
 	instance string
 	n        int64
@@ -66,7 +82,7 @@ type deletions struct {
 
 func newLedger() *ledger {
 	return &ledger{instance: string(uuid.NewUUID()), notify: make(chan event.GenericEvent, 1024), tallies: map[types.UID]*tally{},
-		unsaved: map[types.UID]chan struct{}{}}
+		unsaved: map[types.UID]*pendingRecord{}}
 }
 
 // add counts one deletion by watcher, keeps it for the watcher's next
@@ -85,27 +101,27 @@ func (l *ledger) add(ctx context.Context, watcher client.Object, job deletedJob)
 // it (or has pushed it out for newer ones): the record is written before
 // the Job is deleted, so that a manager that stops right after the delete
 // loses no record. A record whose Job then stays (it changed between the
-// last read and the delete) is the price; the Job is judged again.
+// last read and the delete) is the price; the Job is judged again. It fails
+// when the watcher goes before its status holds the record: the deletion
+// was the gone watcher's to make, and is not made.
 func (l *ledger) save(ctx context.Context, watcher client.Object, failure deckhandbatchv1.FailureRecord) error {
 	l.mu.Lock()
 	t := l.tally(watcher)
-	saved, ok := l.unsaved[failure.UID]
+	pending, ok := l.unsaved[failure.UID]
 	if !ok {
-		saved = make(chan struct{})
-		l.unsaved[failure.UID] = saved
-		// The newest records are the ones a status keeps.
-		t.failures = append(t.failures, failure)
-		if cut := len(t.failures) - deckhandbatchv1.MaxFailureRecords; cut > 0 {
-			l.settle(t.failures[:cut])
-			t.failures = t.failures[cut:]
-		}
+		pending = &pendingRecord{done: make(chan struct{})}
+		l.unsaved[failure.UID] = pending
+		l.keep(t, []deckhandbatchv1.FailureRecord{failure})
 	}
 	l.mu.Unlock()
 	l.wake(ctx, watcher)
 	ctx, cancel := context.WithTimeout(ctx, saveTimeout)
 	defer cancel()
 	select {
-	case <-saved:
+	case <-pending.done:
+		if pending.err != nil {
+			return fmt.Errorf("the failure record of Job %s/%s was not saved: %w", failure.Namespace, failure.Job, pending.err)
+		}
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("the failure record of Job %s/%s is not in the status of %s yet: %w",
@@ -125,13 +141,40 @@ func (l *ledger) saved(records []deckhandbatchv1.FailureRecord) {
 	l.settle(records)
 }
 
-// settle releases the deletions waiting for records. The caller holds l.mu.
+// settle releases the deletions waiting for records: saved. The caller
+// holds l.mu.
 func (l *ledger) settle(records []deckhandbatchv1.FailureRecord) {
+	l.release(records, nil)
+}
+
+// release ends the wait of the deletions waiting for records, with err
+// (nil: saved). The caller holds l.mu.
+func (l *ledger) release(records []deckhandbatchv1.FailureRecord, err error) {
 	for _, f := range records {
-		if ch, ok := l.unsaved[f.UID]; ok {
-			close(ch)
+		if p, ok := l.unsaved[f.UID]; ok {
+			p.err = err
+			close(p.done)
 			delete(l.unsaved, f.UID)
 		}
+	}
+}
+
+// keep adds records to t's (one per Job UID), keeping the newest
+// MaxFailureRecords by deletion time: the newest are the ones a status
+// keeps, so a deletion waiting for an older one is released as saved. The
+// caller holds l.mu.
+func (l *ledger) keep(t *tally, records []deckhandbatchv1.FailureRecord) {
+	for _, f := range records {
+		if !slices.ContainsFunc(t.failures, sameJob(f)) {
+			t.failures = append(t.failures, f)
+		}
+	}
+	slices.SortStableFunc(t.failures, func(a, b deckhandbatchv1.FailureRecord) int {
+		return a.DeletedAt.Compare(b.DeletedAt.Time)
+	})
+	if cut := len(t.failures) - deckhandbatchv1.MaxFailureRecords; cut > 0 {
+		l.settle(t.failures[:cut])
+		t.failures = slices.Delete(t.failures, 0, cut)
 	}
 }
 
@@ -153,22 +196,19 @@ func (l *ledger) wake(ctx context.Context, watcher client.Object) {
 	}
 }
 
-// count returns the deletions by the watcher uid so far, and the failure
-// records that shown (the failure records of the status the apiserver
-// held) does not hold. The ones it holds are dropped: once the apiserver
-// held them, every later status is computed from one that holds them.
-func (l *ledger) count(uid types.UID, shown []deckhandbatchv1.FailureRecord) deletions {
+// count returns the deletions by the watcher so far, and the failure
+// records its status must hold: the ones saved for it and the ones shown
+// (the failure records of the status the cache holds), which it keeps
+// from now on. A status shown is not necessarily this controller's: another
+// writer may have replaced it with one that lacks records this controller
+// saved or saw, and the next status puts them back.
+func (l *ledger) count(watcher client.Object, shown []deckhandbatchv1.FailureRecord) deletions {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	d := deletions{instance: l.instance}
-	if t, ok := l.tallies[uid]; ok {
-		t.failures = slices.DeleteFunc(t.failures, func(f deckhandbatchv1.FailureRecord) bool {
-			return slices.ContainsFunc(shown, sameJob(f))
-		})
-		l.settle(shown)
-		d.n, d.failures = t.n, slices.Clone(t.failures)
-	}
-	return d
+	t := l.tally(watcher)
+	l.keep(t, shown)
+	l.settle(shown)
+	return deletions{instance: l.instance, n: t.n, failures: slices.Clone(t.failures)}
 }
 
 // tell returns the deletions by the watcher uid that no Event has told yet,
@@ -185,7 +225,11 @@ func (l *ledger) tell(uid types.UID) []deletedJob {
 	return untold
 }
 
-// forget drops the tallies of the watcher key names, which is gone.
+// forget drops the tallies of the watcher key names, which is gone. The
+// deletions waiting for a record of it are released with errWatcherGone:
+// no status will hold their records, and the Jobs are not deleted on the
+// say of a watcher that no longer exists (another watcher may still
+// govern them, judged afresh).
 func (l *ledger) forget(key types.NamespacedName) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -193,7 +237,7 @@ func (l *ledger) forget(key types.NamespacedName) {
 		if t.key != key {
 			return false
 		}
-		l.settle(t.failures) // no status will hold them: do not keep their Jobs waiting
+		l.release(t.failures, errWatcherGone)
 		return true
 	})
 }

@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"errors"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -45,7 +46,7 @@ func TestLedgerForget(t *testing.T) {
 	l.add(t.Context(), a, deletedJob{name: "ns/1"})
 	l.add(t.Context(), a, deletedJob{name: "ns/2"})
 	l.add(t.Context(), b, deletedJob{name: "ns/3"})
-	if got, want := l.count(a.GetUID(), nil), (deletions{instance: l.instance, n: 2}); got.instance != want.instance || got.n != want.n || len(got.failures) != 0 {
+	if got, want := l.count(a, nil), (deletions{instance: l.instance, n: 2}); got.instance != want.instance || got.n != want.n || len(got.failures) != 0 {
 		t.Fatalf("count = %+v, want %+v", got, want)
 	}
 	if got := l.tell(a.GetUID()); len(got) != 2 || got[0].name != "ns/1" || got[1].name != "ns/2" {
@@ -55,10 +56,40 @@ func TestLedgerForget(t *testing.T) {
 		t.Errorf("told again: %v", got)
 	}
 	l.forget(types.NamespacedName{Namespace: "ns", Name: "a"})
-	if got := l.count(a.GetUID(), nil).n; got != 0 {
+	if got := l.count(a, nil).n; got != 0 {
 		t.Errorf("forgotten watcher still counts %d", got)
 	}
-	if got := l.count(b.GetUID(), nil).n; got != 1 {
+	if got := l.count(b, nil).n; got != 1 {
 		t.Errorf("other watcher counts %d, want 1", got)
+	}
+}
+
+// A deletion waiting for its failure record is not released as saved when
+// its watcher goes: it was the gone watcher's to make.
+func TestLedgerForgetFailsTheDeletionsItHadPending(t *testing.T) {
+	l := newLedger()
+	w := jw("ns", "a", nil, nil).watcher
+	done := make(chan error, 1)
+	go func() {
+		done <- l.save(t.Context(), w, deckhandbatchv1.FailureRecord{Namespace: "ns", Job: "etl", UID: "etl-1"})
+	}()
+	<-l.notify // the record is in the tally
+	l.forget(types.NamespacedName{Namespace: "ns", Name: "a"})
+	if err := <-done; !errors.Is(err, errWatcherGone) {
+		t.Errorf("save = %v, want %v", err, errWatcherGone)
+	}
+}
+
+// Records seen in a watcher's status are kept: a status another writer
+// put in its place without them gets them back.
+func TestLedgerKeepsTheRecordsItSaw(t *testing.T) {
+	l := newLedger()
+	w := jw("ns", "a", nil, nil).watcher
+	seen := []deckhandbatchv1.FailureRecord{{Namespace: "ns", Job: "etl", UID: "etl-1"}}
+	if got := l.count(w, seen).failures; len(got) != 1 {
+		t.Fatalf("failures = %v, want the one seen", got)
+	}
+	if got := l.count(w, nil).failures; len(got) != 1 || got[0].UID != "etl-1" {
+		t.Errorf("after a status without it: failures = %v, want etl-1", got)
 	}
 }

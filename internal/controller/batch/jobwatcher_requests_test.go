@@ -20,8 +20,9 @@ import (
 
 // TestNoRequestsForJobsThatAreNotDue checks the controller's cost: with
 // thousands of finished Jobs present, it sends the API server requests only
-// for the Jobs that are due (one GET, one DELETE each, and no read of the
-// watchers past the cache), none for the others,
+// for the Jobs that are due (one GET, one DELETE each, and of the watchers
+// past the cache only a GET of the one that governs it, no LIST), none for
+// the others,
 // neither when it starts nor when a watcher changes. It counts twice: the
 // API server's own apiserver_request_total, and the controller's
 // deckhand_jobwatcher_job_api_requests_total.

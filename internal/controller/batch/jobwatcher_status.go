@@ -82,7 +82,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	s := summarize(w.policy, policies, jobs, start)
 	expiredJobs.WithLabelValues(r.kind(), req.Namespace, req.Name).Set(float64(s.Expired))
-	deleted := r.deleted.count(w.obj.GetUID(), w.status.RecentFailures)
+	deleted := r.deleted.count(w.obj, w.status.RecentFailures)
 	want := computeStatus(*w.status, w.policy, s, deleted, start, r.Now())
 	if err := r.status.Write(ctx, w.obj, w.status, want); err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing status of %s: %w", w.policy.key(), err)

@@ -41,7 +41,7 @@ var (
 
 	jobAPIRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "deckhand_jobwatcher_job_api_requests_total",
-		Help: "Requests for single Jobs the controller sent to the API server (verb: get, delete); everything else it reads comes from the cache.",
+		Help: "Requests for Jobs the controller sent to the API server (verb: get, delete, and list: a history-limit deletion confirmed on a fresh list); everything else it reads comes from the cache.",
 	}, []string{"verb"})
 )
 

@@ -219,7 +219,7 @@ func (r *PodBuggerReconciler) read(ctx context.Context, reader client.Reader, pb
 func (r *PodBuggerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&debugv1beta1.PodBugger{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&debugv1beta1.PodBugger{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, r.status.WrittenByOthers()))).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.podBuggersInNamespaceOf),
 			builder.WithPredicates(podChanged)).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.podBuggersIn),

@@ -69,7 +69,7 @@ func NewModelBoxReconciler(c client.Client, apiReader client.Reader, rec events.
 }
 
 // +kubebuilder:rbac:groups=model.deckhand.dev,resources=modelboxes,verbs=get;list;watch
-// +kubebuilder:rbac:groups=model.deckhand.dev,resources=modelboxes/status,verbs=patch
+// +kubebuilder:rbac:groups=model.deckhand.dev,resources=modelboxes/status,verbs=get;patch
 // +kubebuilder:rbac:groups=model.deckhand.dev,resources=modelboxes/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
