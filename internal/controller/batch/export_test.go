@@ -33,3 +33,13 @@ func Evaluations(r *StatusReconciler) int {
 func NewTestJobReconciler(c client.Client, apiReader client.Reader, rec events.EventRecorder) *JobReconciler {
 	return NewJobReconciler(c, apiReader, rec, newLedger(), newLedger())
 }
+
+// TellDeleted records r's Event for a round of deletions of the named Jobs
+// (namespace/name).
+func TellDeleted(r *StatusReconciler, watcher client.Object, jobs ...string) {
+	round := make([]deletedJob, len(jobs))
+	for i, j := range jobs {
+		round[i] = deletedJob{name: j, note: "deleted Succeeded Job " + j + " (TTL 1s)"}
+	}
+	r.tellDeleted(watcher, round)
+}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -70,6 +72,12 @@ type deletedJob struct{ name, note string }
 
 // GetName names the Job as namespace/name.
 func (d deletedJob) GetName() string { return d.name }
+
+// job is a reference to the deleted Job, for an Event's related object.
+func (d deletedJob) job() *batchv1.Job {
+	ns, name, _ := strings.Cut(d.name, "/")
+	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
 
 // deletions is how many Jobs a watcher had deleted when its status was
 // computed, by the controller instance, and the failure records its status

@@ -102,9 +102,11 @@ func (r *StatusReconciler) tellDeleted(watcher client.Object, jobs []deletedJob)
 	switch len(jobs) {
 	case 0:
 	case 1:
-		r.Recorder.Eventf(watcher, nil, corev1.EventTypeNormal, EventDeleted, "Delete", "%s", jobs[0].note)
+		r.Recorder.Eventf(watcher, jobs[0].job(), corev1.EventTypeNormal, EventDeleted, "Delete", "%s", jobs[0].note)
 	default:
-		r.Recorder.Eventf(watcher, nil, corev1.EventTypeNormal, EventDeleted, "Delete", "deleted %d finished Jobs: %s", len(jobs), notes.Names(jobs))
+		// The first Job named is the related object: two rounds are two
+		// Events, not one series showing the first round's note.
+		r.Recorder.Eventf(watcher, notes.First(jobs).job(), corev1.EventTypeNormal, EventDeleted, "Delete", "deleted %d finished Jobs: %s", len(jobs), notes.Names(jobs))
 	}
 }
 
