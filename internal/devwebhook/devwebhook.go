@@ -24,6 +24,9 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
+// urlField is the clientConfig field naming a webhook by URL.
+const urlField = "url"
+
 // NamePrefix is put before the generated configurations' names, as the
 // kustomize install does.
 const NamePrefix = "deckhand-"
@@ -62,7 +65,7 @@ func pointConversion(ctx context.Context, c client.Client, url string) error {
 			continue
 		}
 		bundle, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "webhook", "clientConfig", "caBundle")
-		clientConfig := map[string]any{"url": url}
+		clientConfig := map[string]any{urlField: url}
 		if bundle != "" {
 			clientConfig["caBundle"] = bundle
 		}
@@ -98,7 +101,7 @@ func PointCRDs(manifests []byte, url string) ([]byte, error) {
 			continue
 		}
 		if strategy, _, _ := unstructured.NestedString(obj, "spec", "conversion", "strategy"); strategy == "Webhook" {
-			if err := unstructured.SetNestedMap(obj, map[string]any{"url": url}, "spec", "conversion", "webhook", "clientConfig"); err != nil {
+			if err := unstructured.SetNestedMap(obj, map[string]any{urlField: url}, "spec", "conversion", "webhook", "clientConfig"); err != nil {
 				return nil, err
 			}
 		}
@@ -157,7 +160,7 @@ func Configurations(manifests []byte, baseURL string) ([]*unstructured.Unstructu
 				return nil, fmt.Errorf("%s: webhooks[%d] is not an object", obj.GetName(), i)
 			}
 			path, _, _ := unstructured.NestedString(hook, "clientConfig", "service", "path")
-			hook["clientConfig"] = map[string]any{"url": baseURL + path}
+			hook["clientConfig"] = map[string]any{urlField: baseURL + path}
 		}
 		if err := unstructured.SetNestedSlice(obj.Object, webhooks, "webhooks"); err != nil {
 			return nil, err

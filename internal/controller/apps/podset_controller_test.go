@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -383,14 +382,11 @@ func TestPodSetRetriesATakenPodNameSilently(t *testing.T) {
 	names := []string{"clash-aaaaa", "clash-bbbbb", "clash-ccccc"}
 	rec := events.NewFakeRecorder(10)
 	r := appscontroller.NewPodSetReconciler(withoutIndexes{env.Client}, rec)
-	var mu sync.Mutex
-	r.NamePodsWith(func(*appsv1beta1.PodSet) string {
-		mu.Lock()
-		defer mu.Unlock()
-		n := names[0]
-		names = names[1:]
-		return n
-	})
+	next := make(chan string, len(names))
+	for _, n := range names {
+		next <- n
+	}
+	r.NamePodsWith(func(*appsv1beta1.PodSet) string { return <-next })
 	_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(set)})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(podNames(podsOf(g, set))).To(ConsistOf("clash-bbbbb", "clash-ccccc"))
