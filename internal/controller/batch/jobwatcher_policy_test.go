@@ -223,3 +223,47 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("suspended watcher after the TTL: %+v", got)
 	}
 }
+
+// TestWatcherCompiledOncePerGeneration checks that a watcher's patterns are
+// compiled once per generation, however many Job events read it, and again
+// when its spec (generation) or identity (UID) changes or it is forgotten.
+func TestWatcherCompiledOncePerGeneration(t *testing.T) {
+	w := &deckhandbatchv1.JobWatcher{ObjectMeta: metav1.ObjectMeta{Namespace: "compile", Name: "w", UID: "uid-1", Generation: 1}}
+	w.Spec.TTLSecondsAfterSucceeded = ptr.To[int32](1)
+	w.Spec.JobNamePatterns = []string{"pi-.*"}
+	compilations := func() int {
+		compiledPolicies.mu.Lock()
+		defer compiledPolicies.mu.Unlock()
+		return compiledPolicies.compilations
+	}
+	defer compiledPolicies.forget(false, types.NamespacedName{Namespace: "compile", Name: "w"})
+	start := compilations()
+	for range 100 {
+		if !newJobWatcherPolicy(w.DeepCopy()).matches(testJob("compile", "pi-1", succeeded)) {
+			t.Fatal("generation 1 does not match pi-1")
+		}
+	}
+	if n := compilations() - start; n != 1 {
+		t.Fatalf("100 reads of one generation compiled %d times, want 1", n)
+	}
+	w.Generation, w.Spec.JobNamePatterns = 2, []string{"other"}
+	if newJobWatcherPolicy(w.DeepCopy()).matches(testJob("compile", "pi-1", succeeded)) {
+		t.Fatal("generation 2 matches with generation 1's patterns")
+	}
+	// A stale read of generation 1 compiles it, but does not replace 2.
+	stale := w.DeepCopy()
+	stale.Generation, stale.Spec.JobNamePatterns = 1, []string{"pi-.*"}
+	newJobWatcherPolicy(stale)
+	newJobWatcherPolicy(w.DeepCopy())
+	if n := compilations() - start; n != 3 {
+		t.Fatalf("compiled %d times, want 3 (generations 1, 2 and the stale 1)", n)
+	}
+	// The same name, another object.
+	w.UID = "uid-2"
+	newJobWatcherPolicy(w.DeepCopy())
+	compiledPolicies.forget(false, types.NamespacedName{Namespace: "compile", Name: "w"})
+	newJobWatcherPolicy(w.DeepCopy())
+	if n := compilations() - start; n != 5 {
+		t.Fatalf("compiled %d times, want 5", n)
+	}
+}
