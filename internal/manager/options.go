@@ -164,6 +164,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.Func("podbugger-allowed-images",
 		"Images PodBuggers may run; repeatable. Each value is a comma-separated list of globs (path.Match: '*' does not cross '/', "+
 			"e.g. 'docker.io/library/busybox:*'), or one Go regular expression prefixed with 're:' that must match the whole image. "+
+			"Images and globs are compared in full ('busybox:1.36' is 'docker.io/library/busybox:1.36'); write a regular expression in full. "+
 			"Empty allows no image.",
 		func(v string) error {
 			if strings.HasPrefix(v, policy.RegexpPrefix) {

@@ -42,7 +42,7 @@ type PodBuggerSpec struct {
 	// image is the debug container's image, for example
 	// "docker.io/library/busybox:1.37". It must match the operator's
 	// allow-list (the manager's --podbugger-allowed-images flag), compared
-	// as written here.
+	// in full: "busybox:1.36" is "docker.io/library/busybox:1.36".
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
