@@ -237,6 +237,7 @@ func (m boundedNotes) GetEventRecorder(name string) recorder.EventRecorder {
 // unless webhooks are off, its webhooks; the conversion webhooks of every
 // kind, enabled or not.
 func setupControllers(mgr ctrl.Manager, opts Options) error {
+	opts.ManagerNamespace = opts.Namespace
 	for _, c := range controllers {
 		if c.SetupConversion != nil && opts.WebhooksEnabled() {
 			if err := c.SetupConversion(mgr); err != nil {

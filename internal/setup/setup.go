@@ -11,4 +11,8 @@ type Options struct {
 	PodBuggerAllowedImages []string
 	// PodBuggerAllowGeneralProfile lets PodBuggers use the general profile.
 	PodBuggerAllowGeneralProfile bool
+	// ManagerNamespace is the manager's own namespace (its --namespace),
+	// which ClusterJobWatchers do not reach unless a pattern names it
+	// exactly; empty when it has none (out of cluster).
+	ManagerNamespace string
 }

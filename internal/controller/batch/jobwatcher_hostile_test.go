@@ -57,3 +57,34 @@ func TestWithoutWebhooksTheControllerRefusesARegexBomb(t *testing.T) {
 	)))
 	g.Consistently(env.Exists(job)).Should(BeTrue())
 }
+
+// TestClusterWatchersLeaveProtectedNamespacesAlone: a ClusterJobWatcher
+// that reaches every namespace does not delete the Jobs of kube-system nor
+// of the manager's own namespace; a wildcard that covers kube-system does
+// not either; a pattern that names kube-system exactly does.
+func TestClusterWatchersLeaveProtectedNamespacesAlone(t *testing.T) {
+	g := testenv.NewG(t)
+	ctx := context.Background()
+	tenant, own := env.Namespace(t), env.Namespace(t)
+	opts := env.ManagerOptions()
+	opts.Namespace = own
+	env.StartManager(t, opts)
+
+	long := time.Now().Add(-time.Hour)
+	system := newJob(metav1.NamespaceSystem, "")
+	system.GenerateName = "deckhand-test-"
+	createJob(t, system, batchv1.JobComplete, long)
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, system) })
+	mine := createJob(t, newJob(own, "mine"), batchv1.JobComplete, long)
+	theirs := createJob(t, newJob(tenant, "theirs"), batchv1.JobComplete, long)
+
+	env.Create(t, clusterJobWatcher(t, i32(0), nil))             // every namespace
+	env.Create(t, clusterJobWatcher(t, i32(0), nil, "kube-s.*")) // covers kube-system
+	g.Eventually(env.Exists(theirs)).Should(BeFalse())
+	g.Consistently(env.Exists(system)).Should(BeTrue())
+	g.Expect(env.Exists(mine)()).To(BeTrue())
+
+	env.Create(t, clusterJobWatcher(t, i32(0), nil, "team-.*", metav1.NamespaceSystem))
+	g.Eventually(env.Exists(system)).Should(BeFalse())
+	g.Expect(env.Exists(mine)()).To(BeTrue())
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"sync"
 	"time"
@@ -66,6 +67,7 @@ func compile(spec *deckhandbatchv1.JobPolicy, namespaces, excludeNamespaces []st
 	c := &compiled{selector: labels.Everything()}
 	res, perrs := deckhandbatchv1.CompilePatterns(deckhandbatchv1.WatcherPatterns(spec, namespaces, excludeNamespaces)...)
 	c.names, c.excludeNames, c.namespaces, c.excludeNamespaces = res[0], res[1], res[2], res[3]
+	c.literalNamespaces = literals(namespaces)
 	errs := make([]error, 0, len(perrs)+1)
 	for _, e := range perrs {
 		errs = append(errs, e)
@@ -87,7 +89,10 @@ func compile(spec *deckhandbatchv1.JobPolicy, namespaces, excludeNamespaces []st
 type compiled struct {
 	names, excludeNames           []*regexp.Regexp
 	namespaces, excludeNamespaces []*regexp.Regexp
-	selector                      labels.Selector
+	// literalNamespaces are the namespaces a namespace pattern names
+	// exactly: the only protected namespaces the watcher reaches.
+	literalNamespaces map[string]bool
+	selector          labels.Selector
 	// err says why the spec cannot be used; such a policy matches nothing.
 	err error
 }
@@ -150,7 +155,8 @@ func (c *compileCache) forget(cluster bool, name types.NamespacedName) {
 }
 
 // reaches reports whether the watcher may act in namespace ns: a JobWatcher
-// only in its own, a ClusterJobWatcher where its patterns say.
+// only in its own, a ClusterJobWatcher where its patterns say, and in a
+// protected namespace only when a pattern names it exactly.
 func (p *policy) reaches(ns string) bool {
 	if p.err != nil {
 		return false
@@ -158,7 +164,58 @@ func (p *policy) reaches(ns string) bool {
 	if !p.cluster {
 		return ns == p.watcher.GetNamespace()
 	}
+	if protectedNamespaces.has(ns) && !p.literalNamespaces[ns] {
+		return false
+	}
 	return matchesAny(p.namespaces, ns, true) && !matchesAny(p.excludeNamespaces, ns, false)
+}
+
+// protectedNamespaces are the namespaces ClusterJobWatchers do not reach
+// unless one of their namespacePatterns names them exactly (a literal, not a
+// wildcard): the cluster's own, and the manager's. A pattern like ".*" or
+// "kube-.*" written for tenants' namespaces must not delete the Jobs of
+// the cluster or of Deckhand.
+var protectedNamespaces = &namespaceSet{names: map[string]bool{
+	metav1.NamespaceSystem: true, metav1.NamespacePublic: true, corev1.NamespaceNodeLease: true,
+}}
+
+// namespaceSet is a set of namespaces that Setup adds the manager's own to.
+type namespaceSet struct {
+	mu    sync.RWMutex
+	names map[string]bool
+}
+
+func (s *namespaceSet) has(ns string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.names[ns]
+}
+
+func (s *namespaceSet) add(ns string) {
+	if ns == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.names[ns] = true
+}
+
+// literals returns the names that patterns (already compiled, so valid and
+// bounded) match as plain, case-sensitive literals: "kube-system" or
+// "kube\-system", not "kube-.*" nor "(?i)kube-system".
+func literals(patterns []string) map[string]bool {
+	var out map[string]bool
+	for _, pat := range patterns {
+		re, err := syntax.Parse(pat, syntax.Perl)
+		if err != nil || re.Op != syntax.OpLiteral || re.Flags&syntax.FoldCase != 0 {
+			continue
+		}
+		if out == nil {
+			out = map[string]bool{}
+		}
+		out[string(re.Rune)] = true
+	}
+	return out
 }
 
 // matches reports whether the watcher selects the Job.

@@ -101,6 +101,15 @@ func TestPolicyMatches(t *testing.T) {
 		"invalid exclusion matches nothing":      {jw("a", "w", ptr.To[int32](1), nil, excludeNames("([a-z")), testJob("a", "pi"), false},
 		"invalid namespace pattern, nothing":     {cjw("c", ptr.To[int32](1), nil, []string{"(("}, nil), testJob("a", "pi"), false},
 		"cluster watcher with name pattern miss": {cjw("c", ptr.To[int32](1), nil, nil, nil, names("x")), testJob("a", "pi"), false},
+		"cluster watcher, not kube-system":       {cjw("c", ptr.To[int32](1), nil, nil, nil), testJob("kube-system", "pi"), false},
+		"cluster watcher, not kube-public":       {cjw("c", ptr.To[int32](1), nil, []string{".*"}, nil), testJob("kube-public", "pi"), false},
+		"cluster watcher, not kube-node-lease":   {cjw("c", ptr.To[int32](1), nil, []string{"kube-.*"}, nil), testJob("kube-node-lease", "pi"), false},
+		"cluster watcher, a wildcard is no name": {cjw("c", ptr.To[int32](1), nil, []string{"kube-syste."}, nil), testJob("kube-system", "pi"), false},
+		"cluster watcher, case folding no name":  {cjw("c", ptr.To[int32](1), nil, []string{"(?i)KUBE-SYSTEM"}, nil), testJob("kube-system", "pi"), false},
+		"cluster watcher, kube-system by name":   {cjw("c", ptr.To[int32](1), nil, []string{"team-.*", "kube-system"}, nil), testJob("kube-system", "pi"), true},
+		"cluster watcher, escaped name is name":  {cjw("c", ptr.To[int32](1), nil, []string{`kube\-system`}, nil), testJob("kube-system", "pi"), true},
+		"cluster watcher, named but excluded":    {cjw("c", ptr.To[int32](1), nil, []string{"kube-system"}, []string{"kube-.*"}), testJob("kube-system", "pi"), false},
+		"job watcher in kube-system, its own":    {jw("kube-system", "w", ptr.To[int32](1), nil), testJob("kube-system", "pi"), true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
