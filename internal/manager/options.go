@@ -176,6 +176,9 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		})
 	fs.BoolVar(&o.PodBuggerAllowGeneralProfile, "podbugger-allow-general-profile", false,
 		"Let PodBuggers use the general profile, which gives the debug container the SYS_PTRACE capability.")
+	fs.BoolVar(&o.PodBuggerAllowHostAccess, "podbugger-allow-host-access", false,
+		"Let PodBuggers inject into pods that reach into their node (hostPID, hostNetwork, hostIPC, privileged containers, hostPath volumes); "+
+			"without it such pods are skipped, with an Event.")
 }
 
 // Validate reports every option that cannot work, each naming its flag.
