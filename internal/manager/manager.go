@@ -22,9 +22,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/deckhand-dev/deckhand/internal/metricsauth"
+	"github.com/deckhand-dev/deckhand/internal/notes"
 	"github.com/deckhand-dev/deckhand/internal/scopedcache"
 	"github.com/deckhand-dev/deckhand/internal/webhookcert"
 )
@@ -226,10 +228,20 @@ func cacheSynced(mgr ctrl.Manager) healthz.Checker {
 	}
 }
 
+// boundedNotes gives every controller an Event recorder whose notes fit
+// what the apiserver takes (notes.Recorder): a note built from an error or
+// a list is cut, not lost.
+type boundedNotes struct{ ctrl.Manager }
+
+func (m boundedNotes) GetEventRecorder(name string) recorder.EventRecorder {
+	return notes.Recorder(m.Manager.GetEventRecorder(name))
+}
+
 // setupControllers registers every enabled controller of the registry and,
 // unless webhooks are off, its webhooks; the conversion webhooks of every
 // kind, enabled or not.
 func setupControllers(mgr ctrl.Manager, opts Options) error {
+	opts.ManagerNamespace = opts.Namespace
 	for _, c := range controllers {
 		if c.SetupConversion != nil && opts.WebhooksEnabled() {
 			if err := c.SetupConversion(mgr); err != nil {
@@ -239,7 +251,7 @@ func setupControllers(mgr ctrl.Manager, opts Options) error {
 		if !opts.enabled(c.Name) {
 			continue
 		}
-		if err := c.Setup(mgr, opts.Options); err != nil {
+		if err := c.Setup(boundedNotes{mgr}, opts.Options); err != nil {
 			return fmt.Errorf("setting up controller %s: %w", c.Name, err)
 		}
 		if c.SetupWebhooks != nil && opts.WebhooksEnabled() {

@@ -11,4 +11,11 @@ type Options struct {
 	PodBuggerAllowedImages []string
 	// PodBuggerAllowGeneralProfile lets PodBuggers use the general profile.
 	PodBuggerAllowGeneralProfile bool
+	// PodBuggerAllowHostAccess lets PodBuggers inject into pods that reach
+	// into their node (host namespaces, privileged containers, host paths).
+	PodBuggerAllowHostAccess bool
+	// ManagerNamespace is the manager's own namespace (its --namespace),
+	// which ClusterJobWatchers do not reach unless a pattern names it
+	// exactly; empty when it has none (out of cluster).
+	ManagerNamespace string
 }

@@ -308,9 +308,10 @@ func ConditionsChanged(a, b []metav1.Condition) bool {
 // changed, and kept otherwise; c's own LastTransitionTime is ignored. Unlike
 // meta.SetStatusCondition it never reads the clock, and it keeps whole
 // seconds, as the apiserver stores them, so that a computed status compares
-// equal to the stored one.
+// equal to the stored one. A message longer than MaxMessage is cut (Message).
 func SetCondition(conds *[]metav1.Condition, c metav1.Condition, now metav1.Time) {
 	c.LastTransitionTime = now.Rfc3339Copy()
+	c.Message = Message(c.Message)
 	for i := range *conds {
 		if old := &(*conds)[i]; old.Type == c.Type {
 			if old.Status == c.Status {

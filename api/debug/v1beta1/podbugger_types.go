@@ -30,6 +30,7 @@ const (
 )
 
 // PodBuggerSpec says which pods get a debug container and what it runs.
+// +kubebuilder:validation:XValidation:rule="(has(self.command) ? self.command.map(c, size(c)).sum() : 0) + (has(self.args) ? self.args.map(a, size(a)).sum() : 0) <= 16384",message="command and args together must be at most 16384 characters",fieldPath=".args"
 type PodBuggerSpec struct {
 	// selector chooses the pods, in the PodBugger's own namespace, that get a
 	// debug container. It must not be empty: a PodBugger never selects every
@@ -41,22 +42,28 @@ type PodBuggerSpec struct {
 	// image is the debug container's image, for example
 	// "docker.io/library/busybox:1.37". It must match the operator's
 	// allow-list (the manager's --podbugger-allowed-images flag), compared
-	// as written here.
+	// in full: "busybox:1.36" is "docker.io/library/busybox:1.36".
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
 	Image string `json:"image"`
 
 	// command replaces the image's entrypoint. Omitted, the image's own runs.
+	// At most 64 items of 1,024 characters; command and args together at
+	// most 16,384 characters (they are copied into every debugged pod).
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=1024
 	Command []string `json:"command,omitempty"`
 
-	// args are the arguments to command (or to the image's entrypoint).
+	// args are the arguments to command (or to the image's entrypoint). At
+	// most 256 items of 4,096 characters; command and args together at most
+	// 16,384 characters.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=4096
 	Args []string `json:"args,omitempty"`
 
 	// targetContainerName names the pod container whose process namespace

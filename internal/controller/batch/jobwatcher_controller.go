@@ -53,7 +53,8 @@ const (
 
 // Setup registers, as one unit, the controller that deletes Jobs and the
 // status controllers of both watcher kinds.
-func Setup(mgr ctrl.Manager, _ setup.Options) error {
+func Setup(mgr ctrl.Manager, opts setup.Options) error {
+	protectedNamespaces.add(opts.ManagerNamespace)
 	recorder := mgr.GetEventRecorder(ControllerName)
 	jobWatchers := NewStatusReconciler(mgr.GetClient(), recorder, false)
 	clusterJobWatchers := NewStatusReconciler(mgr.GetClient(), recorder, true)

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"regexp/syntax"
 	"slices"
+	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -27,22 +29,22 @@ type policy struct {
 	cluster bool
 	spec    *deckhandbatchv1.JobPolicy
 
-	names, excludeNames           []*regexp.Regexp
-	namespaces, excludeNamespaces []*regexp.Regexp
-	selector                      labels.Selector
-	// err says why the spec cannot be used; such a policy matches nothing.
-	err error
+	// compiled is the spec's patterns and selector, compiled once per
+	// watcher generation.
+	*compiled
 }
 
 func newJobWatcherPolicy(w *deckhandbatchv1.JobWatcher) *policy {
 	p := &policy{watcher: w, spec: &w.Spec.JobPolicy}
-	p.compile(nil, nil)
+	p.compiled = compiledPolicies.get(w, func() *compiled { return compile(p.spec, nil, nil) })
 	return p
 }
 
 func newClusterJobWatcherPolicy(w *deckhandbatchv1.ClusterJobWatcher) *policy {
 	p := &policy{watcher: w, cluster: true, spec: &w.Spec.JobPolicy}
-	p.compile(w.Spec.NamespacePatterns, w.Spec.ExcludeNamespacePatterns)
+	p.compiled = compiledPolicies.get(w, func() *compiled {
+		return compile(p.spec, w.Spec.NamespacePatterns, w.Spec.ExcludeNamespacePatterns)
+	})
 	return p
 }
 
@@ -57,38 +59,104 @@ func policyOf(obj client.Object) *policy {
 	return nil
 }
 
-func (p *policy) compile(namespaces, excludeNamespaces []string) {
-	var errs []error
-	compileAll := func(field string, patterns []string) []*regexp.Regexp {
-		out := make([]*regexp.Regexp, 0, len(patterns))
-		for i, pat := range patterns {
-			re, err := deckhandbatchv1.CompilePattern(pat)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("spec.%s[%d]: %w", field, i, err))
-				continue
-			}
-			out = append(out, re)
-		}
-		return out
+// compile compiles a watcher's patterns and selector, with the webhook's own
+// function and bounds: with webhooks off, a pattern the webhook would refuse
+// makes the watcher invalid (its Ready condition names the field) instead
+// of costing the manager what it would compile to.
+func compile(spec *deckhandbatchv1.JobPolicy, namespaces, excludeNamespaces []string) *compiled {
+	c := &compiled{selector: labels.Everything()}
+	res, perrs := deckhandbatchv1.CompilePatterns(deckhandbatchv1.WatcherPatterns(spec, namespaces, excludeNamespaces)...)
+	c.names, c.excludeNames, c.namespaces, c.excludeNamespaces = res[0], res[1], res[2], res[3]
+	c.literalNamespaces = literals(namespaces)
+	errs := make([]error, 0, len(perrs)+1)
+	for _, e := range perrs {
+		errs = append(errs, e)
 	}
-	p.names = compileAll("jobNamePatterns", p.spec.JobNamePatterns)
-	p.excludeNames = compileAll("excludeJobNamePatterns", p.spec.ExcludeJobNamePatterns)
-	p.namespaces = compileAll("namespacePatterns", namespaces)
-	p.excludeNamespaces = compileAll("excludeNamespacePatterns", excludeNamespaces)
-	p.selector = labels.Everything()
-	if p.spec.Selector != nil {
-		sel, err := metav1.LabelSelectorAsSelector(p.spec.Selector)
+	if spec.Selector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(spec.Selector)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("spec.selector: %w", err))
 		} else {
-			p.selector = sel
+			c.selector = sel
 		}
 	}
-	p.err = errors.Join(errs...)
+	c.err = errors.Join(errs...)
+	return c
+}
+
+// compiled is what a watcher's spec compiles to; it is shared by every
+// policy of one watcher generation, and never changed.
+type compiled struct {
+	names, excludeNames           []*regexp.Regexp
+	namespaces, excludeNamespaces []*regexp.Regexp
+	// literalNamespaces are the namespaces a namespace pattern names
+	// exactly: the only protected namespaces the watcher reaches.
+	literalNamespaces map[string]bool
+	selector          labels.Selector
+	// err says why the spec cannot be used; such a policy matches nothing.
+	err error
+}
+
+// compiledPolicies holds each watcher's compiled spec, so that a watcher is
+// compiled once per generation, not on every Job event.
+var compiledPolicies = &compileCache{entries: map[compileKey]compileEntry{}}
+
+// compileCache holds the compiled spec of each watcher for the latest
+// generation seen: one entry per watcher, dropped when its status
+// controller finds it gone.
+type compileCache struct {
+	mu      sync.Mutex
+	entries map[compileKey]compileEntry
+	// compilations counts the compilations done, for tests.
+	compilations int
+}
+
+type compileKey struct {
+	cluster bool
+	name    types.NamespacedName
+}
+
+type compileEntry struct {
+	uid        types.UID
+	generation int64
+	compiled   *compiled
+}
+
+// get returns the compiled spec of w's generation, compiling it with build
+// when it is not held. An object the apiserver never stored (no UID or
+// generation) is compiled every time.
+func (c *compileCache) get(w client.Object, build func() *compiled) *compiled {
+	_, cluster := w.(*deckhandbatchv1.ClusterJobWatcher)
+	key := compileKey{cluster: cluster, name: client.ObjectKeyFromObject(w)}
+	uid, gen := w.GetUID(), w.GetGeneration()
+	stored := uid != "" && gen > 0
+	c.mu.Lock()
+	e, ok := c.entries[key]
+	c.mu.Unlock()
+	if stored && ok && e.uid == uid && e.generation == gen {
+		return e.compiled
+	}
+	out := build()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.compilations++
+	// A stale read (an older generation) does not replace a newer one.
+	if e, ok := c.entries[key]; stored && (!ok || e.uid != uid || e.generation < gen) {
+		c.entries[key] = compileEntry{uid: uid, generation: gen, compiled: out}
+	}
+	return out
+}
+
+// forget drops what is held for the watcher of that kind and name.
+func (c *compileCache) forget(cluster bool, name types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.entries, compileKey{cluster: cluster, name: name})
 }
 
 // reaches reports whether the watcher may act in namespace ns: a JobWatcher
-// only in its own, a ClusterJobWatcher where its patterns say.
+// only in its own, a ClusterJobWatcher where its patterns say, and in a
+// protected namespace only when a pattern names it exactly.
 func (p *policy) reaches(ns string) bool {
 	if p.err != nil {
 		return false
@@ -96,7 +164,58 @@ func (p *policy) reaches(ns string) bool {
 	if !p.cluster {
 		return ns == p.watcher.GetNamespace()
 	}
+	if protectedNamespaces.has(ns) && !p.literalNamespaces[ns] {
+		return false
+	}
 	return matchesAny(p.namespaces, ns, true) && !matchesAny(p.excludeNamespaces, ns, false)
+}
+
+// protectedNamespaces are the namespaces ClusterJobWatchers do not reach
+// unless one of their namespacePatterns names them exactly (a literal, not a
+// wildcard): the cluster's own, and the manager's. A pattern like ".*" or
+// "kube-.*" written for tenants' namespaces must not delete the Jobs of
+// the cluster or of Deckhand.
+var protectedNamespaces = &namespaceSet{names: map[string]bool{
+	metav1.NamespaceSystem: true, metav1.NamespacePublic: true, corev1.NamespaceNodeLease: true,
+}}
+
+// namespaceSet is a set of namespaces that Setup adds the manager's own to.
+type namespaceSet struct {
+	mu    sync.RWMutex
+	names map[string]bool
+}
+
+func (s *namespaceSet) has(ns string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.names[ns]
+}
+
+func (s *namespaceSet) add(ns string) {
+	if ns == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.names[ns] = true
+}
+
+// literals returns the names that patterns (already compiled, so valid and
+// bounded) match as plain, case-sensitive literals: "kube-system" or
+// "kube\-system", not "kube-.*" nor "(?i)kube-system".
+func literals(patterns []string) map[string]bool {
+	var out map[string]bool
+	for _, pat := range patterns {
+		re, err := syntax.Parse(pat, syntax.Perl)
+		if err != nil || re.Op != syntax.OpLiteral || re.Flags&syntax.FoldCase != 0 {
+			continue
+		}
+		if out == nil {
+			out = map[string]bool{}
+		}
+		out[string(re.Rune)] = true
+	}
+	return out
 }
 
 // matches reports whether the watcher selects the Job.

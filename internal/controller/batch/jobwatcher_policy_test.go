@@ -101,6 +101,15 @@ func TestPolicyMatches(t *testing.T) {
 		"invalid exclusion matches nothing":      {jw("a", "w", ptr.To[int32](1), nil, excludeNames("([a-z")), testJob("a", "pi"), false},
 		"invalid namespace pattern, nothing":     {cjw("c", ptr.To[int32](1), nil, []string{"(("}, nil), testJob("a", "pi"), false},
 		"cluster watcher with name pattern miss": {cjw("c", ptr.To[int32](1), nil, nil, nil, names("x")), testJob("a", "pi"), false},
+		"cluster watcher, not kube-system":       {cjw("c", ptr.To[int32](1), nil, nil, nil), testJob("kube-system", "pi"), false},
+		"cluster watcher, not kube-public":       {cjw("c", ptr.To[int32](1), nil, []string{".*"}, nil), testJob("kube-public", "pi"), false},
+		"cluster watcher, not kube-node-lease":   {cjw("c", ptr.To[int32](1), nil, []string{"kube-.*"}, nil), testJob("kube-node-lease", "pi"), false},
+		"cluster watcher, a wildcard is no name": {cjw("c", ptr.To[int32](1), nil, []string{"kube-syste."}, nil), testJob("kube-system", "pi"), false},
+		"cluster watcher, case folding no name":  {cjw("c", ptr.To[int32](1), nil, []string{"(?i)KUBE-SYSTEM"}, nil), testJob("kube-system", "pi"), false},
+		"cluster watcher, kube-system by name":   {cjw("c", ptr.To[int32](1), nil, []string{"team-.*", "kube-system"}, nil), testJob("kube-system", "pi"), true},
+		"cluster watcher, escaped name is name":  {cjw("c", ptr.To[int32](1), nil, []string{`kube\-system`}, nil), testJob("kube-system", "pi"), true},
+		"cluster watcher, named but excluded":    {cjw("c", ptr.To[int32](1), nil, []string{"kube-system"}, []string{"kube-.*"}), testJob("kube-system", "pi"), false},
+		"job watcher in kube-system, its own":    {jw("kube-system", "w", ptr.To[int32](1), nil), testJob("kube-system", "pi"), true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -221,5 +230,49 @@ func TestSummarize(t *testing.T) {
 	live.spec.Suspend = true
 	if got = summarize(live, policies, jobs, later); got.Pending != 2 || got.Expired != 0 {
 		t.Errorf("suspended watcher after the TTL: %+v", got)
+	}
+}
+
+// TestWatcherCompiledOncePerGeneration checks that a watcher's patterns are
+// compiled once per generation, however many Job events read it, and again
+// when its spec (generation) or identity (UID) changes or it is forgotten.
+func TestWatcherCompiledOncePerGeneration(t *testing.T) {
+	w := &deckhandbatchv1.JobWatcher{ObjectMeta: metav1.ObjectMeta{Namespace: "compile", Name: "w", UID: "uid-1", Generation: 1}}
+	w.Spec.TTLSecondsAfterSucceeded = ptr.To[int32](1)
+	w.Spec.JobNamePatterns = []string{"pi-.*"}
+	compilations := func() int {
+		compiledPolicies.mu.Lock()
+		defer compiledPolicies.mu.Unlock()
+		return compiledPolicies.compilations
+	}
+	defer compiledPolicies.forget(false, types.NamespacedName{Namespace: "compile", Name: "w"})
+	start := compilations()
+	for range 100 {
+		if !newJobWatcherPolicy(w.DeepCopy()).matches(testJob("compile", "pi-1", succeeded)) {
+			t.Fatal("generation 1 does not match pi-1")
+		}
+	}
+	if n := compilations() - start; n != 1 {
+		t.Fatalf("100 reads of one generation compiled %d times, want 1", n)
+	}
+	w.Generation, w.Spec.JobNamePatterns = 2, []string{"other"}
+	if newJobWatcherPolicy(w.DeepCopy()).matches(testJob("compile", "pi-1", succeeded)) {
+		t.Fatal("generation 2 matches with generation 1's patterns")
+	}
+	// A stale read of generation 1 compiles it, but does not replace 2.
+	stale := w.DeepCopy()
+	stale.Generation, stale.Spec.JobNamePatterns = 1, []string{"pi-.*"}
+	newJobWatcherPolicy(stale)
+	newJobWatcherPolicy(w.DeepCopy())
+	if n := compilations() - start; n != 3 {
+		t.Fatalf("compiled %d times, want 3 (generations 1, 2 and the stale 1)", n)
+	}
+	// The same name, another object.
+	w.UID = "uid-2"
+	newJobWatcherPolicy(w.DeepCopy())
+	compiledPolicies.forget(false, types.NamespacedName{Namespace: "compile", Name: "w"})
+	newJobWatcherPolicy(w.DeepCopy())
+	if n := compilations() - start; n != 5 {
+		t.Fatalf("compiled %d times, want 5", n)
 	}
 }

@@ -166,6 +166,7 @@ func (r *StatusReconciler) observe(ctx context.Context, ns string) ([]*policy, [
 func (r *StatusReconciler) forget(key types.NamespacedName) {
 	r.status.Forget(key)
 	r.deleted.forget(key)
+	compiledPolicies.forget(r.cluster, key)
 	r.mu.Lock()
 	delete(r.evaluated, key)
 	r.mu.Unlock()

@@ -163,13 +163,13 @@ func (r *PodBuggerReconciler) observe(ctx context.Context, pb *debugv1beta1.PodB
 	o := observation{now: r.Now(), violations: r.Policy.Violations(pb, nsLabels),
 		memory: r.memory.of(client.ObjectKeyFromObject(pb), pb.Generation, nsLabels)}
 	o.memory.prune(pods)
-	p := planFor(pb, selector, pods, o.memory.passOver(o.now))
+	p := planFor(pb, selector, pods, o.memory.passOver(o.now), r.Policy)
 	if len(p.inject) > 0 && len(o.violations) == 0 {
 		if nsLabels, pods, err = r.read(ctx, r.APIReader, pb); err != nil {
 			return observation{}, plan{}, err
 		}
 		o.violations = r.Policy.Violations(pb, nsLabels)
-		p = planFor(pb, selector, pods, o.memory.passOver(o.now))
+		p = planFor(pb, selector, pods, o.memory.passOver(o.now), r.Policy)
 		if len(p.inject) > 0 {
 			// Read with the pods, the PodBugger itself: the plan above
 			// follows the cache's copy, and an injection it no longer

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+	"github.com/deckhand-dev/deckhand/internal/controller/debug/policy"
 )
 
 // plan is what a PodBugger should do about the pods of its namespace.
@@ -34,10 +35,11 @@ type skippedPod struct {
 }
 
 // planFor decides, from the pods of pb's namespace, which carry pb's
-// container and which get it now. A suspended PodBugger injects nothing.
+// container and which get it now. A suspended PodBugger injects nothing; a
+// pod the operator's policy pol keeps out (policy.SkipPod) is skipped.
 // Pods in passOver (refused a moment ago) are left out: they take no place
 // within maxPods.
-func planFor(pb *debugv1beta1.PodBugger, selector labels.Selector, pods []corev1.Pod, passOver map[types.UID]bool) plan {
+func planFor(pb *debugv1beta1.PodBugger, selector labels.Selector, pods []corev1.Pod, passOver map[types.UID]bool, pol policy.Policy) plan {
 	name := ContainerName(pb.Name)
 	var p plan
 	var candidates []*corev1.Pod
@@ -66,6 +68,9 @@ func planFor(pb *debugv1beta1.PodBugger, selector labels.Selector, pods []corev1
 		case pb.Spec.TargetContainerName != "" && !hasContainer(pod, pb.Spec.TargetContainerName):
 			p.skipped = append(p.skipped, skippedPod{pod, ReasonTargetContainerNotFound,
 				"pod has no container named " + pb.Spec.TargetContainerName + " (spec.targetContainerName)"})
+		case skipsPod(pol, pod):
+			reason, note, _ := pol.SkipPod(pod)
+			p.skipped = append(p.skipped, skippedPod{pod, reason, note})
 		case len(p.inject) < room:
 			p.inject = append(p.inject, pod)
 		default:
@@ -84,4 +89,9 @@ func hasEphemeralContainer(pod *corev1.Pod, name string) bool {
 func hasContainer(pod *corev1.Pod, name string) bool {
 	named := func(c corev1.Container) bool { return c.Name == name }
 	return slices.ContainsFunc(pod.Spec.Containers, named) || slices.ContainsFunc(pod.Spec.InitContainers, named)
+}
+
+func skipsPod(pol policy.Policy, pod *corev1.Pod) bool {
+	_, _, skip := pol.SkipPod(pod)
+	return skip
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+	"github.com/deckhand-dev/deckhand/internal/controller/debug/policy"
 )
 
 // testPod is a pod named name with one container, "app".
@@ -25,6 +26,11 @@ func testPod(name string, phase corev1.PodPhase, lbls map[string]string, created
 		p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers,
 			corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: e}})
 	}
+	return p
+}
+
+func withSpec(p corev1.Pod, change func(*corev1.PodSpec)) corev1.Pod {
+	change(&p.Spec)
 	return p
 }
 
@@ -51,6 +57,7 @@ func TestPlanFor(t *testing.T) {
 		spec     debugv1beta1.PodBuggerSpec
 		pods     []corev1.Pod
 		passOver []types.UID
+		policy   policy.Policy
 		carriers []string
 		inject   []string
 		spare    []string
@@ -121,6 +128,29 @@ func TestPlanFor(t *testing.T) {
 			inject:  []string{"web-b"},
 			skipped: []string{"web-a"},
 		},
+		"pods that reach into their node are skipped, and do not use up maxPods": {
+			spec: debugv1beta1.PodBuggerSpec{MaxPods: 1},
+			pods: []corev1.Pod{
+				withSpec(running("web-hostpid", 1), func(s *corev1.PodSpec) { s.HostPID = true }),
+				withSpec(running("web-hostnet", 1), func(s *corev1.PodSpec) { s.HostNetwork = true }),
+				withSpec(running("web-hostipc", 1), func(s *corev1.PodSpec) { s.HostIPC = true }),
+				withSpec(running("web-privileged", 1), func(s *corev1.PodSpec) {
+					s.InitContainers = []corev1.Container{{Name: "init", SecurityContext: &corev1.SecurityContext{Privileged: new(true)}}}
+				}),
+				withSpec(running("web-hostpath", 1), func(s *corev1.PodSpec) {
+					s.Volumes = []corev1.Volume{{Name: "root", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
+				}),
+				running("web-plain", 2),
+			},
+			inject:  []string{"web-plain"},
+			skipped: []string{"web-hostipc", "web-hostnet", "web-hostpath", "web-hostpid", "web-privileged"},
+		},
+		"the operator may allow pods that reach into their node": {
+			spec:   debugv1beta1.PodBuggerSpec{MaxPods: 10},
+			policy: policy.Policy{AllowHostAccess: true},
+			pods:   []corev1.Pod{withSpec(running("web-hostpid", 1), func(s *corev1.PodSpec) { s.HostPID = true })},
+			inject: []string{"web-hostpid"},
+		},
 		"a pod whose own container has the name is skipped": {
 			spec:    debugv1beta1.PodBuggerSpec{MaxPods: 10},
 			pods:    []corev1.Pod{sidecar},
@@ -134,7 +164,7 @@ func TestPlanFor(t *testing.T) {
 			for _, uid := range tt.passOver {
 				passOver[uid] = true
 			}
-			p := planFor(pb, labels.SelectorFromSet(web), tt.pods, passOver)
+			p := planFor(pb, labels.SelectorFromSet(web), tt.pods, passOver, tt.policy)
 			skipped := make([]*corev1.Pod, 0, len(p.skipped))
 			for _, s := range p.skipped {
 				skipped = append(skipped, s.pod)

@@ -29,6 +29,10 @@ type Policy struct {
 	// AllowGeneralProfile lets PodBuggers use the general profile, which adds
 	// the SYS_PTRACE capability (--podbugger-allow-general-profile).
 	AllowGeneralProfile bool
+	// AllowHostAccess lets PodBuggers inject into pods that reach into their
+	// node: host namespaces, privileged containers, host paths
+	// (--podbugger-allow-host-access). Without it such pods are skipped.
+	AllowHostAccess bool
 }
 
 // From is the policy the operator set with its PodBugger flags.
@@ -37,7 +41,8 @@ func From(opts setup.Options) (Policy, error) {
 	if err != nil {
 		return Policy{}, fmt.Errorf("PodBugger image allow-list: %w", err)
 	}
-	return Policy{AllowedImages: images, AllowGeneralProfile: opts.PodBuggerAllowGeneralProfile}, nil
+	return Policy{AllowedImages: images, AllowGeneralProfile: opts.PodBuggerAllowGeneralProfile,
+		AllowHostAccess: opts.PodBuggerAllowHostAccess}, nil
 }
 
 // Violations returns the rules pb breaks, in the order of Rules, given the

@@ -1,7 +1,7 @@
 // Package v1 validates JobWatchers and ClusterJobWatchers at admission: only
 // what the CRD schema cannot check (the TTLs are the schema's), that every
-// regex compiles, with the controller's own compile function, and that the
-// selector is well formed.
+// regex compiles, within the bounds on its compiled size, with the
+// controller's own compile function, and that the selector is well formed.
 package v1
 
 import (
@@ -75,33 +75,35 @@ func ValidateJobWatcher(w *deckhandbatchv1.JobWatcher) field.ErrorList {
 // spec.
 func ValidateClusterJobWatcher(w *deckhandbatchv1.ClusterJobWatcher) field.ErrorList {
 	spec := field.NewPath("spec")
-	errs := ValidateJobPolicy(&w.Spec.JobPolicy, spec)
-	errs = append(errs, validatePatterns(w.Spec.NamespacePatterns, spec.Child("namespacePatterns"))...)
-	return append(errs, validatePatterns(w.Spec.ExcludeNamespacePatterns, spec.Child("excludeNamespacePatterns"))...)
+	errs := validatePatterns(spec, deckhandbatchv1.WatcherPatterns(&w.Spec.JobPolicy, w.Spec.NamespacePatterns, w.Spec.ExcludeNamespacePatterns))
+	return append(errs, validateSelector(&w.Spec.JobPolicy, spec)...)
 }
 
 // ValidateJobPolicy returns every problem with p, found at path, that the
-// schema cannot find: regexes that do not compile, a malformed selector.
-// (That the TTLs are non-negative and not both missing is the schema's.)
+// schema cannot find: regexes that do not compile or compile too large, a
+// malformed selector. (That the TTLs are non-negative and not both missing
+// is the schema's.)
 func ValidateJobPolicy(p *deckhandbatchv1.JobPolicy, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	errs = append(errs, validatePatterns(p.JobNamePatterns, path.Child("jobNamePatterns"))...)
-	errs = append(errs, validatePatterns(p.ExcludeJobNamePatterns, path.Child("excludeJobNamePatterns"))...)
-	if p.Selector != nil {
-		errs = append(errs, metav1validation.ValidateLabelSelector(p.Selector,
-			metav1validation.LabelSelectorValidationOptions{}, path.Child("selector"))...)
-	}
-	return errs
+	errs := validatePatterns(path, deckhandbatchv1.WatcherPatterns(p, nil, nil))
+	return append(errs, validateSelector(p, path)...)
 }
 
-// validatePatterns compiles each RE2 pattern as the controller does and
-// reports the ones that fail with the compiler's message.
-func validatePatterns(patterns []string, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	for i, pat := range patterns {
-		if _, err := deckhandbatchv1.CompilePattern(pat); err != nil {
-			errs = append(errs, field.Invalid(path.Index(i), pat, err.Error()))
-		}
+func validateSelector(p *deckhandbatchv1.JobPolicy, path *field.Path) field.ErrorList {
+	if p.Selector == nil {
+		return nil
+	}
+	return metav1validation.ValidateLabelSelector(p.Selector,
+		metav1validation.LabelSelectorValidationOptions{}, path.Child("selector"))
+}
+
+// validatePatterns compiles the watcher's RE2 patterns as the controller
+// does and reports the ones it refuses, with the compiler's message or the
+// bound they exceed.
+func validatePatterns(path *field.Path, lists []deckhandbatchv1.PatternList) field.ErrorList {
+	_, perrs := deckhandbatchv1.CompilePatterns(lists...)
+	errs := make(field.ErrorList, 0, len(perrs))
+	for _, e := range perrs {
+		errs = append(errs, field.Invalid(path.Child(e.Field).Index(e.Index), e.Pattern, e.Err.Error()))
 	}
 	return errs
 }

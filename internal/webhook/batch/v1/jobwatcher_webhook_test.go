@@ -2,6 +2,7 @@ package v1
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,6 +41,15 @@ func TestValidateClusterJobWatcher(t *testing.T) {
 			"spec.namespacePatterns[0]: error parsing regexp: missing argument to repetition operator",
 			`spec.excludeNamespacePatterns[1]: error parsing regexp: invalid escape sequence`,
 		}},
+		// The issue's regex bomb: 1,023 bytes that compile to a million
+		// instructions, hundreds of MB, in the manager.
+		"regex bomb": {func(s *deckhandbatchv1.ClusterJobWatcherSpec) {
+			s.NamespacePatterns = []string{"team-.*", "(?:" + strings.Repeat("a", 1013) + "){1000}"}
+		}, []string{"spec.namespacePatterns[1]: compiles to more than 2048 instructions"}},
+		"patterns too large together": {func(s *deckhandbatchv1.ClusterJobWatcherSpec) {
+			s.JobNamePatterns = slices.Repeat([]string{strings.Repeat("a", 1000)}, 8)
+			s.ExcludeNamespacePatterns = []string{strings.Repeat("b", 1000)}
+		}, []string{"spec.excludeNamespacePatterns[0]: the watcher's patterns compile to more than 8192 instructions"}},
 		"bad selector": {func(s *deckhandbatchv1.ClusterJobWatcherSpec) {
 			s.Selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Near"}}}
 		}, []string{`spec.selector.matchExpressions[0].operator: not a valid selector operator`}},
@@ -79,7 +89,8 @@ func TestInvalidNamesTheKind(t *testing.T) {
 // FuzzValidatePatterns checks that a pattern passes validation exactly when
 // the controller's compile function (deckhandbatchv1.CompilePattern) accepts
 // it, so that the controller never meets a watcher it cannot compile, and
-// that this is exactly when Go's RE2 compiles the pattern as written.
+// that this is exactly when Go's RE2 compiles the pattern as written into a
+// program within the bound.
 func FuzzValidatePatterns(f *testing.F) {
 	for _, s := range []string{"pi-.*", "([a-z", `\8`, "a{2,1}", "(?i)team-[0-9]+", "x**"} {
 		f.Add(s)
@@ -91,8 +102,10 @@ func FuzzValidatePatterns(f *testing.F) {
 		if (len(errs) == 0) != (compileErr == nil) {
 			t.Fatalf("pattern %q: validation %v, controller's compile %v", pattern, errs, compileErr)
 		}
-		if _, err := regexp.Compile(pattern); (err == nil) != (compileErr == nil) {
-			t.Fatalf("pattern %q: RE2 %v, controller's compile %v", pattern, err, compileErr)
+		_, err := regexp.Compile(pattern)
+		size, _ := deckhandbatchv1.PatternProgramSize(pattern)
+		if (err == nil && size <= deckhandbatchv1.MaxPatternProgram) != (compileErr == nil) {
+			t.Fatalf("pattern %q: RE2 %v, %d instructions, controller's compile %v", pattern, err, size, compileErr)
 		}
 	})
 }
