@@ -37,6 +37,11 @@ func run() error {
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger) // client-go's leader election and informers log through klog
 	log := ctrl.Log.WithName("setup")
+	if limit, err := setMemoryLimit(cgroupMemoryFiles); err != nil {
+		log.Error(err, "reading the container's memory limit; GOMEMLIMIT left unset")
+	} else if limit > 0 {
+		log.Info("Go memory limit set from the container's", "GOMEMLIMIT", limit)
+	}
 
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
