@@ -146,6 +146,10 @@ dead_components() {
 #    of PodNodeSelector and PodTolerationRestriction (test/cluster does);
 #  - the Service range holds 65k ClusterIPs, not kwokctl's ~250: benchmarks
 #    make hundreds of Services;
+#  - every component listens on 127.0.0.1 only (kwokctl's default is every
+#    interface: etcd, plain HTTP without authentication, answered anyone
+#    who could reach the machine); the real node's pods reach the
+#    apiserver through a DNAT to loopback (hack/realnode.sh);
 #  - the controller-manager and scheduler run without leader election: alone
 #    in the cluster they gain nothing from it, and on a loaded machine a
 #    missed lease renewal made them exit, leaving every later pod Pending.
@@ -156,6 +160,7 @@ kwok_config() {
 apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokctlConfiguration
 options:
+  bindAddress: 127.0.0.1
   kubeApiserverCertSANs: ["10.96.0.1"]
   etcdPeerPort: $2
 componentsPatches:

@@ -308,9 +308,12 @@ service_nat() {
   port=$("$bin/kubectl" --kubeconfig "$kubeconfig" config view --minify -o jsonpath='{.clusters[0].cluster.server}')
   port=${port##*:}
   echo "$ip" > "$state/service-ip"
-  echo "$GATEWAY:$port" > "$state/apiserver-dnat"
+  echo "127.0.0.1:$port" > "$state/apiserver-dnat"
+  # The apiserver listens on 127.0.0.1 only (hack/cluster.sh): packets from
+  # the bridge may be routed to loopback.
+  sysctl -qw "net.ipv4.conf.$BRIDGE.route_localnet=1"
   iptables -t nat -A PREROUTING -i "$BRIDGE" -m comment --comment deckhand-realnode \
-    -p tcp -d "$ip" --dport 443 -j DNAT --to-destination "$GATEWAY:$port"
+    -p tcp -d "$ip" --dport 443 -j DNAT --to-destination "127.0.0.1:$port"
 }
 
 fail() {
