@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"testing"
 	"time"
 
 	"github.com/onsi/gomega"
@@ -13,10 +14,26 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
+
+// EventRecorder returns a recorder that writes Events to the apiserver as a
+// manager's does, merging alike ones into series, until the test ends: for
+// tests of what `kubectl events` shows.
+func (e *Env) EventRecorder(t testing.TB, controller string) events.EventRecorder {
+	ctx, cancel := context.WithCancel(context.Background())
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: kubernetes.NewForConfigOrDie(e.Config).EventsV1()})
+	broadcaster.StartRecordingToSink(ctx.Done())
+	t.Cleanup(func() {
+		broadcaster.Shutdown()
+		cancel()
+	})
+	return broadcaster.NewRecorder(e.Client.Scheme(), controller)
+}
 
 // Timeout bounds every wait in Deckhand's integration tests: long enough
 // for a busy 2-core machine, short enough that a stuck test fails in time.

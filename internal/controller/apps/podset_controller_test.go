@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -163,12 +162,7 @@ func TestPodSetRecordsOneEventPerRound(t *testing.T) {
 // of its own in kubectl events.
 func TestPodSetShowsEveryRoundInItsEvents(t *testing.T) {
 	g := testenv.NewG(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: kubernetes.NewForConfigOrDie(env.Config).EventsV1()})
-	broadcaster.StartRecordingToSink(ctx.Done())
-	defer broadcaster.Shutdown()
-	r := appscontroller.NewPodSetReconciler(env.Client, broadcaster.NewRecorder(env.Client.Scheme(), appscontroller.ControllerName))
+	r := appscontroller.NewPodSetReconciler(env.Client, env.EventRecorder(t, appscontroller.ControllerName))
 
 	set := newPodSet(env.Namespace(t), "rounds", 0)
 	env.Create(t, set)

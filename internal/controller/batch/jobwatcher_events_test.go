@@ -1,13 +1,10 @@
 package batch_test
 
 import (
-	"context"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
@@ -22,12 +19,7 @@ import (
 // its own in kubectl events.
 func TestEveryRoundOfDeletionsIsAnEventOfItsOwn(t *testing.T) {
 	g := testenv.NewG(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: kubernetes.NewForConfigOrDie(env.Config).EventsV1()})
-	broadcaster.StartRecordingToSink(ctx.Done())
-	defer broadcaster.Shutdown()
-	r := batchcontroller.NewStatusReconciler(env.Client, broadcaster.NewRecorder(env.Client.Scheme(), batchcontroller.ControllerName), false)
+	r := batchcontroller.NewStatusReconciler(env.Client, env.EventRecorder(t, batchcontroller.ControllerName), false)
 
 	// The manager serves the webhook (so the watcher can be created) but
 	// watches another namespace.
