@@ -184,16 +184,6 @@ func Check(t *testing.T, c *cluster.Cluster, upgrade func(g Gomega)) {
 	g.Expect(c.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "jw"}, &deckhandbatchv1.JobWatcher{})).To(Succeed())
 	g.Expect(c.Client.Get(ctx, types.NamespacedName{Name: "upgrade-cjw"}, &deckhandbatchv1.ClusterJobWatcher{})).To(Succeed())
 
-	// The previous release's pods are seen as they are: Running and Ready,
-	// so the PodSet is Available. Cached slimmed (their owner reference
-	// names v1alpha1), they showed READY 0 and Available=False.
-	g.Eventually(func(g Gomega) {
-		g.Expect(c.Client.Get(ctx, setKey, set)).To(Succeed())
-		g.Expect(set.Status.ObservedGeneration).To(Equal(set.Generation))
-		g.Expect(set.Status.ReadyReplicas).To(Equal(int32(3)))
-		g.Expect(meta.IsStatusConditionTrue(set.Status.Conditions, appsv1beta1.ConditionAvailable)).To(BeTrue(), "Available")
-	}).Should(Succeed())
-
 	// The new controllers take over what the old ones made: scaled to 4
 	// through v1beta1, the PodSet adds one pod and keeps the three it had,
 	// all counted as made from the current template (nothing to roll); the
@@ -215,13 +205,20 @@ func Check(t *testing.T, c *cluster.Cluster, upgrade func(g Gomega)) {
 	// A template change rolls one pod at a time: with maxSurge 1 and
 	// maxUnavailable 0, 4 ready pods at every moment. Blind to the old
 	// pods' readiness, the manager deleted all of them in one step.
-	g.Eventually(func(g Gomega) int32 {
+	// The previous release's pods are seen as they are: Running and Ready,
+	// so the PodSet is Available with 4 ready pods, in a status the new
+	// manager computed (for the generation of the scale-up). Cached slimmed
+	// (their owner reference names v1alpha1), they showed unready: ready 1
+	// of 4 (the new pod), Available=False.
+	g.Eventually(func(g Gomega) {
 		g.Expect(c.Client.Get(ctx, setKey, set)).To(Succeed())
-		return set.Status.ReadyReplicas
-	}).Should(Equal(int32(4)))
+		g.Expect(set.Status.ObservedGeneration).To(Equal(set.Generation))
+		g.Expect(set.Status.ReadyReplicas).To(Equal(int32(4)))
+		g.Expect(meta.IsStatusConditionTrue(set.Status.Conditions, appsv1beta1.ConditionAvailable)).To(BeTrue(), "Available")
+	}).Should(Succeed())
 	fewest := watchReady(ctx, c, ns)
 	g.Expect(c.Client.Patch(ctx, set, client.RawPatch(types.MergePatchType, []byte(
-		`{"spec":{"template":{"spec":{"containers":[{"name":"busybox","image":"docker.io/library/busybox:1.37","command":["sleep","3600"]}]}}}}`)))).To(Succeed())
+		`{"spec":{"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"busybox","image":"docker.io/library/busybox:1.37","command":["sleep","3600"]}]}}}}`)))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(c.Client.Get(ctx, setKey, set)).To(Succeed())
 		g.Expect(set.Status.ObservedGeneration).To(Equal(set.Generation))
