@@ -65,7 +65,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		Cache:  cacheOptions(opts),
 		// Pods and Jobs are cached only in the namespaces a controller can
 		// act in (internal/scopedcache).
-		NewCache: scopedcache.New(needs(opts)...),
+		NewCache: scopedcache.Options{KeepFor: opts.ScopedCacheKeepFor}.New(needs(opts)...),
 		Metrics: metricsserver.Options{
 			BindAddress:    opts.MetricsBindAddress,
 			SecureServing:  true,

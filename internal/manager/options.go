@@ -84,6 +84,13 @@ type Options struct {
 	// flag.
 	ReconcileTimeout time.Duration
 
+	// ScopedCacheKeepFor is how long the scoped cache keeps a namespace's
+	// pod or Job informer after nothing needs or reads it, and how long a
+	// read waits for one nothing needs that cannot sync: zero is
+	// scopedcache.DefaultKeepFor (1 minute). It has no flag: test/faults
+	// shortens it to drive an apiserver outage past it in seconds.
+	ScopedCacheKeepFor time.Duration
+
 	// SkipControllerNameValidation lets several managers in one process
 	// register the same controllers, as tests that start a manager each do.
 	// It has no flag: a real manager must keep controller names unique.

@@ -233,3 +233,31 @@ func TestAReaderIsWokenWhenItsInformerStops(t *testing.T) {
 	outage.End()
 	g.Eventually(podNames(c, client.InNamespace(ns))).Should(Equal([]string{ns + "/a"}))
 }
+
+// A cache that goes cluster-wide and is taken back below
+// PerNamespaceAtMost before the cluster-wide informer has synced (or right
+// after) ends with one informer per namespace, the cluster-wide one gone.
+func TestASwitchUndoneAtOnceEndsPerNamespace(t *testing.T) {
+	g := testenv.NewG(t)
+	n := scopedcache.ClusterWideAbove + 1
+	needs := make([]*corev1.ConfigMap, 0, n)
+	spaces := make([]string, 0, n)
+	for i := range n {
+		ns := env.Namespace(t)
+		spaces = append(spaces, ns)
+		if i < n-1 {
+			needs = append(needs, need(t, ns))
+		}
+		pod(t, ns, "first", "")
+	}
+	c, _ := startCache(t)
+	g.Expect(clusterWide(c)()).To(BeFalse())
+	needs = append(needs, need(t, spaces[n-1]))
+	g.Eventually(informers("cluster")).Should(Equal(1.0))
+	for _, cm := range needs[scopedcache.PerNamespaceAtMost:] {
+		g.Expect(env.Client.Delete(context.Background(), cm)).To(Succeed())
+	}
+	g.Eventually(func() []string { return namespaces(c) }).Should(ConsistOf(spaces[:scopedcache.PerNamespaceAtMost]))
+	g.Eventually(clusterWide(c)).Should(BeFalse())
+	g.Eventually(informers("cluster")).Should(Equal(0.0))
+}

@@ -84,10 +84,24 @@ const ClusterWideAbove = 16
 // switch (and list everything again) at every change.
 const PerNamespaceAtMost = 12
 
-// keepFor is how long a namespace's informer outlives the need for it (and
-// the last read from it): a PodSet deleted and made again, or a read of a
-// namespace nothing needs, does not start a new list each time.
-var keepFor = time.Minute
+// DefaultKeepFor is how long a namespace's informer outlives the need for
+// it (and the last read from it): a PodSet deleted and made again, or a read
+// of a namespace nothing needs, does not start a new list each time. It also
+// bounds how long a read waits for an informer nothing needs that cannot
+// sync (the apiserver away), and how long a switch's deliveries are checked.
+const DefaultKeepFor = time.Minute
+
+// keepFor is the keep time of caches whose Options do not set one: the
+// package's tests shorten it (SetKeepFor).
+var keepFor = DefaultKeepFor
+
+// Options tune a Cache; the zero value is what a manager runs with.
+type Options struct {
+	// KeepFor is how long a namespace's informer outlives the need for it
+	// and the last read (DefaultKeepFor when zero). Tests shorten it to
+	// drive an apiserver outage past it in seconds.
+	KeepFor time.Duration
+}
 
 // Cache is a cache.Cache that holds the kinds of its needs per namespace.
 //
@@ -104,7 +118,14 @@ type Cache struct {
 
 // New returns a cache.NewCacheFunc for a manager (cluster.Options.NewCache):
 // the cache opts describe, with the kinds of needs held per namespace.
-func New(needs ...Need) cache.NewCacheFunc {
+func New(needs ...Need) cache.NewCacheFunc { return Options{}.New(needs...) }
+
+// New is the package's New with these options.
+func (o Options) New(needs ...Need) cache.NewCacheFunc {
+	keep := o.KeepFor
+	if keep <= 0 {
+		keep = keepFor
+	}
 	return func(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
 		inner, err := cache.New(cfg, opts)
 		if err != nil {
@@ -118,7 +139,7 @@ func New(needs ...Need) cache.NewCacheFunc {
 			}
 			k := c.kinds[gvk]
 			if k == nil {
-				k = newKind(gvk, n.Object, cfg, opts)
+				k = newKind(gvk, n.Object, cfg, opts, keep)
 				c.kinds[gvk] = k
 			}
 			if n.Namespaces != nil {
@@ -290,6 +311,8 @@ type kind struct {
 	// DefaultNamespaces); nil is any.
 	allowed  sets.Set[string]
 	informer *fanout
+	// keepFor is how long an unneeded space lives (Options.KeepFor).
+	keepFor time.Duration
 
 	// poke asks run to look at the needs again; started is closed once the
 	// namespaces needed at start have synced.
@@ -343,8 +366,8 @@ type space struct {
 	lastRead      time.Time
 }
 
-func newKind(gvk schema.GroupVersionKind, obj client.Object, cfg *rest.Config, opts cache.Options) *kind {
-	k := &kind{gvk: gvk, obj: obj, scheme: opts.Scheme, spaces: map[string]*space{},
+func newKind(gvk schema.GroupVersionKind, obj client.Object, cfg *rest.Config, opts cache.Options, keep time.Duration) *kind {
+	k := &kind{gvk: gvk, obj: obj, scheme: opts.Scheme, keepFor: keep, spaces: map[string]*space{},
 		tracking: map[string]time.Time{}, poke: make(chan struct{}, 1), started: make(chan struct{})}
 	k.owners.Store(&owners{})
 	if len(opts.DefaultNamespaces) > 0 {
@@ -424,7 +447,7 @@ func (k *kind) run(ctx context.Context, inner client.Reader) {
 			k.stopAll()
 			return
 		case <-k.poke:
-		case <-time.After(keepFor / 2):
+		case <-time.After(k.keepFor / 2):
 		}
 	}
 }
@@ -456,7 +479,7 @@ func (k *kind) resync(ctx context.Context, inner client.Reader, now time.Time) e
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for _, m := range moves {
-		k.tracking[m.namespace] = now.Add(keepFor)
+		k.tracking[m.namespace] = now.Add(k.keepFor)
 	}
 	k.dropDoneLocked(now)
 	return nil
@@ -529,9 +552,9 @@ func (k *kind) dropDoneLocked(now time.Time) {
 			if all != nil && k.ownerOf(ns) != s {
 				k.dropLocked(s)
 			}
-		case !s.needed && now.Sub(s.unneededSince) >= keepFor && now.Sub(s.lastRead) >= keepFor:
+		case !s.needed && now.Sub(s.unneededSince) >= k.keepFor && now.Sub(s.lastRead) >= k.keepFor:
 			k.dropLocked(s)
-		case !s.needed && !isClosed(s.synced) && now.Sub(s.startedAt) >= keepFor:
+		case !s.needed && !isClosed(s.synced) && now.Sub(s.startedAt) >= k.keepFor:
 			// Read only, and not synced in keepFor (the apiserver is
 			// away): its waiters get an error, the next read starts anew.
 			k.dropLocked(s)

@@ -17,7 +17,8 @@ var ErrUnreachable = errors.New("connect: connection refused (fault injection: a
 // Outage makes the apiserver unreachable for a manager, and reachable again:
 // while it is on, every request of a config it wrapped fails, and every
 // watch open when it began is cut. Only requests whose path contains one of
-// paths are affected (all of them without paths).
+// paths, as whole path elements, are affected (all of them without paths):
+// "/pods" is a pod's or a list of pods, not a PodSet's "/podsets".
 type Outage struct {
 	paths []string
 
@@ -27,7 +28,8 @@ type Outage struct {
 }
 
 // NewOutage returns an Outage, off, of the requests whose path contains one
-// of paths (such as "/pods"), or of every request.
+// of paths (such as "/pods", or "/jobs") as whole elements, or of every
+// request.
 func NewOutage(paths ...string) *Outage {
 	return &Outage{paths: paths, watches: map[*watchBody]struct{}{}}
 }
@@ -64,8 +66,9 @@ func (o *Outage) affects(req *http.Request) bool {
 	if len(o.paths) == 0 {
 		return true
 	}
+	path := strings.TrimSuffix(req.URL.Path, "/") + "/"
 	for _, p := range o.paths {
-		if strings.Contains(req.URL.Path, p) {
+		if strings.Contains(path, strings.TrimSuffix(p, "/")+"/") {
 			return true
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/deckhand-dev/deckhand/internal/manager"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
@@ -75,6 +76,14 @@ type scenario struct {
 	// on a stale cache: for the controllers that count what they created
 	// (PodSet's expectations, PodBugger's carriers).
 	staleCrashes bool
+	// crashPoints, when not zero, bounds the crash points explored: for a
+	// scenario whose many writes are alike (a scale-up's pod creations),
+	// where exploring each would take many minutes and teach nothing new.
+	crashPoints int
+	// costly scenarios run only their stale-cache run under -short (make
+	// test): each run takes tens of seconds, and make test's share of the
+	// suite stays within a minute and a half.
+	costly bool
 	// start prepares a run in a namespace of its own (the world before the
 	// change, reached with a plain manager if need be, and the observers
 	// that check the invariants) and returns its plan.
@@ -93,6 +102,12 @@ type plan struct {
 	converged func() error
 	// final checks what can only be checked at the end, through f.violate.
 	final func()
+	// wrap, if set, is a fault of the scenario's own on every manager's
+	// connection (an apiserver outage), under the run's.
+	wrap func(*rest.Config) *rest.Config
+	// started, if set, is given every manager of the run as it starts (to
+	// add a checking handler to its cache).
+	started func(ctrl.Manager)
 }
 
 // fixture is what one run shares between the driver and the scenario.
@@ -177,8 +192,8 @@ func crashAfterEveryWrite(t *testing.T, sc scenario, cf cacheFault) {
 		r.faults += ", " + cf.name
 	}
 	for k := 1; ; k++ {
-		if testing.Short() && k > shortCrashPoints {
-			r.points = shortCrashPoints
+		if testing.Short() && k > shortCrashPoints || sc.crashPoints > 0 && k > sc.crashPoints {
+			r.points = k - 1
 			break
 		}
 		if k > maxCrashPoints {
@@ -246,14 +261,21 @@ func crashAt(t *testing.T, sc scenario, k int, cf cacheFault) ([]violation, int,
 	panicsBefore := reconcilePanics(t)
 
 	config := func(cp *testenv.CrashPoint) *rest.Config {
-		cfg := cp.Config(env.Config)
+		cfg := env.Config
+		if p.wrap != nil {
+			cfg = p.wrap(cfg)
+		}
+		cfg = cp.Config(cfg)
 		if cf.wrap != nil {
 			cfg = cf.wrap(cfg)
 		}
 		return cfg
 	}
 	cp := testenv.NewCrashPoint(k)
-	_, stop := env.StartManagerWithConfig(t, config(cp), f.opts)
+	mgr, stop := env.StartManagerWithConfig(t, config(cp), f.opts)
+	if p.started != nil {
+		p.started(mgr)
+	}
 	triggered := make(chan struct{})
 	go func() {
 		defer close(triggered)
@@ -274,7 +296,10 @@ func crashAt(t *testing.T, sc scenario, k int, cf cacheFault) ([]violation, int,
 		stop()
 		// A fresh manager: new cache, new expectations, new memory.
 		recovery := testenv.NewCrashPoint(0)
-		_, stop = env.StartManagerWithConfig(t, config(recovery), f.opts)
+		mgr, stop = env.StartManagerWithConfig(t, config(recovery), f.opts)
+		if p.started != nil {
+			p.started(mgr)
+		}
 		if settle(f, recovery, p, triggered) {
 			t.Fatal("a manager without a crash point crashed")
 		}
@@ -368,14 +393,19 @@ func ignoreExists(err error) error {
 func TestFaults(t *testing.T) {
 	cs = kubernetes.NewForConfigOrDie(env.Config)
 	t.Cleanup(printTable)
-	for _, sc := range slices.Concat(podSetScenarios(), jobWatcherScenarios(), podBuggerScenarios(), modelBoxScenarios()) {
+	for _, sc := range slices.Concat(podSetScenarios(), jobWatcherScenarios(), podBuggerScenarios(), modelBoxScenarios(), faultClassScenarios()) {
 		if filter := os.Getenv("FAULTS_SCENARIO"); filter != "" && !strings.Contains(sc.name, filter) {
 			continue
 		}
 		t.Run(sc.name, func(t *testing.T) {
-			t.Run("crash after every write", func(t *testing.T) { crashAfterEveryWrite(t, sc, cacheFault{}) })
+			all := !sc.costly || !testing.Short()
+			if all {
+				t.Run("crash after every write", func(t *testing.T) { crashAfterEveryWrite(t, sc, cacheFault{}) })
+			}
 			t.Run("stale cache", func(t *testing.T) { withCacheFault(t, sc, staleCache) })
-			t.Run("flaky watches", func(t *testing.T) { withCacheFault(t, sc, flakyWatches) })
+			if all {
+				t.Run("flaky watches", func(t *testing.T) { withCacheFault(t, sc, flakyWatches) })
+			}
 			if sc.staleCrashes && !testing.Short() {
 				t.Run("crash after every write on a stale cache", func(t *testing.T) { crashAfterEveryWrite(t, sc, staleCache) })
 			}

@@ -72,18 +72,7 @@ func podSetPlan(t *testing.T, f *fixture, c podSetCase) plan {
 		return set
 	}
 
-	// Pods the PodSet must leave alone: one with its label that another
-	// controller owns, one that it does not select.
-	foreign := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "foreign",
-		Labels: map[string]string{appsv1beta1.PodSetLabel: podSetName},
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: podSetName,
-			UID: uuid.NewUUID(), Controller: new(true)}}}, Spec: podSpec("busybox:1")}
-	orphan := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan",
-		Labels: map[string]string{"app": podSetName}}, Spec: podSpec("busybox:1")}
-	env.Create(t, foreign)
-	env.Create(t, orphan)
-	markRunning(t, ns)
-	startKubelet(t, ns)
+	foreign, orphan := podSetNeighbours(t, ns)
 
 	want := c.to
 	image := "busybox:1"
@@ -101,25 +90,7 @@ func podSetPlan(t *testing.T, f *fixture, c podSetCase) plan {
 	if c.rollout {
 		bound += surge.IntVal
 	}
-	live := map[string]*corev1.Pod{}
-	observe(t, podList(ns), func(ev watch.Event) {
-		pod := ev.Object.(*corev1.Pod)
-		if (ev.Type == watch.Deleted || pod.DeletionTimestamp != nil) && (pod.Name == foreign.Name || pod.Name == orphan.Name) {
-			f.violate(checkPodSetForeign, "pod %s was deleted", pod.Name)
-		}
-		if ref := metav1.GetControllerOf(pod); pod.Name == foreign.Name && (ref == nil || ref.UID != foreign.OwnerReferences[0].UID) ||
-			pod.Name == orphan.Name && ref != nil {
-			f.violate(checkPodSetAdoption, "pod %s is now controlled by %v", pod.Name, ref)
-		}
-		if ev.Type == watch.Deleted || !ownedLive(pod) {
-			delete(live, pod.Name)
-		} else {
-			live[pod.Name] = pod
-		}
-		if len(live) > int(bound) {
-			f.violate(checkPodSetBound, "%d live pods, at most %d allowed", len(live), bound)
-		}
-	})
+	observe(t, podList(ns), podSetChecks(f, foreign, orphan, func() int32 { return bound }))
 
 	var trigger []func() error
 	switch {
@@ -140,6 +111,50 @@ func podSetPlan(t *testing.T, f *fixture, c podSetCase) plan {
 		trigger:   trigger,
 		converged: func() error { return podSetSettled(ctx, key, want, image) },
 		final:     func() {},
+	}
+}
+
+// podSetNeighbours makes the pods a PodSet named podSetName in ns must leave
+// alone (one with its label that another controller owns, one that it does
+// not select), and plays the kubelet in ns until the test ends.
+func podSetNeighbours(t *testing.T, ns string) (foreign, orphan *corev1.Pod) {
+	foreign = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "foreign",
+		Labels: map[string]string{appsv1beta1.PodSetLabel: podSetName},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: podSetName,
+			UID: uuid.NewUUID(), Controller: new(true)}}}, Spec: podSpec("busybox:1")}
+	orphan = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan",
+		Labels: map[string]string{"app": podSetName}}, Spec: podSpec("busybox:1")}
+	env.Create(t, foreign)
+	env.Create(t, orphan)
+	markRunning(t, ns)
+	startKubelet(t, ns)
+	return foreign, orphan
+}
+
+// podSetChecks checks the PodSet invariants on each event of a watch of
+// its namespace's pods: checkPodSetBound with at most bound() live pods
+// (read at each event: a scenario that scales twice raises it just before
+// its second change), checkPodSetForeign and checkPodSetAdoption for the
+// neighbours.
+func podSetChecks(f *fixture, foreign, orphan *corev1.Pod, bound func() int32) func(watch.Event) {
+	live := map[string]*corev1.Pod{}
+	return func(ev watch.Event) {
+		pod := ev.Object.(*corev1.Pod)
+		if (ev.Type == watch.Deleted || pod.DeletionTimestamp != nil) && (pod.Name == foreign.Name || pod.Name == orphan.Name) {
+			f.violate(checkPodSetForeign, "pod %s was deleted", pod.Name)
+		}
+		if ref := metav1.GetControllerOf(pod); pod.Name == foreign.Name && (ref == nil || ref.UID != foreign.OwnerReferences[0].UID) ||
+			pod.Name == orphan.Name && ref != nil {
+			f.violate(checkPodSetAdoption, "pod %s is now controlled by %v", pod.Name, ref)
+		}
+		if ev.Type == watch.Deleted || !ownedLive(pod) {
+			delete(live, pod.Name)
+		} else {
+			live[pod.Name] = pod
+		}
+		if at := bound(); len(live) > int(at) {
+			f.violate(checkPodSetBound, "%d live pods, at most %d allowed", len(live), at)
+		}
 	}
 }
 
