@@ -47,10 +47,10 @@ type breaker struct {
 	resume     string
 	// deletions are when the deletions of the last window were admitted.
 	deletions []time.Time
-	// tripped: nothing is deleted; held counts the due Jobs refused since,
-	// examples names the first few.
+	// tripped: nothing is deleted; held are the due Jobs refused since
+	// (namespace/name), examples the first few of them.
 	tripped  bool
-	held     int
+	held     map[string]struct{}
 	examples []string
 	// told: the Event of this trip was recorded.
 	told bool
@@ -152,9 +152,14 @@ func (l *ledger) admit(gov *policy, job string, now time.Time) bool {
 		}
 	}
 	if b.tripped {
-		b.held++
-		if len(b.examples) < breakerExamples && !contains(b.examples, job) {
-			b.examples = append(b.examples, job)
+		if _, ok := b.held[job]; !ok {
+			if b.held == nil {
+				b.held = map[string]struct{}{}
+			}
+			b.held[job] = struct{}{}
+			if len(b.examples) < breakerExamples {
+				b.examples = append(b.examples, job)
+			}
 		}
 		l.mu.Unlock()
 		select {
@@ -167,15 +172,6 @@ func (l *ledger) admit(gov *policy, job string, now time.Time) bool {
 	b.deletions = append(b.deletions, now)
 	l.mu.Unlock()
 	return true
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // breakerState is what the status controller writes of a watcher's
@@ -199,9 +195,9 @@ func (l *ledger) breakerState(watcher client.Object, limit int, now time.Time) b
 	s := breakerState{tripped: true, untold: !b.told}
 	b.told = true
 	held := "Jobs due after the limit were held"
-	if b.held > 0 {
-		held = fmt.Sprintf("%d due Jobs held (%s", b.held, strings.Join(b.examples, ", "))
-		if b.held > len(b.examples) {
+	if len(b.held) > 0 {
+		held = fmt.Sprintf("%d due Jobs held (%s", len(b.held), strings.Join(b.examples, ", "))
+		if len(b.held) > len(b.examples) {
 			held += ", ..."
 		}
 		held += ")"

@@ -73,7 +73,7 @@ func jobsLeft(ns string) func() (int, error) {
 
 // breakerJobs is how many Jobs the mass-deletion test creates: the issue's
 // 2,000 (DECKHAND_BREAKER_JOBS overrides it).
-func breakerJobs(t *testing.T) int {
+func breakerJobs() int {
 	if v, err := strconv.Atoi(os.Getenv("DECKHAND_BREAKER_JOBS")); err == nil && v > 0 {
 		return v
 	}
@@ -85,7 +85,7 @@ func breakerJobs(t *testing.T) int {
 func TestBreakerStopsAWatcherChangedToMatchEverything(t *testing.T) {
 	g := testenv.NewG(t)
 	ns := env.Namespace(t)
-	n := breakerJobs(t)
+	n := breakerJobs()
 	began := time.Now()
 	createFinishedJobs(t, ns, "history", n)
 	t.Logf("created %d finished Jobs in %s", n, time.Since(began).Round(time.Millisecond))
@@ -126,6 +126,10 @@ func TestBreakerResumesWhenItsOwnerAcknowledges(t *testing.T) {
 	const n, limit = 60, 10
 	createFinishedJobs(t, ns, "old", n)
 	_, stop := env.StartManager(t, env.ManagerOptions())
+	zero := jobWatcher(ns, "zero", i32(60), nil)
+	zero.Spec.MaxDeletionsPerMinute = i32(0)
+	g.Expect(env.Client.Create(context.Background(), zero)).To(MatchError(ContainSubstring(
+		"spec.maxDeletionsPerMinute: Invalid value: 0: spec.maxDeletionsPerMinute in body should be greater than or equal to 1")))
 	w := jobWatcher(ns, "w", i32(60), nil)
 	w.Spec.MaxDeletionsPerMinute = i32(limit)
 	env.Create(t, w)
