@@ -93,17 +93,22 @@ func statusOf(watcher client.Object) *deckhandbatchv1.JobWatcherStatus {
 }
 
 // pausedInStatus reports whether the watcher's status, as written by an
-// earlier controller, says its breaker tripped and no acknowledgement
-// came since: DeletionsPaused True for this generation and this resume
-// token.
-func pausedInStatus(watcher client.Object) bool {
+// earlier controller, says its breaker tripped for this generation
+// (DeletionsPaused True), and whether the owner acknowledged it since (the
+// resume token is not the one the status was written with).
+func pausedInStatus(watcher client.Object) (paused, acknowledged bool) {
 	st := statusOf(watcher)
 	if st == nil {
-		return false
+		return false, false
 	}
 	c := meta.FindStatusCondition(st.Conditions, deckhandbatchv1.ConditionDeletionsPaused)
-	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == watcher.GetGeneration() &&
-		st.ResumeDeletions == resumeToken(watcher)
+	if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != watcher.GetGeneration() {
+		return false, false
+	}
+	if st.ResumeDeletions != resumeToken(watcher) {
+		return false, true
+	}
+	return true, false
 }
 
 // breakerOf returns the watcher's breaker, a new one when the watcher's
@@ -114,7 +119,9 @@ func (l *ledger) breakerOf(watcher client.Object, now time.Time) *breaker {
 	gen, token := watcher.GetGeneration(), resumeToken(watcher)
 	b := t.breaker
 	switch {
-	case b != nil && b.generation == gen && b.resume == token:
+	case b != nil && (gen < b.generation || b.generation == gen && b.resume == token):
+		// The same watcher, or an older view of it (a reconcile that read
+		// it before the change): an older view resets nothing.
 		return b
 	case b != nil && b.generation == gen:
 		// Acknowledged: the burst in progress goes through.
@@ -124,7 +131,8 @@ func (l *ledger) breakerOf(watcher client.Object, now time.Time) *breaker {
 	default:
 		// First seen by this controller: the status tells whether an
 		// earlier one tripped it.
-		t.breaker = &breaker{generation: gen, resume: token, tripped: pausedInStatus(watcher), told: true}
+		paused, acknowledged := pausedInStatus(watcher)
+		t.breaker = &breaker{generation: gen, resume: token, tripped: paused, told: true, acknowledged: acknowledged, quiet: now}
 	}
 	return t.breaker
 }

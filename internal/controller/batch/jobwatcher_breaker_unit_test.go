@@ -95,17 +95,32 @@ func TestBreakerDefaultAndStatus(t *testing.T) {
 	w.Status.Conditions = []metav1.Condition{{Type: deckhandbatchv1.ConditionDeletionsPaused, Status: metav1.ConditionTrue, ObservedGeneration: 4}}
 	w.Status.ResumeDeletions = "a"
 	w.Annotations = map[string]string{deckhandbatchv1.ResumeDeletionsAnnotation: "a"}
-	if !pausedInStatus(w) || admitted(newLedger(), p, 1, time.Now()) != 0 {
+	if paused, _ := pausedInStatus(w); !paused || admitted(newLedger(), p, 1, time.Now()) != 0 {
 		t.Fatal("a trip in the status did not hold")
 	}
+	// Acknowledged while no controller ran: the burst goes through.
 	w.Annotations[deckhandbatchv1.ResumeDeletionsAnnotation] = "b"
-	if pausedInStatus(w) {
-		t.Fatal("a new resume token did not release the trip in the status")
+	if paused, acknowledged := pausedInStatus(w); paused || !acknowledged {
+		t.Fatal("a new resume token did not acknowledge the trip in the status")
+	}
+	if got := admitted(newLedger(), p, 1500, time.Now()); got != 1500 {
+		t.Fatalf("acknowledged in the status: admitted %d of 1500, want all", got)
 	}
 	w.Annotations[deckhandbatchv1.ResumeDeletionsAnnotation] = "a"
 	w.Generation = 5
-	if pausedInStatus(w) {
-		t.Fatal("a new generation did not release the trip in the status")
+	if paused, acknowledged := pausedInStatus(w); paused || acknowledged {
+		t.Fatal("a new generation did not start afresh")
+	}
+
+	// An older view of the watcher (a reconcile that read it before a spec
+	// change) starts no new minute.
+	l = newLedger()
+	if got := admitted(l, p, 1000, time.Now()); got != 1000 {
+		t.Fatalf("admitted %d of 1000, want 1000", got)
+	}
+	w.Generation = 4
+	if got := admitted(l, p, 1, time.Now()); got != 0 {
+		t.Fatal("an older generation reset the breaker")
 	}
 
 	// A long annotation is kept as a digest the status field holds.
