@@ -168,3 +168,31 @@ func TestBreakerResumesWhenItsOwnerAcknowledges(t *testing.T) {
 	}
 	g.Expect(trips).To(Equal(2), "one Event per trip: %q", events)
 }
+
+// A ClusterJobWatcher has the same breaker, counted over all the
+// namespaces it reaches.
+func TestBreakerStopsAClusterJobWatcher(t *testing.T) {
+	g := testenv.NewG(t)
+	a, b := env.Namespace(t), env.Namespace(t)
+	const n, limit = 20, 15
+	createFinishedJobs(t, a, "old", n)
+	createFinishedJobs(t, b, "old", n)
+	env.StartManager(t, env.ManagerOptions())
+	w := clusterJobWatcher(t, i32(60), nil, a, b)
+	w.Spec.MaxDeletionsPerMinute = i32(limit)
+	env.Create(t, w)
+
+	g.Eventually(status(w)).Should(HaveField("Conditions",
+		testenv.HaveCondition(deckhandbatchv1.ConditionDeletionsPaused, metav1.ConditionTrue, deckhandbatchv1.ReasonTooManyDeletions)))
+	left := func() (int, error) {
+		na, err := jobsLeft(a)()
+		if err != nil {
+			return 0, err
+		}
+		nb, err := jobsLeft(b)()
+		return na + nb, err
+	}
+	g.Consistently(left).Should(Equal(2*n - limit))
+	g.Eventually(env.Events("", w)).Should(ContainElement(
+		HavePrefix(batchcontroller.EventTooManyDeletions + ": more than 15 Jobs were due within a minute")))
+}
