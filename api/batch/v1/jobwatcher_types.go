@@ -14,6 +14,23 @@ const (
 	KeepAnnotation = "batch.deckhand.dev/keep"
 )
 
+// ResumeDeletionsAnnotation on a watcher acknowledges a tripped deletion
+// circuit breaker: setting it to a value it did not have when the breaker
+// tripped (a timestamp, a ticket number) resumes the deletions, and lets the
+// burst of deletions in progress through (see spec.maxDeletionsPerMinute).
+const ResumeDeletionsAnnotation = "batch.deckhand.dev/resume-deletions"
+
+// Bounds and default of spec.maxDeletionsPerMinute.
+const (
+	// DefaultMaxDeletionsPerMinute is the breaker's limit when
+	// spec.maxDeletionsPerMinute is unset: a backlog of hundreds of expired
+	// Jobs (a new watcher over a namespace with history) goes without
+	// tripping it.
+	DefaultMaxDeletionsPerMinute = 1000
+	// MaxMaxDeletionsPerMinute bounds spec.maxDeletionsPerMinute.
+	MaxMaxDeletionsPerMinute = 100000
+)
+
 // MaxWouldDelete bounds status.wouldDelete.
 const MaxWouldDelete = 50
 
@@ -58,6 +75,19 @@ const (
 	// ReasonInvalidSpec: the spec cannot be used (it got past admission
 	// without the webhook); the watcher matches no Job.
 	ReasonInvalidSpec = "InvalidSpec"
+
+	// ConditionDeletionsPaused says whether the watcher's deletion circuit
+	// breaker tripped: True, it deletes nothing until its owner
+	// acknowledges (ResumeDeletionsAnnotation) or changes its spec.
+	ConditionDeletionsPaused = "DeletionsPaused"
+	// ReasonTooManyDeletions: more Jobs were due within a minute than
+	// spec.maxDeletionsPerMinute allows; the breaker tripped.
+	ReasonTooManyDeletions = "TooManyDeletions"
+	// ReasonWithinLimit: the deletions are within the limit.
+	ReasonWithinLimit = "WithinLimit"
+	// ReasonAcknowledged: the owner acknowledged a tripped breaker; the
+	// burst of deletions in progress goes through.
+	ReasonAcknowledged = "Acknowledged"
 )
 
 // JobPolicy is what both watcher kinds share: which Jobs, and how long they
@@ -149,6 +179,18 @@ type JobPolicy struct {
 	// it is resumed; no other watcher takes them over.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+
+	// maxDeletionsPerMinute is the watcher's deletion circuit breaker: when
+	// more of the Jobs it governs are due within one minute, it deletes the
+	// first maxDeletionsPerMinute, then stops (condition DeletionsPaused,
+	// Event TooManyDeletions) until its owner sets the annotation
+	// batch.deckhand.dev/resume-deletions to a new value (which lets the
+	// burst in progress through) or changes the spec (which starts a new
+	// minute). Unset: 1000.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100000
+	MaxDeletionsPerMinute *int32 `json:"maxDeletionsPerMinute,omitempty"`
 }
 
 // JobWatcherSpec is the policy of a JobWatcher.
@@ -229,11 +271,19 @@ type JobWatcherStatus struct {
 	// +kubebuilder:validation:MaxItems=10
 	RecentFailures []FailureRecord `json:"recentFailures,omitempty"`
 
+	// resumeDeletions is the value of the batch.deckhand.dev/resume-deletions
+	// annotation when this status was written: a tripped breaker
+	// (DeletionsPaused True) stays tripped, across restarts, until the
+	// annotation differs from it or the generation changes.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	ResumeDeletions string `json:"resumeDeletions,omitempty"`
+
 	// observedGeneration is the generation this status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions: Ready.
+	// conditions: Ready, DeletionsPaused.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

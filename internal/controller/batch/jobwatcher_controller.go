@@ -43,6 +43,9 @@ const (
 	EventWouldDelete = "WouldDelete"
 	// EventDeleteFailed: deleting a due Job failed (on the watcher).
 	EventDeleteFailed = "DeleteFailed"
+	// EventTooManyDeletions: the watcher's deletion circuit breaker tripped
+	// (on the watcher): how many Jobs it held, and a few of their names.
+	EventTooManyDeletions = "TooManyDeletions"
 	// EventInvalidTTLAnnotation: the Job's batch.deckhand.dev/ttl does not
 	// parse; the Job is kept (on the Job).
 	EventInvalidTTLAnnotation = "InvalidTTLAnnotation"
@@ -65,7 +68,9 @@ func Setup(mgr ctrl.Manager, opts setup.Options) error {
 		return fmt.Errorf("creating the clientset that reads pod logs: %w", err)
 	}
 	jobs.Logs = ClientsetLogs(clientset)
-	watcherChanged := builder.WithPredicates(predicate.GenerationChangedPredicate{})
+	// A spec change, and an acknowledged deletion circuit breaker, bring
+	// the watcher's Jobs back.
+	watcherChanged := builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, resumeAnnotationChanged))
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&batchv1.Job{}, builder.WithPredicates(predicate.Funcs{
@@ -93,7 +98,7 @@ func Setup(mgr ctrl.Manager, opts setup.Options) error {
 			Named(r.name()).
 			// Woken by a spec change, and by a status another writer
 			// changed (a late write of an older leader, a user's edit).
-			For(r.newWatcher(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, r.status.WrittenByOthers()))).
+			For(r.newWatcher(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, r.status.WrittenByOthers(), resumeAnnotationChanged))).
 			Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.watchersOf),
 				builder.WithPredicates(predicate.Funcs{UpdateFunc: jobChangedForStatus})).
 			WatchesRawSource(source.Channel(r.deleted.notify, &handler.EnqueueRequestForObject{})).

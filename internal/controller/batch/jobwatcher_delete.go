@@ -57,6 +57,12 @@ func (r *JobReconciler) delete(ctx context.Context, cached *batchv1.Job, policie
 	}
 
 	gov := d.Governor
+	if !r.ledgerOf(gov).admit(gov, fresh.Namespace+"/"+fresh.Name, now) {
+		// The deletion circuit breaker tripped: the owner's
+		// acknowledgement or a spec change brings the Job back.
+		countJob(d, resultHeld)
+		return ctrl.Result{}, nil
+	}
 	if d.Outcome == outcomeFailed && gov.failureRecords() > 0 {
 		// Recorded first: deleting the Job destroys the evidence.
 		if err := r.ledgerOf(gov).save(ctx, gov.watcher, r.recordFailure(ctx, fresh, now)); err != nil {

@@ -64,6 +64,8 @@ type tally struct {
 	failures []deckhandbatchv1.FailureRecord
 	// untold are the deletions no Event on the watcher has told yet.
 	untold []deletedJob
+	// breaker is the watcher's deletion circuit breaker.
+	breaker *breaker
 }
 
 // deletedJob is one deletion for the watcher's Events: the Job's namespace

@@ -10,6 +10,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -81,6 +82,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, err
 	}
 	s := summarize(w.policy, policies, jobs, start)
+	s.Breaker = r.deleted.breakerState(w.obj, w.policy.maxDeletionsPerMinute(), start)
 	expiredJobs.WithLabelValues(r.kind(), req.Namespace, req.Name).Set(float64(s.Expired))
 	deleted := r.deleted.count(w.obj, w.status.RecentFailures)
 	want := computeStatus(*w.status, w.policy, s, deleted, start, r.Now())
@@ -89,6 +91,9 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	r.deleted.saved(deleted.failures)
 	r.tellDeleted(w.obj, r.deleted.tell(w.obj.GetUID()))
+	if s.Breaker.untold {
+		r.Recorder.Eventf(w.obj, nil, corev1.EventTypeWarning, EventTooManyDeletions, "Pause", "%s", s.Breaker.message)
+	}
 	if s.Next != nil {
 		return ctrl.Result{RequeueAfter: s.Next.Sub(start)}, nil
 	}
@@ -234,6 +239,8 @@ type summary struct {
 	Matched, Pending, Expired int32
 	Next                      *time.Time
 	WouldDelete               []string
+	// Breaker is the watcher's deletion circuit breaker.
+	Breaker breakerState
 }
 
 // summarize judges every Job with every policy and counts, for self, the
@@ -287,6 +294,7 @@ func computeStatus(old deckhandbatchv1.JobWatcherStatus, self *policy, s summary
 		st.NextDeletionTime = &metav1.Time{Time: s.Next.Truncate(time.Second)}
 	}
 	st.WouldDelete = s.WouldDelete
+	st.ResumeDeletions = resumeToken(self.watcher)
 
 	ready := metav1.Condition{Type: deckhandbatchv1.ConditionReady, Status: metav1.ConditionTrue,
 		ObservedGeneration: st.ObservedGeneration}
@@ -295,12 +303,15 @@ func computeStatus(old deckhandbatchv1.JobWatcherStatus, self *policy, s summary
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, deckhandbatchv1.ReasonInvalidSpec, self.err.Error()+"; the watcher matches no Job"
 	case self.spec.Suspend:
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, deckhandbatchv1.ReasonSuspended, "suspended: the Jobs this watcher governs are kept until it resumes"
+	case s.Breaker.tripped:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, deckhandbatchv1.ReasonTooManyDeletions, s.Breaker.message
 	case self.spec.DryRun:
 		ready.Reason, ready.Message = deckhandbatchv1.ReasonDryRun, "dry run: expired Jobs are listed in status.wouldDelete, none is deleted"
 	default:
 		ready.Reason, ready.Message = deckhandbatchv1.ReasonActive, "deleting the finished Jobs this watcher governs when they expire"
 	}
 	status.SetCondition(&st.Conditions, ready, metav1.NewTime(start))
+	setPaused(&st, s.Breaker, metav1.NewTime(start))
 	if !equalButRunTimes(&old, &st) {
 		st.LastRunStartTime, st.LastRunEndTime = ptrTime(start), ptrTime(end)
 	}
@@ -318,4 +329,24 @@ func equalButRunTimes(a, b *deckhandbatchv1.JobWatcherStatus) bool {
 	a.LastRunStartTime, a.LastRunEndTime = nil, nil
 	b.LastRunStartTime, b.LastRunEndTime = nil, nil
 	return equality.Semantic.DeepEqual(a, b)
+}
+
+// setPaused sets the DeletionsPaused condition: True while the breaker is
+// tripped; False, once it was True, when it is not. A watcher whose breaker
+// never tripped has none.
+func setPaused(st *deckhandbatchv1.JobWatcherStatus, b breakerState, now metav1.Time) {
+	paused := metav1.Condition{Type: deckhandbatchv1.ConditionDeletionsPaused, ObservedGeneration: st.ObservedGeneration}
+	switch {
+	case b.tripped:
+		paused.Status, paused.Reason, paused.Message = metav1.ConditionTrue, deckhandbatchv1.ReasonTooManyDeletions, b.message
+	case meta.FindStatusCondition(st.Conditions, deckhandbatchv1.ConditionDeletionsPaused) == nil:
+		return
+	case b.acknowledged:
+		paused.Status, paused.Reason, paused.Message = metav1.ConditionFalse, deckhandbatchv1.ReasonAcknowledged,
+			"resumed by the owner: the burst of deletions in progress goes through"
+	default:
+		paused.Status, paused.Reason, paused.Message = metav1.ConditionFalse, deckhandbatchv1.ReasonWithinLimit,
+			"the deletions are within spec.maxDeletionsPerMinute"
+	}
+	status.SetCondition(&st.Conditions, paused, now)
 }

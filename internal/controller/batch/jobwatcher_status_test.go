@@ -68,6 +68,18 @@ func TestComputeStatus(t *testing.T) {
 				Conditions: []metav1.Condition{{Type: deckhandbatchv1.ConditionReady, Status: metav1.ConditionFalse, Reason: deckhandbatchv1.ReasonSuspended,
 					Message: "suspended: the Jobs this watcher governs are kept until it resumes", LastTransitionTime: metav1.NewTime(start)}}},
 		},
+		"breaker tripped": {
+			old: settled, self: active, s: summary{Matched: 2, Pending: 1, Next: &next, Breaker: breakerState{tripped: true, message: "paused"}},
+			deleted: deletions{instance: "me", n: 0},
+			want: deckhandbatchv1.JobWatcherStatus{MatchedJobs: 2, PendingDeletions: 1, ObservedGeneration: 3,
+				NextDeletionTime: settled.NextDeletionTime,
+				LastRunStartTime: ptr.To(metav1.NewTime(start)), LastRunEndTime: ptr.To(metav1.NewTime(end)),
+				Conditions: []metav1.Condition{
+					{Type: deckhandbatchv1.ConditionReady, Status: metav1.ConditionFalse, Reason: deckhandbatchv1.ReasonTooManyDeletions,
+						Message: "paused", ObservedGeneration: 3, LastTransitionTime: metav1.NewTime(start)},
+					{Type: deckhandbatchv1.ConditionDeletionsPaused, Status: metav1.ConditionTrue, Reason: deckhandbatchv1.ReasonTooManyDeletions,
+						Message: "paused", ObservedGeneration: 3, LastTransitionTime: metav1.NewTime(start)}}},
+		},
 		"invalid spec": {
 			self: jw("ns", "w", ptr.To[int32](60), nil, names("([a-z")), deleted: deletions{instance: "me", n: 0},
 			want: deckhandbatchv1.JobWatcherStatus{

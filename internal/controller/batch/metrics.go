@@ -13,6 +13,8 @@ const (
 	resultDeleted     = "deleted"
 	resultWouldDelete = "would_delete"
 	resultError       = "error"
+	// resultHeld: the watcher's deletion circuit breaker held the Job.
+	resultHeld = "held"
 )
 
 // watcherLabels name the watcher a series is about: its kind, namespace
@@ -22,7 +24,7 @@ var watcherLabels = []string{"watcher_kind", "watcher_namespace", "watcher"}
 var (
 	jobsDeleted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "deckhand_jobwatcher_jobs_deleted_total",
-		Help: "Due Jobs acted on, by governing watcher (kind, namespace, name), the Job's outcome (Succeeded, Failed) and the result (deleted, would_delete in dry run, error).",
+		Help: "Due Jobs acted on, by governing watcher (kind, namespace, name), the Job's outcome (Succeeded, Failed) and the result (deleted, would_delete in dry run, error, held by the deletion circuit breaker).",
 	}, slices.Concat(watcherLabels, []string{"outcome", "result"}))
 
 	deletionLag = prometheus.NewHistogram(prometheus.HistogramOpts{
