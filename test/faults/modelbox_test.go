@@ -140,7 +140,7 @@ func userObjects(ns, elsewhere, name string) []client.Object {
 		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
 			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1),
 				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "other"}},
-				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "other"}}, Spec: podSpec("busybox:1")}}}
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "other"}}, Spec: podSpec()}}}
 	}
 	service := func(ns, name string) *corev1.Service {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},

@@ -62,12 +62,12 @@ func outagePlan(t *testing.T, f *fixture) plan {
 	startKubelet(t, b)
 	newSet := func(ns string, size int32) *appsv1beta1.PodSet {
 		return &appsv1beta1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: podSetName},
-			Spec: appsv1beta1.PodSetSpec{Replicas: size, Template: template("busybox:1")}}
+			Spec: appsv1beta1.PodSetSpec{Replicas: size, Template: template()}}
 	}
 	watcher := &deckhandbatchv1.JobWatcher{ObjectMeta: metav1.ObjectMeta{Namespace: a, Name: "w"}}
 	watcher.Spec.TTLSecondsAfterFailed = ptr.To[int32](0)
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: a, Name: "etl"},
-		Spec: batchv1.JobSpec{Template: *template("busybox:1")}}
+		Spec: batchv1.JobSpec{Template: *template()}}
 	job.Spec.Template.Spec.RestartPolicy = "Never"
 	job.Spec.Template.Labels = nil
 

@@ -81,7 +81,7 @@ func podBuggerAllowListPlan(t *testing.T, f *fixture) plan {
 
 	pod := func(ns, name, app string) error {
 		return ignoreExists(env.Client.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-			Labels: map[string]string{"app": app}}, Spec: podSpec("busybox:1")}))
+			Labels: map[string]string{"app": app}}, Spec: podSpec()}))
 	}
 	for _, p := range []struct{ ns, name, app string }{{on, "web-0", "web"}, {on, "web-1", "web"}, {on, "web-2", "web"},
 		{on, "api-0", "api"}, {on, "api-1", "api"}, {off, "web-0", "web"}} {

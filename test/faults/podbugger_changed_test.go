@@ -41,7 +41,7 @@ func podBuggerSuspendedPlan(t *testing.T, f *fixture) plan {
 	ns := env.NamespaceWithLabels(t, map[string]string{debugv1beta1.NamespaceEnabledLabel: "true"})
 	newPod := func(name string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": "web"}},
-			Spec: podSpec("busybox:1")}
+			Spec: podSpec()}
 	}
 	for i := range 2 {
 		env.Create(t, newPod(fmt.Sprintf("web-%d", i)))

@@ -63,7 +63,7 @@ func podBuggerPlan(t *testing.T, f *fixture) plan {
 
 	pod := func(ns, name, app string) {
 		env.Create(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": app}},
-			Spec: podSpec("busybox:1")})
+			Spec: podSpec()})
 	}
 	for i := range 5 {
 		pod(on, fmt.Sprintf("web-%d", i), "web")

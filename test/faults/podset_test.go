@@ -65,7 +65,7 @@ func podSetPlan(t *testing.T, f *fixture, c podSetCase) plan {
 	unavailable := intstr.FromInt32(0)
 	newSet := func(size int32) *appsv1beta1.PodSet {
 		set := &appsv1beta1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: podSetName},
-			Spec: appsv1beta1.PodSetSpec{Replicas: size, Template: template("busybox:1")}}
+			Spec: appsv1beta1.PodSetSpec{Replicas: size, Template: template()}}
 		if c.rollout {
 			set.Spec.UpdateStrategy.RollingUpdate.MaxSurge, set.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = &surge, &unavailable
 		}
@@ -121,9 +121,9 @@ func podSetNeighbours(t *testing.T, ns string) (foreign, orphan *corev1.Pod) {
 	foreign = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "foreign",
 		Labels: map[string]string{appsv1beta1.PodSetLabel: podSetName},
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: podSetName,
-			UID: uuid.NewUUID(), Controller: new(true)}}}, Spec: podSpec("busybox:1")}
+			UID: uuid.NewUUID(), Controller: new(true)}}}, Spec: podSpec()}
 	orphan = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan",
-		Labels: map[string]string{"app": podSetName}}, Spec: podSpec("busybox:1")}
+		Labels: map[string]string{"app": podSetName}}, Spec: podSpec()}
 	env.Create(t, foreign)
 	env.Create(t, orphan)
 	markRunning(t, ns)
@@ -200,12 +200,13 @@ func ownedLive(pod *corev1.Pod) bool {
 		pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
 }
 
-func template(image string) *corev1.PodTemplateSpec {
-	return &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"tier": "web"}}, Spec: podSpec(image)}
+// template is the pod template of the scenarios' PodSets and Jobs.
+func template() *corev1.PodTemplateSpec {
+	return &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"tier": "web"}}, Spec: podSpec()}
 }
 
-func podSpec(image string) corev1.PodSpec {
-	return corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: image, Command: []string{"sleep", "3600"}}}}
+func podSpec() corev1.PodSpec {
+	return corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox:1", Command: []string{"sleep", "3600"}}}}
 }
 
 func podList(ns string) listWatch {

@@ -77,7 +77,7 @@ func informerSwitchPlan(t *testing.T, f *fixture) plan {
 	foreign, orphan := podSetNeighbours(t, ns)
 	newSet := func(namespace string, size int32) *appsv1beta1.PodSet {
 		return &appsv1beta1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: podSetName},
-			Spec: appsv1beta1.PodSetSpec{Replicas: size, Template: template("busybox:1")}}
+			Spec: appsv1beta1.PodSetSpec{Replicas: size, Template: template()}}
 	}
 
 	others := make([]types.NamespacedName, scopedcache.ClusterWideAbove)

@@ -55,7 +55,7 @@ func writerCases() []writerCase {
 		{kind: "PodSet", controllers: []string{appscontroller.ControllerName},
 			start: func(t *testing.T) (client.Object, map[string]any, map[types.UID]string) {
 				set := &appsv1beta1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: podSetName},
-					Spec: appsv1beta1.PodSetSpec{Replicas: 2, Template: template("busybox:1")}}
+					Spec: appsv1beta1.PodSetSpec{Replicas: 2, Template: template()}}
 				env.Create(t, set)
 				return set, nil, nil
 			}},
@@ -69,7 +69,7 @@ func writerCases() []writerCase {
 				waitFor(t, "the watcher in effect", func() error { return inEffect(ctx, w) })
 				early := statusOf(t, w) // before the failed Job: no record
 				job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etl"},
-					Spec: batchv1.JobSpec{Template: *template("busybox:1")}}
+					Spec: batchv1.JobSpec{Template: *template()}}
 				job.Spec.Template.Spec.RestartPolicy = "Never"
 				job.Spec.Template.Labels = nil
 				env.Create(t, job)
