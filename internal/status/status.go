@@ -63,7 +63,12 @@ type Writer[S any] struct {
 type record[S any] struct {
 	uid             types.UID
 	resourceVersion string
-	status          S
+	// earlier are the resourceVersions this Writer's earlier writes of the
+	// object produced, the latest last (at most keptVersions): a cache
+	// behind the apiserver delivers them late, and they are neither
+	// another writer's status nor what the apiserver holds.
+	earlier []string
+	status  S
 	// at is when WritePaced wrote it (zero for Write).
 	at time.Time
 }
@@ -156,7 +161,12 @@ func (w *Writer[S]) write(ctx context.Context, key types.NamespacedName, obj cli
 	}
 	// obj, and with it *current, now holds what the apiserver answered.
 	w.mu.Lock()
-	w.written[key] = record[S]{uid: obj.GetUID(), resourceVersion: obj.GetResourceVersion(), status: *current, at: at}
+	var earlier []string
+	if prev, ok := w.written[key]; ok && prev.uid == obj.GetUID() {
+		earlier = append(prev.earlier, prev.resourceVersion)
+		earlier = earlier[max(0, len(earlier)-keptVersions):]
+	}
+	w.written[key] = record[S]{uid: obj.GetUID(), resourceVersion: obj.GetResourceVersion(), earlier: earlier, status: *current, at: at}
 	w.mu.Unlock()
 	w.showConditions(key, current)
 	return nil
@@ -177,8 +187,18 @@ func (w *Writer[S]) held(obj client.Object, cached S) (S, bool) {
 		equality.Semantic.DeepEqual(rec.status, cached) {
 		return cached, false
 	}
+	if slices.Contains(rec.earlier, obj.GetResourceVersion()) {
+		// One of this Writer's earlier writes: the cache is behind the
+		// last one, for sure. A write by someone else since would come
+		// through the watch and wake the controller (WrittenByOthers).
+		return rec.status, false
+	}
 	return rec.status, true
 }
+
+// keptVersions is how many of its earlier writes' resourceVersions a Writer
+// remembers per object: more than a cache behind by a second shows late.
+const keptVersions = 16
 
 // confirmedHeld is held, asked of the apiserver when the guess decides
 // whether to write: when it says the apiserver holds want already. A guess
@@ -266,7 +286,13 @@ func (w *Writer[S]) WrittenByOthers() predicate.Predicate {
 			w.mu.Lock()
 			defer w.mu.Unlock()
 			if rec, ok := w.written[key]; ok && rec.uid == e.ObjectNew.GetUID() &&
-				(rec.resourceVersion == e.ObjectNew.GetResourceVersion() || equality.Semantic.DeepEqual(&rec.status, now)) {
+				(rec.resourceVersion == e.ObjectNew.GetResourceVersion() || equality.Semantic.DeepEqual(&rec.status, now) ||
+					slices.Contains(rec.earlier, e.ObjectNew.GetResourceVersion())) {
+				// Its own write, the last or an earlier one a lagging
+				// cache delivers late: waking for it would compute a
+				// status from that stale copy and write again, and again
+				// at each late delivery (a PodSet on a cache 500 ms behind
+				// wrote its status 139 times in a minute).
 				return false
 			}
 			if sending, ok := w.sending[key]; ok && equality.Semantic.DeepEqual(&sending, now) {
