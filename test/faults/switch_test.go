@@ -80,6 +80,7 @@ func informerSwitchPlan(t *testing.T, f *fixture) plan {
 			Spec: appsv1beta1.PodSetSpec{Replicas: size, Template: template("busybox:1")}}
 	}
 
+	clearLeftoverPodSets(t)
 	others := make([]types.NamespacedName, scopedcache.ClusterWideAbove)
 	for i := range others {
 		others[i] = types.NamespacedName{Namespace: env.Namespace(t), Name: podSetName}
@@ -143,6 +144,44 @@ func informerSwitchPlan(t *testing.T, f *fixture) plan {
 			}
 		},
 	}
+}
+
+// clearLeftoverPodSets deletes the PodSets of the namespaces being deleted,
+// as a cluster's namespace controller would (envtest runs none), and waits
+// until no namespace being deleted holds one. The plan counts the namespaces
+// that need pods: the 12 PodSets an earlier run (or scenario) leaves behind
+// in its deleted namespaces still need pods, and with them the needs never
+// fall to PerNamespaceAtMost, so the cache rightly stays cluster-wide (what
+// the informer-switch runs after the first of a process reported as the
+// cluster-wide informer staying).
+func clearLeftoverPodSets(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	waitFor(t, "the PodSets of deleted namespaces to go", func() error {
+		var sets appsv1beta1.PodSetList
+		if err := env.Client.List(ctx, &sets); err != nil {
+			return err
+		}
+		left := 0
+		for i := range sets.Items {
+			set := &sets.Items[i]
+			var ns corev1.Namespace
+			if err := env.Client.Get(ctx, types.NamespacedName{Name: set.Namespace}, &ns); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+			if ns.DeletionTimestamp == nil && ns.Name != "" {
+				continue
+			}
+			left++
+			if err := env.Client.Delete(ctx, set); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+		if left > 0 {
+			return fmt.Errorf("%d PodSets left in deleted namespaces", left)
+		}
+		return nil
+	})
 }
 
 // informerGoesWithin bounds how long after the PodSet converged the
