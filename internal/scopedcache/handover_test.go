@@ -261,3 +261,28 @@ func TestASwitchUndoneAtOnceEndsPerNamespace(t *testing.T) {
 	g.Eventually(clusterWide(c)).Should(BeFalse())
 	g.Eventually(informers("cluster")).Should(Equal(0.0))
 }
+
+// A read of a namespace before it is needed starts its informer, which
+// tells its pods at once; when that namespace's need then takes the cache
+// cluster-wide before the informer has synced, the handover to the
+// cluster-wide informer does not tell those pods again.
+func TestAReadJustBeforeTheSwitchIsNotToldTwice(t *testing.T) {
+	g := testenv.NewG(t)
+	for range scopedcache.ClusterWideAbove {
+		need(t, env.Namespace(t))
+	}
+	read := env.Namespace(t)
+	for i := range 5 {
+		pod(t, read, fmt.Sprintf("p%d", i), "")
+	}
+	l := newLedger()
+	c, _ := startCacheWith(t, env.Config, l)
+	g.Expect(clusterWide(c)()).To(BeFalse())
+
+	go func() { _, _ = podNames(c, client.InNamespace(read))() }()
+	g.Eventually(l.Alive).WithPolling(time.Millisecond).Should(ContainElement(read + "/p0"))
+	need(t, read)
+	g.Eventually(clusterWide(c)).Should(BeTrue())
+	g.Eventually(func() []string { return namespaces(c) }).Should(BeEmpty(), "the handover to the cluster-wide informer")
+	g.Expect(l.Violations()).To(BeEmpty())
+}
