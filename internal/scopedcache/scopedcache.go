@@ -570,8 +570,10 @@ func (k *kind) dropDoneLocked(now time.Time) {
 func (k *kind) endTrackingLocked(now time.Time) {
 	all := k.spaces[allNamespaces]
 	for ns, until := range k.tracking {
-		if s := k.spaces[ns]; until.IsZero() && all == nil && s != nil && k.ownerOf(ns) == s && isClosed(s.synced) {
-			// Its own from the start, synced, and no switch under way.
+		own, owner := k.spaces[ns], k.ownerOf(ns)
+		if until.IsZero() && owner != nil && isClosed(owner.synced) && (owner == own && all == nil || owner == all && own == nil) {
+			// Told from its owner's start, which has synced, and no
+			// switch under way.
 			k.tracking[ns] = now.Add(k.keepFor)
 			continue
 		}
