@@ -5,7 +5,6 @@ package faults_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -40,12 +39,6 @@ const checkToldOnce = "the cache tells each pod's history once, in order"
 // checkClusterInformerGoes: once no more than PerNamespaceAtMost
 // namespaces need pods, the cluster-wide pod informer stops.
 const checkClusterInformerGoes = "the cluster-wide pod informer goes once few namespaces need pods"
-
-// knownDefects turns on the checks that still fail on the code of today
-// (FAULTS_KNOWN_DEFECTS=1): checkToldOnce and checkClusterInformerGoes of
-// the informer switch scenario, which found the defects docs/reliability.md
-// lists as open. Off, so that make test stays a gate; on, to work on them.
-var knownDefects = os.Getenv("FAULTS_KNOWN_DEFECTS") != ""
 
 // switchScales are the PodSet's two sizes: it is created with the first as
 // its namespace becomes the one too many for per-namespace informers, and
@@ -101,11 +94,7 @@ func informerSwitchPlan(t *testing.T, f *fixture) plan {
 	bound.Store(switchScales[0])
 	observe(t, podList(ns), podSetChecks(f, foreign, orphan, bound.Load))
 	return plan{
-		started: func(mgr ctrl.Manager) {
-			if knownDefects {
-				tellOnce(t, f, mgr)
-			}
-		},
+		started: func(mgr ctrl.Manager) { tellOnce(t, f, mgr) },
 		trigger: []func() error{
 			func() error {
 				// Once the manager runs one pod informer per namespace.
@@ -131,9 +120,6 @@ func informerSwitchPlan(t *testing.T, f *fixture) plan {
 		},
 		converged: func() error { return podSetSettled(ctx, key, switchScales[1], "busybox:1") },
 		final: func() {
-			if !knownDefects {
-				return
-			}
 			deadline := time.Now().Add(informerGoesWithin)
 			for err := cacheIs("cluster", 0); err != nil; err = cacheIs("cluster", 0) {
 				if time.Now().After(deadline) {
