@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -118,6 +119,15 @@ func (r *registration) deliver(s *space, ev event, old, obj any, initial bool) {
 		return
 	}
 	r.mu.Lock()
+	_, tracked := r.told[ns]
+	r.mu.Unlock()
+	if initial && !tracked {
+		// The first the handler hears of ns from its owner: recorded from
+		// here on, so that a switch starting before the owner has synced
+		// (or told all it holds) knows what was told.
+		k.trackFirst(r, ns)
+	}
+	r.mu.Lock()
 	ev, old, obj, ok := r.checkLocked(ns, name, ev, old, obj)
 	r.mu.Unlock()
 	if ok {
@@ -185,6 +195,17 @@ func (r *registration) track(namespace string, from []client.Object) {
 	}
 	if _, ok := r.told[namespace]; !ok {
 		r.told[namespace] = seen
+	}
+}
+
+// trackFirst starts checking r's deliveries of namespace, as told nothing
+// yet, until a switch ends or the owner has synced (endTrackingLocked).
+func (k *kind) trackFirst(r *registration, namespace string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	r.track(namespace, nil)
+	if _, ok := k.tracking[namespace]; !ok {
+		k.tracking[namespace] = time.Time{}
 	}
 }
 

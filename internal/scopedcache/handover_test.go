@@ -236,7 +236,9 @@ func TestAReaderIsWokenWhenItsInformerStops(t *testing.T) {
 
 // A cache that goes cluster-wide and is taken back below
 // PerNamespaceAtMost before the cluster-wide informer has synced (or right
-// after) ends with one informer per namespace, the cluster-wide one gone.
+// after) ends with one informer per namespace, the cluster-wide one gone,
+// and tells no pod twice: the cluster-wide informer told the pods of every
+// namespace it owned from its start, before it synced.
 func TestASwitchUndoneAtOnceEndsPerNamespace(t *testing.T) {
 	g := testenv.NewG(t)
 	n := scopedcache.ClusterWideAbove + 1
@@ -250,7 +252,8 @@ func TestASwitchUndoneAtOnceEndsPerNamespace(t *testing.T) {
 		}
 		pod(t, ns, "first", "")
 	}
-	c, _ := startCache(t)
+	l := newLedger()
+	c, _ := startCacheWith(t, env.Config, l)
 	g.Expect(clusterWide(c)()).To(BeFalse())
 	needs = append(needs, need(t, spaces[n-1]))
 	g.Eventually(informers("cluster")).Should(Equal(1.0))
@@ -260,4 +263,30 @@ func TestASwitchUndoneAtOnceEndsPerNamespace(t *testing.T) {
 	g.Eventually(func() []string { return namespaces(c) }).Should(ConsistOf(spaces[:scopedcache.PerNamespaceAtMost]))
 	g.Eventually(clusterWide(c)).Should(BeFalse())
 	g.Eventually(informers("cluster")).Should(Equal(0.0))
+	g.Expect(l.Violations()).To(BeEmpty())
+}
+
+// A read of a namespace before it is needed starts its informer, which
+// tells its pods at once; when that namespace's need then takes the cache
+// cluster-wide before the informer has synced, the handover to the
+// cluster-wide informer does not tell those pods again.
+func TestAReadJustBeforeTheSwitchIsNotToldTwice(t *testing.T) {
+	g := testenv.NewG(t)
+	for range scopedcache.ClusterWideAbove {
+		need(t, env.Namespace(t))
+	}
+	read := env.Namespace(t)
+	for i := range 5 {
+		pod(t, read, fmt.Sprintf("p%d", i), "")
+	}
+	l := newLedger()
+	c, _ := startCacheWith(t, env.Config, l)
+	g.Expect(clusterWide(c)()).To(BeFalse())
+
+	go func() { _, _ = podNames(c, client.InNamespace(read))() }()
+	g.Eventually(l.Alive).WithPolling(time.Millisecond).Should(ContainElement(read + "/p0"))
+	need(t, read)
+	g.Eventually(clusterWide(c)).Should(BeTrue())
+	g.Eventually(func() []string { return namespaces(c) }).Should(BeEmpty(), "the handover to the cluster-wide informer")
+	g.Expect(l.Violations()).To(BeEmpty())
 }

@@ -328,7 +328,8 @@ type kind struct {
 	clusterWide bool
 	// tracking holds the namespaces whose deliveries are checked against
 	// what each handler was told (handover.go): from a switch's start to
-	// keepFor after its end (zero until it ends).
+	// keepFor after its end, and from the start of a space that tells its
+	// namespace first to keepFor after it synced (zero until then).
 	tracking map[string]time.Time
 	indexers []indexer
 	// rawIndexers are indexers added to the informer itself.
@@ -537,7 +538,7 @@ func (k *kind) plan(needed sets.Set[string], now time.Time) ([]move, []*registra
 }
 
 // dropDoneLocked stops the spaces no longer needed and ends the tracking
-// of switches long over. k.mu is held.
+// of switches long over (endTrackingLocked). k.mu is held.
 func (k *kind) dropDoneLocked(now time.Time) {
 	all := k.spaces[allNamespaces]
 	for ns, s := range k.spaces {
@@ -560,7 +561,22 @@ func (k *kind) dropDoneLocked(now time.Time) {
 			k.dropLocked(s)
 		}
 	}
+	k.endTrackingLocked(now)
+}
+
+// endTrackingLocked ends the tracking of switches long over, and starts
+// the end of that of spaces told from their start once they have synced
+// with no switch under way. k.mu is held.
+func (k *kind) endTrackingLocked(now time.Time) {
+	all := k.spaces[allNamespaces]
 	for ns, until := range k.tracking {
+		own, owner := k.spaces[ns], k.ownerOf(ns)
+		if until.IsZero() && owner != nil && isClosed(owner.synced) && (owner == own && all == nil || owner == all && own == nil) {
+			// Told from its owner's start, which has synced, and no
+			// switch under way.
+			k.tracking[ns] = now.Add(k.keepFor)
+			continue
+		}
 		if !until.IsZero() && !now.Before(until) {
 			for _, r := range k.handlers {
 				r.untrack(ns)
@@ -683,7 +699,15 @@ func (k *kind) joinLocked(s *space) {
 		if from := o.of(s.namespace); from != nil {
 			k.trackLocked(s.namespace, from)
 		} else {
+			// Told from its first event: a switch away from it before it
+			// syncs (the cluster-wide space joining) knows what it told,
+			// which what it holds would not say (objectsIn answers nothing
+			// for an unsynced space, though its first Adds went out).
 			k.setOwner(s.namespace, s)
+			for _, r := range k.handlers {
+				r.track(s.namespace, nil)
+			}
+			k.tracking[s.namespace] = time.Time{}
 		}
 		return
 	}

@@ -5,7 +5,6 @@ package faults_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -41,12 +40,6 @@ const checkToldOnce = "the cache tells each pod's history once, in order"
 // namespaces need pods, the cluster-wide pod informer stops.
 const checkClusterInformerGoes = "the cluster-wide pod informer goes once few namespaces need pods"
 
-// knownDefects turns on the checks that still fail on the code of today
-// (FAULTS_KNOWN_DEFECTS=1): checkToldOnce and checkClusterInformerGoes of
-// the informer switch scenario, which found the defects docs/reliability.md
-// lists as open. Off, so that make test stays a gate; on, to work on them.
-var knownDefects = os.Getenv("FAULTS_KNOWN_DEFECTS") != ""
-
 // switchScales are the PodSet's two sizes: it is created with the first as
 // its namespace becomes the one too many for per-namespace informers, and
 // grows to the second as the cache switches back.
@@ -80,6 +73,7 @@ func informerSwitchPlan(t *testing.T, f *fixture) plan {
 			Spec: appsv1beta1.PodSetSpec{Replicas: size, Template: template()}}
 	}
 
+	clearLeftoverPodSets(t)
 	others := make([]types.NamespacedName, scopedcache.ClusterWideAbove)
 	for i := range others {
 		others[i] = types.NamespacedName{Namespace: env.Namespace(t), Name: podSetName}
@@ -100,11 +94,7 @@ func informerSwitchPlan(t *testing.T, f *fixture) plan {
 	bound.Store(switchScales[0])
 	observe(t, podList(ns), podSetChecks(f, foreign, orphan, bound.Load))
 	return plan{
-		started: func(mgr ctrl.Manager) {
-			if knownDefects {
-				tellOnce(t, f, mgr)
-			}
-		},
+		started: func(mgr ctrl.Manager) { tellOnce(t, f, mgr) },
 		trigger: []func() error{
 			func() error {
 				// Once the manager runs one pod informer per namespace.
@@ -130,9 +120,6 @@ func informerSwitchPlan(t *testing.T, f *fixture) plan {
 		},
 		converged: func() error { return podSetSettled(ctx, key, switchScales[1], "busybox:1") },
 		final: func() {
-			if !knownDefects {
-				return
-			}
 			deadline := time.Now().Add(informerGoesWithin)
 			for err := cacheIs("cluster", 0); err != nil; err = cacheIs("cluster", 0) {
 				if time.Now().After(deadline) {
@@ -143,6 +130,44 @@ func informerSwitchPlan(t *testing.T, f *fixture) plan {
 			}
 		},
 	}
+}
+
+// clearLeftoverPodSets deletes the PodSets of the namespaces being deleted,
+// as a cluster's namespace controller would (envtest runs none), and waits
+// until no namespace being deleted holds one. The plan counts the namespaces
+// that need pods: the 12 PodSets an earlier run (or scenario) leaves behind
+// in its deleted namespaces still need pods, and with them the needs never
+// fall to PerNamespaceAtMost, so the cache rightly stays cluster-wide (what
+// the informer-switch runs after the first of a process reported as the
+// cluster-wide informer staying).
+func clearLeftoverPodSets(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	waitFor(t, "the PodSets of deleted namespaces to go", func() error {
+		var sets appsv1beta1.PodSetList
+		if err := env.Client.List(ctx, &sets); err != nil {
+			return err
+		}
+		left := 0
+		for i := range sets.Items {
+			set := &sets.Items[i]
+			var ns corev1.Namespace
+			if err := env.Client.Get(ctx, types.NamespacedName{Name: set.Namespace}, &ns); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+			if ns.DeletionTimestamp == nil && ns.Name != "" {
+				continue
+			}
+			left++
+			if err := env.Client.Delete(ctx, set); client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+		if left > 0 {
+			return fmt.Errorf("%d PodSets left in deleted namespaces", left)
+		}
+		return nil
+	})
 }
 
 // informerGoesWithin bounds how long after the PodSet converged the
