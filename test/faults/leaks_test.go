@@ -22,8 +22,16 @@ const leakSettle = 5 * time.Second
 // longLived are the goroutines that outlive any one run by design, named:
 // the HTTP/2 connections client-go keeps open and shares between clients of
 // one configuration (its transport cache), which the test's own clients and
-// the next run reuse. Nothing else is ignored.
+// the next run reuse. And one known leak, not Deckhand's: controller-runtime's
+// multi-namespace informer waits, in a goroutine of its own, for each of its
+// informers to sync, and one stopped before it synced (the scoped cache drops
+// an informer that cannot sync within its keep time: an apiserver outage)
+// never does, so that goroutine never ends (controller-runtime v0.25.2,
+// pkg/cache/multi_namespace_cache.go, newMultiNamespaceInformer): one per
+// informer dropped unsynced, seen in the outage scenario (docs/reliability.md).
+// Nothing else is ignored.
 var longLived = []goleak.Option{
+	goleak.IgnoreAnyFunction("sigs.k8s.io/controller-runtime/pkg/cache.newMultiNamespaceInformer.func1"),
 	goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
 	goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
 	goleak.IgnoreAnyFunction("net/http.(*http2ClientConn).readLoop"),
