@@ -157,7 +157,6 @@ func selfSignedCerts(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, op
 		Hosts:                    hosts,
 		CertDir:                  opts.WebhookCertDir,
 		ValidatingConfigurations: []string{ValidatingWebhookConfiguration},
-		MutatingConfigurations:   []string{MutatingWebhookConfiguration},
 		CRDs:                     ConvertedCRDs,
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)

@@ -115,12 +115,12 @@ const (
 	CertModeExternal   = "external"
 )
 
-// The names the installs give the webhook Service and configurations; the
-// self-signed mode's RBAC is limited to these configurations.
+// The names the installs give the webhook Service and configuration; the
+// self-signed mode's RBAC is limited to this configuration (Deckhand has no
+// mutating webhook).
 const (
 	WebhookServiceName             = "deckhand-webhook-service"
 	ValidatingWebhookConfiguration = "deckhand-validating-webhook-configuration"
-	MutatingWebhookConfiguration   = "deckhand-mutating-webhook-configuration"
 )
 
 // ConvertedCRDs are the CRDs served in more than one version, whose

@@ -36,11 +36,14 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// The manager reads and writes only its own certificate Secret, and patches
-// only its own webhook configurations and the CRDs it converts.
-// +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=get;create;update
+// The manager reads and writes only its own certificate Secret (by name: the
+// default of --webhook-cert-secret; create cannot be limited by name, the
+// apiserver authorizes it before the object has one), and patches only its
+// own webhook configuration and the CRDs it converts. Deckhand has no
+// mutating webhook, so it has no right on mutating configurations.
+// +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=create
+// +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=get;update,resourceNames=deckhand-webhook-server-cert
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;patch,resourceNames=deckhand-validating-webhook-configuration
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;patch,resourceNames=deckhand-mutating-webhook-configuration
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;patch,resourceNames=podsets.apps.deckhand.dev
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;patch,resourceNames=podbuggers.debug.deckhand.dev
 
