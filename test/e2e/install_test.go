@@ -74,7 +74,7 @@ func TestHelmChartInstallsWhatInstallYAMLInstalls(t *testing.T) {
 	// --create-namespace) and, by convention, does not create it.
 	fromInstaller = slices.DeleteFunc(fromInstaller, func(o *unstructured.Unstructured) bool { return o.GetKind() == "Namespace" })
 	g.Expect(identities(fromChart)).To(Equal(identities(fromInstaller)))
-	for _, kind := range []string{"ClusterRole", "Role", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "CustomResourceDefinition"} {
+	for _, kind := range []string{"ClusterRole", "Role", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "CustomResourceDefinition", "NetworkPolicy"} {
 		g.Expect(specs(fromChart, kind)).To(Equal(specs(fromInstaller, kind)), kind)
 	}
 	// The roles aggregate into the same built-in roles.
