@@ -145,10 +145,10 @@ func chartDir() string { return filepath.Join(repoRoot(), "charts", "deckhand") 
 
 func repoRoot() string { return filepath.Join("..", "..") }
 
-func helmTemplate(t *testing.T, helm, ns string) []byte {
+func helmTemplate(t *testing.T, helm, ns string, args ...string) []byte {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(helm, "template", "deckhand", chartDir(), "--namespace", ns, "--include-crds", "--kube-version", "v1.37.1")
+	cmd := exec.Command(helm, append([]string{"template", "deckhand", chartDir(), "--namespace", ns, "--include-crds", "--kube-version", "v1.37.1"}, args...)...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("helm template: %v: %s", err, stderr.String())

@@ -125,7 +125,7 @@ func TestAReviewNamingAnotherNamespaceIsRefusedWithoutADryRun(t *testing.T) {
 		})
 		g.Expect(err).NotTo(HaveOccurred())
 		// The sender does not care who the server is.
-		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // an attacker's client
+		hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 		url := fmt.Sprintf("https://%s/validate-apps-deckhand-dev-v1beta1-podset", net.JoinHostPort(opts.WebhookHost, strconv.Itoa(opts.WebhookPort)))
 		resp, err := hc.Post(url, "application/json", bytes.NewReader(body))
 		g.Expect(err).NotTo(HaveOccurred())
