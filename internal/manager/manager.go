@@ -69,7 +69,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		Metrics: metricsserver.Options{
 			BindAddress:    opts.MetricsBindAddress,
 			SecureServing:  true,
-			FilterProvider: metricsauth.Filter,
+			FilterProvider: metricsauth.FilterFor(opts.MetricsTokenAudiences),
 			CertDir:        opts.MetricsCertDir,
 			TLSOpts:        []func(*tls.Config){noHTTP2},
 		},

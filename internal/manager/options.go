@@ -24,6 +24,9 @@ type Options struct {
 	// MetricsCertDir holds tls.crt/tls.key for the metrics server; when empty a
 	// self-signed certificate is generated at start.
 	MetricsCertDir string
+	// MetricsTokenAudiences, when set, are the audiences a scraper's token
+	// must be issued for.
+	MetricsTokenAudiences []string
 	// HealthProbeBindAddress serves /healthz and /readyz over plain HTTP.
 	HealthProbeBindAddress string
 	// PprofBindAddress serves Go's /debug/pprof/ endpoints over plain HTTP,
@@ -134,6 +137,16 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"Address the HTTPS metrics endpoint binds to (authenticated and authorized through the Kubernetes API); \"0\" disables it.")
 	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "",
 		"Directory with tls.crt and tls.key for the metrics server; empty generates a self-signed certificate.")
+	fs.Func("metrics-token-audiences",
+		"Audiences a scraper's token must be issued for (comma-separated), as a projected ServiceAccount token with that audience; empty accepts any token the apiserver accepts, its own audience included.",
+		func(s string) error {
+			for a := range strings.SplitSeq(s, ",") {
+				if a = strings.TrimSpace(a); a != "" {
+					o.MetricsTokenAudiences = append(o.MetricsTokenAudiences, a)
+				}
+			}
+			return nil
+		})
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081",
 		"Address the /healthz and /readyz probes bind to; \"0\" disables them.")
 	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", "",
