@@ -3,6 +3,7 @@ package manager_test
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"net"
 	"net/http"
@@ -110,6 +111,30 @@ func allowMetrics(t *testing.T, ns, name string) {
 	}
 	g.Expect(env.Client.Create(ctx, binding)).To(Succeed())
 	t.Cleanup(func() { _ = env.Client.Delete(ctx, binding) })
+}
+
+// With webhooks on, the metrics are served with the webhook certificate, so
+// a scraper verifies them with the CA it trusts for the webhooks (in
+// self-signed mode, ca.crt of the certificate Secret, which names the
+// metrics Service too) instead of skipping verification.
+func TestMetricsServeACertificateTheWebhookCAVouchesFor(t *testing.T) {
+	g := NewWithT(t)
+	opts := env.ManagerOptions()
+	opts.MetricsBindAddress = testenv.FreeAddr(t)
+	env.StartManager(t, opts)
+	roots := x509.NewCertPool()
+	g.Expect(roots.AppendCertsFromPEM(env.WebhookCA())).To(BeTrue())
+	verified := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"},
+	}}
+	g.Eventually(func() error {
+		resp, err := verified.Get("https://" + opts.MetricsBindAddress + "/metrics")
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		return nil
+	}).WithTimeout(30 * time.Second).Should(Succeed())
 }
 
 type scrapeResult struct {

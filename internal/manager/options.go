@@ -123,6 +123,7 @@ const (
 // mutating webhook).
 const (
 	WebhookServiceName             = "deckhand-webhook-service"
+	MetricsServiceName             = "deckhand-controller-manager-metrics"
 	ValidatingWebhookConfiguration = "deckhand-validating-webhook-configuration"
 )
 
@@ -136,7 +137,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8443",
 		"Address the HTTPS metrics endpoint binds to (authenticated and authorized through the Kubernetes API); \"0\" disables it.")
 	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "",
-		"Directory with tls.crt and tls.key for the metrics server; empty generates a self-signed certificate.")
+		"Directory with tls.crt and tls.key for the metrics server; empty serves the webhook certificate (its CA is ca.crt of the certificate Secret), or, with webhooks off, a self-signed one.")
 	fs.Func("metrics-token-audiences",
 		"Audiences a scraper's token must be issued for (comma-separated), as a projected ServiceAccount token with that audience; empty accepts any token the apiserver accepts, its own audience included.",
 		func(s string) error {
