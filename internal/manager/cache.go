@@ -20,9 +20,13 @@ func podCache() map[client.Object]cache.ByObject {
 	}
 }
 
-// SlimPod is the cache transform for pods. A pod controlled by a PodSet is
-// kept whole (without managedFields): the PodSet controller reads its status,
-// annotations and spec. Any other pod keeps only what a controller decides on
+// SlimPod is the cache transform for pods. A pod controlled by a PodSet keeps
+// its whole status (the PodSet controller's readiness, availability and
+// failure reports read it) and, of its annotations, the two that order
+// deletions (apps.deckhand.dev/delete-first,
+// controller.kubernetes.io/pod-deletion-cost); its spec is slimmed as any
+// pod's: the template a namespace editor wrote (up to the object size limit)
+// is not held once per pod. Any pod keeps only what a controller decides on
 // from the cache:
 //
 //   - metadata: name, namespace, UID, resourceVersion, generation, creation
@@ -43,11 +47,7 @@ func SlimPod(obj any) (any, error) {
 	if !ok {
 		return obj, nil // a tombstone (cache.DeletedFinalStateUnknown) or metadata
 	}
-	pod.ManagedFields = nil
-	if appsv1beta1.ControllerRef(pod) != nil {
-		return pod, nil
-	}
-	return &corev1.Pod{
+	slim := &corev1.Pod{
 		TypeMeta: pod.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{
 			Name:                       pod.Name,
@@ -70,7 +70,30 @@ func SlimPod(obj any) (any, error) {
 		},
 		// PodBugger reports whether its debug containers started.
 		Status: corev1.PodStatus{Phase: pod.Status.Phase, EphemeralContainerStatuses: pod.Status.EphemeralContainerStatuses},
-	}, nil
+	}
+	if appsv1beta1.ControllerRef(pod) != nil {
+		slim.Status = pod.Status
+		slim.Annotations = kept(pod.Annotations, appsv1beta1.DeleteFirstAnnotation, podDeletionCost)
+	}
+	return slim, nil
+}
+
+// podDeletionCost is the annotation that says which pods are cheaper to
+// remove (the ReplicaSet controller's too).
+const podDeletionCost = "controller.kubernetes.io/pod-deletion-cost"
+
+// kept is the entries of m under keys, nil when there are none.
+func kept(m map[string]string, keys ...string) map[string]string {
+	var out map[string]string
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
 }
 
 func containerNames(cs []corev1.Container) []corev1.Container {

@@ -50,7 +50,11 @@ func TestSlimPod(t *testing.T) {
 			},
 		}
 	}
-	withoutManagedFields := func(p *corev1.Pod) *corev1.Pod { p.ManagedFields = nil; return p }
+	withDeletionAnnotations := func(p *corev1.Pod) *corev1.Pod {
+		p.Annotations["apps.deckhand.dev/delete-first"] = "true"
+		p.Annotations["controller.kubernetes.io/pod-deletion-cost"] = "-5"
+		return p
+	}
 	slim := func(owners ...metav1.OwnerReference) *corev1.Pod {
 		return &corev1.Pod{
 			TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
@@ -70,17 +74,27 @@ func TestSlimPod(t *testing.T) {
 			Status: corev1.PodStatus{Phase: corev1.PodRunning},
 		}
 	}
+	// podSetPod is what a PodSet's pod keeps: the slim pod, its whole
+	// status and the annotations that order deletions.
+	podSetPod := func(owner metav1.OwnerReference) *corev1.Pod {
+		p := slim(owner)
+		p.Status = full().Status
+		p.Annotations = map[string]string{"apps.deckhand.dev/delete-first": "true", "controller.kubernetes.io/pod-deletion-cost": "-5"}
+		return p
+	}
 	tombstone := cache.DeletedFinalStateUnknown{Key: "shop/web-1", Obj: full()}
 
 	tests := map[string]struct {
 		in   any
 		want any
 	}{
-		"a PodSet's pod is kept whole, without managedFields": {in: full(podSetRef), want: withoutManagedFields(full(podSetRef))},
-		"a pod nobody owns keeps what the controllers read":   {in: full(), want: slim()},
+		// Its template (env, volumes, images, annotations: up to the object
+		// size limit, as a namespace editor wrote it) is not held per pod.
+		"a PodSet's pod keeps its status and deletion annotations, not its template": {in: withDeletionAnnotations(full(podSetRef)), want: podSetPod(podSetRef)},
+		"a pod nobody owns keeps what the controllers read":                          {in: full(), want: slim()},
 		// Made by the previous release, whose PodSets were v1alpha1: slimmed,
 		// its PodSet saw it unready and rolled every old pod at once.
-		"a pod of a v1alpha1 PodSet is kept whole":      {in: full(v1alpha1Ref), want: withoutManagedFields(full(v1alpha1Ref))},
+		"a pod of a v1alpha1 PodSet keeps its status":   {in: withDeletionAnnotations(full(v1alpha1Ref)), want: podSetPod(v1alpha1Ref)},
 		"a ReplicaSet's pod is slimmed, its owner kept": {in: full(replicaSetRef), want: slim(replicaSetRef)},
 		"a PodSet that only owns (not controls) the pod does not keep it whole": {
 			in:   full(metav1.OwnerReference{APIVersion: podSetRef.APIVersion, Kind: "PodSet", Name: "web", UID: "set-uid"}),

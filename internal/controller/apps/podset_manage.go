@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -98,7 +99,8 @@ func (r *PodSetReconciler) createPods(ctx context.Context, set *appsv1beta1.PodS
 		next    int
 		created []*corev1.Pod
 	)
-	_, errs := slowStart(len(names), initial, maxInflight, func() error {
+	limit := inflightLimit(&tmpl)
+	_, errs := slowStart(len(names), min(initial, limit), limit, func() error {
 		mu.Lock()
 		name := names[next]
 		next++
@@ -126,7 +128,11 @@ func (r *PodSetReconciler) createPods(ctx context.Context, set *appsv1beta1.PodS
 		podsCreated.WithLabelValues(key.Namespace, key.Name).Inc()
 		mu.Lock()
 		defer mu.Unlock()
-		created = append(created, pod)
+		// Only what the Event names: the pod the apiserver returned is as
+		// big as the template, and a round keeps up to createBurst of them.
+		created = append(created, &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+			Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
+		}})
 		return nil
 	})
 	r.recordRound(set, EventSuccessfulCreate, "Create", "Created", created)

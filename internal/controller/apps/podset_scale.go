@@ -33,6 +33,18 @@ const podDeletionCost = "controller.kubernetes.io/pod-deletion-cost"
 // 1.56× the ReplicaSet controller's time (make bench).
 const maxInflight = burstLimit
 
+// maxInflightBytes bounds the template bytes one sync's creations have in
+// flight: each holds the pod built from the template and its request body.
+// A template of a few kilobytes is capped by maxInflight alone; a namespace
+// editor's 1 MiB template gets 16 creations at once, not 500 (500 MiB).
+const maxInflightBytes = 16 << 20
+
+// inflightLimit is how many creations of pods from tmpl one sync has in
+// flight at most.
+func inflightLimit(tmpl *corev1.PodTemplateSpec) int {
+	return max(1, min(maxInflight, maxInflightBytes/max(1, tmpl.Size())))
+}
+
 // slowStart calls fn n times, with at most initial calls in flight at
 // first and one more allowed with each success, up to limit: like TCP's slow
 // start, the concurrency doubles every round trip while calls succeed. Unlike
