@@ -19,6 +19,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -111,6 +112,26 @@ func Start() (*Env, error) {
 
 // Stop stops the control plane.
 func (e *Env) Stop() error { return e.env.Stop() }
+
+// AdminKubeconfig writes a kubeconfig for a cluster administrator of the
+// control plane (system:masters) into a temporary file and returns its path:
+// for a manager run as a process of its own.
+func (e *Env) AdminKubeconfig(t testing.TB) string {
+	t.Helper()
+	user, err := e.env.AddUser(envtest.User{Name: "admin-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")), Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatalf("adding an envtest user: %v", err)
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		t.Fatalf("writing its kubeconfig: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "admin.kubeconfig")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
 
 // WebhookCA is the CA of the webhook serving certificate envtest issued.
 func (e *Env) WebhookCA() []byte { return e.env.WebhookInstallOptions.LocalServingCAData }

@@ -1,0 +1,276 @@
+// Package hostile runs the manager as the deployment does, a process under
+// the memory limit it ships with, and feeds it every hostile object a
+// namespace editor can write (docs/security.md). It runs in `make test`
+// (about a minute): each object is refused naming its field or bounded, the
+// manager stays up with its peak RSS under the limit, and another tenant's
+// PodSet keeps reconciling meanwhile.
+package hostile_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
+	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+	"github.com/deckhand-dev/deckhand/internal/testenv"
+)
+
+// shippedLimit is the manager container's memory limit in the installs
+// (config/manager/manager.yaml, the chart's resources.limits.memory); the
+// manager sets GOMEMLIMIT to 90% of it.
+const (
+	shippedLimit   = 256 << 20
+	shippedLimitIn = "memory: 256Mi"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
+
+// process is the manager binary running against envtest.
+type process struct {
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	logs bytes.Buffer
+	done chan struct{}
+}
+
+func (p *process) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.logs.Write(b)
+}
+
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// peakRSS is the process's peak resident set (VmHWM), in bytes.
+func (p *process) peakRSS() (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = f.Close() }()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", p.cmd.Process.Pid)
+}
+
+// startManager builds cmd/deckhand and runs it as the installs do (the
+// shipped GOMEMLIMIT, every controller, webhooks on), against envtest.
+func startManager(t *testing.T) *process {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest, err := os.ReadFile(filepath.Join(root, "config", "manager", "manager.yaml"))
+	if err != nil || !bytes.Contains(manifest, []byte(shippedLimitIn)) {
+		t.Fatalf("config/manager/manager.yaml no longer ships %q: update shippedLimit (%v)", shippedLimitIn, err)
+	}
+	bin := filepath.Join(t.TempDir(), "deckhand")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/deckhand")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the manager: %v\n%s", err, out)
+	}
+	opts := env.ManagerOptions()
+	health := testenv.FreeAddr(t)
+	p := &process{done: make(chan struct{})}
+	p.cmd = exec.Command(bin,
+		"--kubeconfig", env.AdminKubeconfig(t),
+		"--namespace", env.Namespace(t),
+		"--metrics-bind-address", "0",
+		"--health-probe-bind-address", health,
+		"--webhook-host", opts.WebhookHost,
+		"--webhook-port", strconv.Itoa(opts.WebhookPort),
+		"--webhook-cert-dir", opts.WebhookCertDir,
+		"--webhook-cert-mode", "external",
+		"--podbugger-allowed-images", "docker.io/library/busybox:*",
+	)
+	p.cmd.Env = append(os.Environ(), fmt.Sprintf("GOMEMLIMIT=%dMiB", shippedLimit*9/10>>20))
+	p.cmd.Stdout, p.cmd.Stderr = p, p
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			p.mu.Lock()
+			t.Logf("manager logs (last 8 KiB):\n%s", tail(p.logs.String(), 8<<10))
+			p.mu.Unlock()
+		}
+	})
+	NewWithT(t).Eventually(func() (int, error) {
+		if p.exited() {
+			return 0, fmt.Errorf("the manager exited")
+		}
+		resp, err := http.Get("http://" + health + "/readyz")
+		if err != nil {
+			return 0, err
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode, nil
+	}).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(Equal(http.StatusOK))
+	return p
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
+
+// bomb is 1,023 bytes that RE2 compiles to a million instructions (267 MB
+// and half a second per compile).
+var bomb = "(?:" + strings.Repeat("a", 1013) + "){1000}"
+
+const hugeReplicas = 180
+
+func template(app string) *corev1.PodTemplateSpec {
+	return &corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": app}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "busybox:1"}}},
+	}
+}
+
+// hugeTemplate is close to the largest template a PodSet can hold: 200 KiB
+// of annotations and 700 KiB of environment.
+func hugeTemplate() *corev1.PodTemplateSpec {
+	t := template("huge")
+	t.Annotations = map[string]string{"example.com/ballast": strings.Repeat("x", 200<<10)}
+	for i := range 7 {
+		t.Spec.Containers[0].Env = append(t.Spec.Containers[0].Env, corev1.EnvVar{Name: fmt.Sprintf("BALLAST_%d", i), Value: strings.Repeat("y", 100<<10)})
+	}
+	return t
+}
+
+func TestAManagerUnderItsLimitSurvivesEveryHostileObject(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(45 * time.Second)
+	ctx := context.Background()
+	p := startManager(t)
+	hostile := env.NamespaceWithLabels(t, map[string]string{debugv1beta1.NamespaceEnabledLabel: "true"})
+	other := env.Namespace(t)
+
+	// Another tenant's PodSet, before and while the hostile objects come.
+	neighbour := &appsv1beta1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: other, Name: "neighbour"},
+		Spec: appsv1beta1.PodSetSpec{Replicas: 2, Template: template("neighbour")}}
+	g.Expect(env.Client.Create(ctx, neighbour)).To(Succeed())
+
+	refused := map[string]struct {
+		obj  client.Object
+		want string // the field the refusal names
+	}{
+		"a regex bomb":                       {watcher(hostile, "bomb", []string{"pi-.*", bomb}, nil), "spec.jobNamePatterns[1]"},
+		"a regex bomb in an exclusion":       {watcher(hostile, "bomb-excluded", nil, []string{bomb}), "spec.excludeJobNamePatterns[0]"},
+		"too many patterns":                  {watcher(hostile, "many", repeat("a.*", 65), nil), "spec.jobNamePatterns"},
+		"patterns that compile big together": {watcher(hostile, "together", repeat("(?:[a-z]{1,40}-){20}", 64), nil), "spec.jobNamePatterns[5]"},
+		"a long PodBugger command": {&debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: hostile, Name: "long-command"},
+			Spec: debugv1beta1.PodBuggerSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
+				Image: "docker.io/library/busybox:1.37", Command: []string{strings.Repeat("x", 1025)}}}, "spec.command[0]"},
+		"long PodBugger args together": {&debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: hostile, Name: "long-args"},
+			Spec: debugv1beta1.PodBuggerSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
+				Image: "docker.io/library/busybox:1.37", Args: repeat(strings.Repeat("x", 4096), 5)}}, "spec.args"},
+		"many PodBugger args": {&debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: hostile, Name: "many-args"},
+			Spec: debugv1beta1.PodBuggerSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
+				Image: "docker.io/library/busybox:1.37", Args: repeat("x", 257)}}, "spec.args"},
+		"a PodSet whose pods the apiserver refuses, many times over": {&appsv1beta1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: hostile, Name: "refused"},
+			Spec: appsv1beta1.PodSetSpec{Replicas: 1, Template: missingVolumesTemplate(500)}}, "spec.template.spec.containers[0].volumeMounts[499].name"},
+	}
+	for name, tc := range refused {
+		err := env.Client.Create(ctx, tc.obj)
+		g.Expect(err).To(HaveOccurred(), name+": admitted")
+		g.Expect(err).To(MatchError(ContainSubstring(tc.want+": ")), name)
+		if len(err.Error()) > 300 {
+			t.Logf("%s: refused (%d bytes): %s …", name, len(err.Error()), err.Error()[:300])
+		} else {
+			t.Logf("%s: refused: %v", name, err)
+		}
+	}
+
+	// Admitted and bounded: a huge template at hugeReplicas replicas (about
+	// 160 MiB of templates, which cached once per pod put the manager over
+	// its limit), its pods cached without it and created at most 16 MiB of
+	// template at a time.
+	huge := &appsv1beta1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: hostile, Name: "huge"},
+		Spec: appsv1beta1.PodSetSpec{Replicas: hugeReplicas, Template: hugeTemplate()}}
+	g.Expect(env.Client.Create(ctx, huge)).To(Succeed())
+
+	// The neighbour scales meanwhile, and gets there.
+	g.Expect(env.Update(neighbour, func() { neighbour.Spec.Replicas = 5 })).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &appsv1beta1.PodSet{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(neighbour), got)).To(Succeed())
+		g.Expect(got.Status.Replicas).To(BeEquivalentTo(5))
+	}).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &appsv1beta1.PodSet{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(huge), got)).To(Succeed())
+		g.Expect(got.Status.Replicas).To(BeEquivalentTo(hugeReplicas))
+	}).Should(Succeed())
+
+	g.Expect(p.exited()).To(BeFalse(), "the manager died")
+	rss, err := p.peakRSS()
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Logf("peak RSS %d MiB (limit %d MiB)", rss>>20, shippedLimit>>20)
+	g.Expect(rss).To(BeNumerically("<", shippedLimit), "peak RSS over the shipped memory limit")
+}
+
+func watcher(ns, name string, include, exclude []string) *deckhandbatchv1.JobWatcher {
+	w := &deckhandbatchv1.JobWatcher{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	w.Spec.JobNamePatterns, w.Spec.ExcludeJobNamePatterns = include, exclude
+	ttl := int32(60)
+	w.Spec.TTLSecondsAfterSucceeded = &ttl
+	return w
+}
+
+func repeat(s string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = s
+	}
+	return out
+}
+
+// missingVolumesTemplate mounts n volumes the pod does not have: the
+// apiserver's refusal lists every one.
+func missingVolumesTemplate(n int) *corev1.PodTemplateSpec {
+	t := template("refused")
+	for i := range n {
+		t.Spec.Containers[0].VolumeMounts = append(t.Spec.Containers[0].VolumeMounts,
+			corev1.VolumeMount{Name: fmt.Sprintf("missing-%d-%s", i, strings.Repeat("z", 40)), MountPath: fmt.Sprintf("/m/%d", i)})
+	}
+	return t
+}
