@@ -140,8 +140,8 @@ uninstall: manifests k8s-tools ## Remove the CRDs (and with them every Deckhand 
 	$(KUBECTL) delete --ignore-not-found -k config/crd
 
 .PHONY: run
-run: build k8s-tools manifests image node-tools ## Run Deckhand against KUBECONFIG, or the local cluster (started if needed); ARGS="--flag ..." and ENABLE_WEBHOOKS=false are passed on.
-	ARGS="$(ARGS)" ENABLE_WEBHOOKS="$(ENABLE_WEBHOOKS)" hack/run.sh
+run: build k8s-tools manifests image node-tools ## Run Deckhand against KUBECONFIG (CHANGE_CLUSTER=yes lets it point that cluster's CRDs and webhooks at it), or the local cluster (started if needed); ARGS="--flag ..." and ENABLE_WEBHOOKS=false are passed on.
+	ARGS="$(ARGS)" ENABLE_WEBHOOKS="$(ENABLE_WEBHOOKS)" CHANGE_CLUSTER="$(CHANGE_CLUSTER)" hack/run.sh
 
 ##@ Build
 

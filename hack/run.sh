@@ -9,6 +9,12 @@
 # the images PODBUGGER_ALLOWED_IMAGES lists (default: the sample's). Logs are for a
 # person: console encoding, coloured on a terminal (the deployed manager
 # logs JSON). DECKHAND_RUN_PRINT=1 prints the manager's command and stops.
+#
+# On a cluster it did not start itself (KUBECONFIG set, or a current
+# context), it first says what it would change there (Deckhand's CRDs, their
+# conversion webhook and the webhook configuration, pointed at this machine)
+# and changes it only when asked: CHANGE_CLUSTER=yes, or "yes" at the prompt
+# on a terminal. Otherwise it stops before touching anything.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$root/bin
@@ -56,6 +62,41 @@ fi
 context=$("$kubectl" config current-context 2>/dev/null || echo "?")
 echo "Deckhand runs against context '$context' (KUBECONFIG=${KUBECONFIG:-~/.kube/config})." >&2
 
+# The project's own local cluster (this run's, or one an earlier run started:
+# its kubeconfig is bin/kubeconfig) is changed without asking; any other
+# cluster only when asked.
+if [ "${local_cluster:-}" != true ] && [ "${KUBECONFIG:-}" != "$bin/kubeconfig" ]; then
+  if [ "$webhooks" = true ]; then
+    webhook_change="replace the validating webhook configuration deckhand-validating-webhook-configuration with one that calls 127.0.0.1:$webhook_port"
+  else
+    webhook_change="delete the webhook configuration deckhand-validating-webhook-configuration (webhooks are off)"
+  fi
+  cat >&2 <<MSG
+On context '$context', make run would:
+  - apply Deckhand's CRDs (config/crd), with the PodSet and PodBugger
+    conversion webhook pointed at https://127.0.0.1:$webhook_port/convert,
+    which only this machine's manager answers;
+  - $webhook_change;
+  - create the namespace $namespace if missing.
+An installed Deckhand there would stop converting and validating through
+its own Service until it is installed again.
+MSG
+  case "${CHANGE_CLUSTER:-}" in
+    yes) echo "CHANGE_CLUSTER=yes: going on." >&2 ;;
+    "")
+      answer=
+      if [ -t 0 ]; then
+        read -r -p "Change context '$context' as above? Type 'yes' to go on: " answer || true
+      fi
+      if [ "$answer" != yes ]; then
+        echo "Nothing changed. Run 'make run CHANGE_CLUSTER=yes' to allow it, or unset KUBECONFIG for the local cluster." >&2
+        exit 3
+      fi
+      ;;
+    *) echo "CHANGE_CLUSTER must be 'yes' or unset, not '$CHANGE_CLUSTER'; nothing changed." >&2; exit 2 ;;
+  esac
+fi
+
 # The CRDs (their conversion webhook pointed at this manager), and the
 # namespace that holds the leader-election Lease.
 DECKHAND_CONVERSION_HOST=127.0.0.1 DECKHAND_CONVERSION_PORT=$webhook_port "$root/hack/install.sh"
@@ -82,7 +123,6 @@ else
   # Configurations left from an earlier run would send every JobWatcher and
   # PodBugger request to a server that is not there.
   "$kubectl" delete validatingwebhookconfiguration deckhand-validating-webhook-configuration --ignore-not-found >/dev/null
-  "$kubectl" delete mutatingwebhookconfiguration deckhand-mutating-webhook-configuration --ignore-not-found >/dev/null
   cat >&2 <<MSG
 Admission webhooks are OFF (ENABLE_WEBHOOKS=false): JobWatcher and
 ClusterJobWatcher regexes and the PodBugger policy are not checked when you

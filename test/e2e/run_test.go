@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -50,7 +51,7 @@ func TestMakeRunTwiceInARow(t *testing.T) {
 			webhook, health := port(), port()
 			var logs strings.Builder
 			cmd := exec.Command(filepath.Join(root, "hack", "run.sh"))
-			cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig,
+			cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "CHANGE_CLUSTER=yes",
 				"DECKHAND_WEBHOOK_PORT="+webhook, "DECKHAND_METRICS_PORT="+port(), "DECKHAND_HEALTH_PORT="+health)
 			cmd.Stdout, cmd.Stderr = &logs, &logs
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -99,4 +100,48 @@ func TestMakeRunTwiceInARow(t *testing.T) {
 			}).WithTimeout(time.Minute).Should(Succeed())
 		})
 	}
+}
+
+// `make run` on a cluster it did not start (KUBECONFIG names the suite's)
+// says what it would change there and, not asked (no CHANGE_CLUSTER=yes, no
+// terminal to answer its prompt), stops without changing the CRDs or the
+// webhook configuration.
+func TestMakeRunOnAnExistingClusterAsksFirst(t *testing.T) {
+	g := NewWithT(t)
+	root, err := testenv.RepoRoot()
+	g.Expect(err).NotTo(HaveOccurred())
+	ctx := context.Background()
+	versions := func() []string {
+		crd := &unstructured.Unstructured{}
+		crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+		g.Expect(c.Client.Get(ctx, client.ObjectKey{Name: "podsets.apps.deckhand.dev"}, crd)).To(Succeed())
+		cfg := &unstructured.Unstructured{}
+		cfg.SetGroupVersionKind(schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingWebhookConfiguration"})
+		err := c.Client.Get(ctx, client.ObjectKey{Name: "deckhand-validating-webhook-configuration"}, cfg)
+		g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+		return []string{crd.GetResourceVersion(), cfg.GetResourceVersion()}
+	}
+	before := versions()
+	for _, webhooks := range []string{"true", "false"} {
+		// Gone on, it would run the manager until killed.
+		runCtx, cancel := context.WithTimeout(ctx, time.Minute)
+		cmd := exec.CommandContext(runCtx, filepath.Join(root, "hack", "run.sh"))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "CHANGE_CLUSTER=", "ENABLE_WEBHOOKS="+webhooks,
+			"DECKHAND_WEBHOOK_PORT="+freePort(t), "DECKHAND_METRICS_PORT="+freePort(t), "DECKHAND_HEALTH_PORT="+freePort(t))
+		out, err := cmd.CombinedOutput()
+		cancel()
+		var exit *exec.ExitError
+		g.Expect(errors.As(err, &exit)).To(BeTrue(), "make run went on unasked:\n%s", out)
+		g.Expect(exit.ExitCode()).To(Equal(3))
+		g.Expect(string(out)).To(And(ContainSubstring("make run would"), ContainSubstring("CRDs"),
+			ContainSubstring("deckhand-validating-webhook-configuration"), ContainSubstring("Nothing changed")))
+		g.Expect(versions()).To(Equal(before), "the cluster's CRD or webhook configuration changed")
+	}
+}
+
+func freePort(t *testing.T) string {
+	_, p, _ := net.SplitHostPort(testenv.FreeAddr(t))
+	return p
 }
