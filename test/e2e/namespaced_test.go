@@ -115,3 +115,31 @@ func podSetOf(ns string, replicas int32) *appsv1beta1.PodSet {
 		}},
 	}
 }
+
+// The kustomize overlay for a namespaced install grants what the chart with
+// the same watched namespace grants: the same cluster-wide rules, the same
+// Role in the namespace, the manager told to watch it.
+func TestNamespacedOverlayGrantsWhatTheChartGrants(t *testing.T) {
+	g := NewWithT(t)
+	out, err := c.Kubectl("kustomize", filepath.Join(repoRoot(), "config", "overlays", "namespaced"))
+	g.Expect(err).NotTo(HaveOccurred())
+	overlay := decode(t, []byte(out))
+	chart := decode(t, helmTemplate(t, helmBinary(t), "deckhand-system", "--set", "watchNamespaces={deckhand-tenant}"))
+	rules := func(objs []*unstructured.Unstructured, kind, namespace, name string) any {
+		for _, o := range objs {
+			if o.GetKind() == kind && o.GetNamespace() == namespace && o.GetName() == name {
+				return o.Object["rules"]
+			}
+		}
+		t.Fatalf("no %s %s/%s", kind, namespace, name)
+		return nil
+	}
+	for _, r := range []struct{ kind, namespace, name string }{
+		{"ClusterRole", "", "deckhand-manager-role"},
+		{"Role", "deckhand-tenant", "deckhand-manager-watch-role"},
+		{"Role", "deckhand-system", "deckhand-manager-role"},
+	} {
+		g.Expect(rules(overlay, r.kind, r.namespace, r.name)).To(Equal(rules(chart, r.kind, r.namespace, r.name)), r.kind+" "+r.name)
+	}
+	g.Expect(out).To(ContainSubstring("--watch-namespace=deckhand-tenant"))
+}
