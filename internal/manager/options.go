@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/deckhand-dev/deckhand/internal/controller/debug/policy"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
 	"github.com/deckhand-dev/deckhand/internal/setup"
 )
 

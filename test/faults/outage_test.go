@@ -18,8 +18,8 @@ import (
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
-	appscontroller "github.com/deckhand-dev/deckhand/internal/controller/apps"
-	batchcontroller "github.com/deckhand-dev/deckhand/internal/controller/batch"
+	jobwatchercontroller "github.com/deckhand-dev/deckhand/internal/controller/jobwatcher"
+	podsetcontroller "github.com/deckhand-dev/deckhand/internal/controller/podset"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
@@ -42,7 +42,7 @@ const (
 
 func outageScenario() scenario {
 	return scenario{name: "PodSets and a JobWatcher through a pods and Jobs outage",
-		controllers: []string{appscontroller.ControllerName, batchcontroller.ControllerName},
+		controllers: []string{podsetcontroller.ControllerName, jobwatchercontroller.ControllerName},
 		// Each run lasts the outage and the controllers' backoff after it.
 		costly: true, crashPoints: 6, start: outagePlan}
 }
@@ -83,7 +83,7 @@ func outagePlan(t *testing.T, f *fixture) plan {
 	stop()
 
 	observe(t, podList(a), podSetChecks(f, foreign, orphan, func() int32 { return 4 }))
-	idle := newIdleWorkers(f, appscontroller.ControllerName, batchcontroller.ControllerName)
+	idle := newIdleWorkers(f, podsetcontroller.ControllerName, jobwatchercontroller.ControllerName)
 	var began time.Time
 	var jobUID atomicUID
 	return plan{

@@ -34,7 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
-	appscontroller "github.com/deckhand-dev/deckhand/internal/controller/apps"
+	podsetcontroller "github.com/deckhand-dev/deckhand/internal/controller/podset"
 	"github.com/deckhand-dev/deckhand/internal/setup"
 )
 
@@ -90,7 +90,7 @@ func (v *Validator) ValidateDelete(context.Context, *appsv1beta1.PodSet) (admiss
 
 func (v *Validator) validate(ctx context.Context, set *appsv1beta1.PodSet) (admission.Warnings, error) {
 	errs := ValidateTemplate(set)
-	pod := appscontroller.PodFor(set)
+	pod := podsetcontroller.PodFor(set)
 	// A new PodSet has no UID yet; the owner reference is not what is
 	// being checked.
 	pod.OwnerReferences = nil

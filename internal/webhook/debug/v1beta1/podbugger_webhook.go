@@ -1,6 +1,6 @@
 // Package v1beta1 holds the admission webhook of debug.deckhand.dev: it
 // refuses a PodBugger that breaks PodBugger's safety policy (package
-// internal/controller/debug/policy, which the controller enforces too).
+// internal/controller/podbugger/policy, which the controller enforces too).
 //
 // It is registered for v1beta1, the stored version, with matchPolicy
 // Equivalent: the apiserver converts a PodBugger written as v1alpha1 to
@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
-	"github.com/deckhand-dev/deckhand/internal/controller/debug/policy"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
 	"github.com/deckhand-dev/deckhand/internal/setup"
 )
 
