@@ -17,7 +17,7 @@ import (
 	podbuggercontroller "github.com/deckhand-dev/deckhand/internal/controller/podbugger"
 	podsetcontroller "github.com/deckhand-dev/deckhand/internal/controller/podset"
 	"github.com/deckhand-dev/deckhand/internal/scopedcache"
-	"github.com/deckhand-dev/deckhand/internal/setup"
+	"github.com/deckhand-dev/deckhand/internal/setupoptions"
 	appswebhook "github.com/deckhand-dev/deckhand/internal/webhook/apps/v1beta1"
 	batchwebhook "github.com/deckhand-dev/deckhand/internal/webhook/batch/v1"
 	debugwebhook "github.com/deckhand-dev/deckhand/internal/webhook/debug/v1beta1"
@@ -34,11 +34,11 @@ type Controller struct {
 	AddToScheme func(*runtime.Scheme) error
 	// Setup registers the reconcilers with the manager: the controller
 	// package's Setup.
-	Setup func(ctrl.Manager, setup.Options) error
+	Setup func(ctrl.Manager, setupoptions.Options) error
 	// SetupWebhooks registers the kind's admission webhooks: the webhook
 	// package's Setup, nil for a kind without webhooks. The manager is then
 	// only ready once the webhook server serves.
-	SetupWebhooks func(ctrl.Manager, setup.Options) error
+	SetupWebhooks func(ctrl.Manager, setupoptions.Options) error
 	// SetupConversion registers the conversion webhook of a kind served in
 	// more than one version: the webhook package's SetupConversion, nil for
 	// a kind with one version. It runs whenever the manager serves webhooks,

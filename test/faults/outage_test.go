@@ -21,6 +21,7 @@ import (
 	jobwatchercontroller "github.com/deckhand-dev/deckhand/internal/controller/jobwatcher"
 	podsetcontroller "github.com/deckhand-dev/deckhand/internal/controller/podset"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/testenv/faultinject"
 )
 
 // The fault class "the apiserver unreachable for longer than the cache's
@@ -56,7 +57,7 @@ func outageScenario() scenario {
 func outagePlan(t *testing.T, f *fixture) plan {
 	ctx := context.Background()
 	f.opts.ScopedCacheKeepFor = outageKeep
-	outage := testenv.NewOutage("/pods", "/jobs")
+	outage := faultinject.NewOutage("/pods", "/jobs")
 	a, b, c := env.Namespace(t), env.Namespace(t), env.Namespace(t)
 	foreign, orphan := podSetNeighbours(t, a)
 	startKubelet(t, b)

@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
-	"github.com/deckhand-dev/deckhand/internal/setup"
+	"github.com/deckhand-dev/deckhand/internal/setupoptions"
 )
 
 // ControllerName names the controller that deletes Jobs in --controllers,
@@ -56,7 +56,7 @@ const (
 
 // Setup registers, as one unit, the controller that deletes Jobs and the
 // status controllers of both watcher kinds.
-func Setup(mgr ctrl.Manager, opts setup.Options) error {
+func Setup(mgr ctrl.Manager, opts setupoptions.Options) error {
 	protectedNamespaces.add(opts.ManagerNamespace)
 	recorder := mgr.GetEventRecorder(ControllerName)
 	jobWatchers := NewStatusReconciler(mgr.GetClient(), recorder, false)

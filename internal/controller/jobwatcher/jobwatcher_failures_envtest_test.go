@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/testenv/faultinject"
 )
 
 // Before a failed Job goes, the watcher records why it failed in
@@ -75,7 +76,7 @@ func TestFailedJobLeavesARecord(t *testing.T) {
 func TestFailureRecordSurvivesACrashRightAfterTheDelete(t *testing.T) {
 	g := testenv.NewG(t)
 	ns := env.Namespace(t)
-	crash := testenv.NewCrashPoint(1)
+	crash := faultinject.NewCrashPoint(1)
 	crash.Only = func(req *http.Request) bool {
 		return req.Method == http.MethodDelete && strings.Contains(req.URL.Path, "/jobs/")
 	}

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
-	"github.com/deckhand-dev/deckhand/internal/notes"
+	"github.com/deckhand-dev/deckhand/internal/eventnote"
 	"github.com/deckhand-dev/deckhand/internal/status"
 )
 
@@ -111,7 +111,7 @@ func (r *StatusReconciler) tellDeleted(watcher client.Object, jobs []deletedJob)
 	default:
 		// The first Job named is the related object: two rounds are two
 		// Events, not one series showing the first round's note.
-		r.Recorder.Eventf(watcher, notes.First(jobs).job(), corev1.EventTypeNormal, EventDeleted, "Delete", "deleted %d finished Jobs: %s", len(jobs), notes.Names(jobs))
+		r.Recorder.Eventf(watcher, eventnote.First(jobs).job(), corev1.EventTypeNormal, EventDeleted, "Delete", "deleted %d finished Jobs: %s", len(jobs), eventnote.Names(jobs))
 	}
 }
 

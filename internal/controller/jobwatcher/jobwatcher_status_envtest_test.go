@@ -15,6 +15,7 @@ import (
 
 	jobwatchercontroller "github.com/deckhand-dev/deckhand/internal/controller/jobwatcher"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/testenv/faultinject"
 )
 
 // status.deletedJobs counts each deletion once, also when the status write
@@ -29,14 +30,14 @@ func TestDeletedJobsCountsEachDeletionOnce(t *testing.T) {
 	env.Create(t, w)
 	g.Eventually(status(w)).Should(HaveField("ObservedGeneration", w.Generation))
 
-	r := jobwatchercontroller.NewStatusReconciler(testenv.LoseStatusResponses(env.Client, 1), events.NewFakeRecorder(100), false)
+	r := jobwatchercontroller.NewStatusReconciler(faultinject.LoseStatusResponses(env.Client, 1), events.NewFakeRecorder(100), false)
 	now := time.Now()
 	r.Now = func() time.Time { now = now.Add(jobwatchercontroller.StatusInterval); return now } // no coalescing
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(w)}
 	jobwatchercontroller.RecordDeletion(ctx, r, w)
 	jobwatchercontroller.RecordDeletion(ctx, r, w)
 	_, err := r.Reconcile(ctx, req)
-	g.Expect(err).To(MatchError(testenv.ErrResponseLost))
+	g.Expect(err).To(MatchError(faultinject.ErrResponseLost))
 	g.Expect(status(w)()).To(HaveField("DeletedJobs", BeEquivalentTo(2)), "the lost write landed")
 
 	// Retried, it adds nothing: the status it reads back counts both.

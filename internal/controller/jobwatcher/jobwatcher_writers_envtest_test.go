@@ -19,6 +19,7 @@ import (
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
 	jobwatchercontroller "github.com/deckhand-dev/deckhand/internal/controller/jobwatcher"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/testenv/faultinject"
 )
 
 // refuseWatcherStatus returns a copy of cfg through which every write of a
@@ -110,7 +111,7 @@ func TestHistoryDeletionIsConfirmedPastTheCache(t *testing.T) {
 	g.Expect(env.Client.List(ctx, &stale, client.InNamespace(ns))).To(Succeed())
 	g.Expect(env.Client.Delete(ctx, newer)).To(Succeed())
 
-	cache := testenv.StaleLists(env.Client, &stale)
+	cache := faultinject.StaleLists(env.Client, &stale)
 	r := jobwatchercontroller.NewTestJobReconciler(cache, env.Client, events.NewFakeRecorder(10))
 	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(older)})
 	g.Expect(err).NotTo(HaveOccurred())

@@ -17,6 +17,7 @@ import (
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
 	modelboxcontroller "github.com/deckhand-dev/deckhand/internal/controller/modelbox"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/testenv/faultinject"
 )
 
 // A cache that still shows a child the user has since deleted and replaced
@@ -36,7 +37,7 @@ func TestStaleChildIsNotMistakenForTheUsersObjectOfItsName(t *testing.T) {
 	g.Expect(env.Update(box, func() { box.Spec.Ports[0].Port = 8080; box.Spec.Ports[0].NodePort = 0 })).To(Succeed())
 
 	// A reconcile whose cache still shows the child.
-	stale := testenv.StaleGets(env.Client, child)
+	stale := faultinject.StaleGets(env.Client, child)
 	r := modelboxcontroller.NewModelBoxReconciler(stale, env.Client, events.NewFakeRecorder(100))
 	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
 	g.Expect(get(key, &corev1.Service{})()).To(And(
@@ -78,7 +79,7 @@ func TestStaleDeletedChildIsMadeAgain(t *testing.T) {
 	g.Expect(env.Client.Delete(ctx, child)).To(Succeed())
 	g.Expect(env.Update(box, func() { box.Spec.Ports[0].Port = 8080; box.Spec.Ports[0].NodePort = 0 })).To(Succeed())
 
-	stale := testenv.StaleGets(env.Client, child)
+	stale := faultinject.StaleGets(env.Client, child)
 	_, err := modelboxcontroller.NewModelBoxReconciler(stale, env.Client, events.NewFakeRecorder(100)).
 		Reconcile(ctx, ctrl.Request{NamespacedName: key})
 	t.Logf("reconcile on the stale cache: %v", err)

@@ -26,7 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
-	"github.com/deckhand-dev/deckhand/internal/notes"
+	"github.com/deckhand-dev/deckhand/internal/eventnote"
 )
 
 const (
@@ -107,7 +107,7 @@ func (w *written) tell(rec events.EventRecorder, box *modelv1.ModelBox) {
 		{w.deleted, EventDeleted, "Delete"},
 	} {
 		if len(e.writes.kinds) > 0 {
-			rec.Eventf(box, e.writes.related, corev1.EventTypeNormal, e.reason, e.action, "%s %s %s", e.reason, notes.List(e.writes.kinds), box.Name)
+			rec.Eventf(box, e.writes.related, corev1.EventTypeNormal, e.reason, e.action, "%s %s %s", e.reason, eventnote.List(e.writes.kinds), box.Name)
 		}
 	}
 }

@@ -26,7 +26,7 @@ import (
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
 	"github.com/deckhand-dev/deckhand/internal/scopedcache"
-	"github.com/deckhand-dev/deckhand/internal/setup"
+	"github.com/deckhand-dev/deckhand/internal/setupoptions"
 	"github.com/deckhand-dev/deckhand/internal/status"
 )
 
@@ -57,7 +57,7 @@ func Needs() []scopedcache.Need {
 }
 
 // Setup registers the PodBugger controller.
-func Setup(mgr ctrl.Manager, opts setup.Options) error {
+func Setup(mgr ctrl.Manager, opts setupoptions.Options) error {
 	p, err := policy.From(opts)
 	if err != nil {
 		return err

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
-	"github.com/deckhand-dev/deckhand/internal/notes"
+	"github.com/deckhand-dev/deckhand/internal/eventnote"
 )
 
 // inject adds pb's container to the pods the plan names, unless a safety
@@ -139,7 +139,7 @@ func (r *PodBuggerReconciler) recordInjected(pb *debugv1beta1.PodBugger, added [
 	case 1:
 		r.Recorder.Eventf(pb, added[0], corev1.EventTypeNormal, ReasonInjected, "AddEphemeralContainer", "Added %s to pod %s", what, added[0].Name)
 	default:
-		r.Recorder.Eventf(pb, notes.First(added), corev1.EventTypeNormal, ReasonInjected, "AddEphemeralContainer", "Added %s to %d pods: %s", what, len(added), notes.Names(added))
+		r.Recorder.Eventf(pb, eventnote.First(added), corev1.EventTypeNormal, ReasonInjected, "AddEphemeralContainer", "Added %s to %d pods: %s", what, len(added), eventnote.Names(added))
 	}
 }
 

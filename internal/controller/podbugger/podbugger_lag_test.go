@@ -12,6 +12,7 @@ import (
 	podbuggercontroller "github.com/deckhand-dev/deckhand/internal/controller/podbugger"
 	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/testenv/faultinject"
 )
 
 // An ephemeral container can never be removed, so maxPods must hold even
@@ -63,6 +64,6 @@ func TestMaxPodsHoldsWhenTheCacheLags(t *testing.T) {
 		}
 	}
 
-	_, _ = reconciler(testenv.StaleLists(env.Client, stale)).Reconcile(ctx, req)
+	_, _ = reconciler(faultinject.StaleLists(env.Client, stale)).Reconcile(ctx, req)
 	g.Expect(ephemeral(ns, "web-b")()).To(BeEmpty(), "maxPods 2 is already reached by web-a and web-c")
 }

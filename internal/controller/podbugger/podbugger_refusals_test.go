@@ -17,6 +17,7 @@ import (
 	podbuggercontroller "github.com/deckhand-dev/deckhand/internal/controller/podbugger"
 	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/testenv/faultinject"
 )
 
 // webhookOnly starts a manager that serves the webhook (so PodBuggers can be
@@ -76,7 +77,7 @@ func TestRefusedPodsAreRememberedAndFreeTheirPlace(t *testing.T) {
 	pb.Spec.MaxPods = 2
 	g.Expect(env.Client.Create(ctx, pb)).To(Succeed())
 
-	reads := &testenv.CountingReader{Reader: env.Client}
+	reads := &faultinject.CountingReader{Reader: env.Client}
 	r := podbuggercontroller.NewPodBuggerReconciler(env.Client, reads, events.NewFakeRecorder(100), p)
 	now := time.Now()
 	r.Now = func() time.Time { return now }
@@ -157,7 +158,7 @@ func TestOptOutTakesEffectBeforeTheCacheSeesIt(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: ns}, cached)).To(Succeed())
 	setNamespaceLabel(t, ns, "false")
 
-	r := podbuggercontroller.NewPodBuggerReconciler(testenv.StaleGets(env.Client, cached), env.Client, events.NewFakeRecorder(100), p)
+	r := podbuggercontroller.NewPodBuggerReconciler(faultinject.StaleGets(env.Client, cached), env.Client, events.NewFakeRecorder(100), p)
 	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pb)})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ephemeral(ns, "web-1")()).To(BeEmpty())

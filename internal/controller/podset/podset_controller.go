@@ -26,7 +26,7 @@ import (
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/scopedcache"
-	"github.com/deckhand-dev/deckhand/internal/setup"
+	"github.com/deckhand-dev/deckhand/internal/setupoptions"
 	"github.com/deckhand-dev/deckhand/internal/status"
 )
 
@@ -89,7 +89,7 @@ func Needs() []scopedcache.Need {
 }
 
 // Setup registers the PodSet controller with the manager.
-func Setup(mgr ctrl.Manager, _ setup.Options) error {
+func Setup(mgr ctrl.Manager, _ setupoptions.Options) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podOwnerIndex, func(o client.Object) []string {
 		if ref := appsv1beta1.ControllerRef(o); ref != nil {
 			return []string{string(ref.UID)}

@@ -25,6 +25,7 @@ import (
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	podsetcontroller "github.com/deckhand-dev/deckhand/internal/controller/podset"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/testenv/faultinject"
 )
 
 var env *testenv.Env
@@ -282,7 +283,7 @@ func TestPodSetCreatesNoExtraPodsWhenTheCacheLags(t *testing.T) {
 
 	// No manager: nothing watches pods, so the reconciler's cache never
 	// shows the pods it creates.
-	r := podsetcontroller.NewPodSetReconciler(testenv.StaleLists(env.Client, &corev1.PodList{}), &events.FakeRecorder{})
+	r := podsetcontroller.NewPodSetReconciler(faultinject.StaleLists(env.Client, &corev1.PodList{}), &events.FakeRecorder{})
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "stale"}}
 	for range 5 {
 		_, err := r.Reconcile(ctx, req)
@@ -310,7 +311,7 @@ func TestPodSetReadsNoPodsWhileItsCreationsAreOutstanding(t *testing.T) {
 	set := newPodSet(env.Namespace(t), "busy", 3)
 	env.Create(t, set)
 
-	c, reads := testenv.CountLists(testenv.StaleLists(env.Client, &corev1.PodList{}))
+	c, reads := faultinject.CountLists(faultinject.StaleLists(env.Client, &corev1.PodList{}))
 	r := podsetcontroller.NewPodSetReconciler(c, &events.FakeRecorder{})
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(set)}
 	_, err := r.Reconcile(ctx, req)
@@ -340,11 +341,11 @@ func TestPodSetCreatesNoExtraPodsWhenCreateAnswersAreLost(t *testing.T) {
 
 	// The first create is made but answers an error (the slow start then
 	// stops), and the cache never shows a pod.
-	c := testenv.LoseCreateResponses(testenv.StaleLists(env.Client, &corev1.PodList{}), 1)
+	c := faultinject.LoseCreateResponses(faultinject.StaleLists(env.Client, &corev1.PodList{}), 1)
 	r := podsetcontroller.NewPodSetReconciler(c, &events.FakeRecorder{})
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(set)}
 	_, err := r.Reconcile(ctx, req)
-	g.Expect(err).To(MatchError(ContainSubstring(testenv.ErrCreateResponseLost.Error())))
+	g.Expect(err).To(MatchError(ContainSubstring(faultinject.ErrCreateResponseLost.Error())))
 	g.Expect(podsOf(g, set)).To(HaveLen(1))
 
 	for range 3 {
@@ -403,7 +404,7 @@ func TestPodSetCreatesNoExtraPodsWhenPodEventsAreReplayed(t *testing.T) {
 
 	// The cache shows none of the pods; the informers deliver the Adds of
 	// the first three, each twice.
-	r := podsetcontroller.NewPodSetReconciler(testenv.StaleLists(env.Client, &corev1.PodList{}), &events.FakeRecorder{})
+	r := podsetcontroller.NewPodSetReconciler(faultinject.StaleLists(env.Client, &corev1.PodList{}), &events.FakeRecorder{})
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(set)}
 	_, err := r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -629,7 +630,7 @@ func TestPodSetChecksItsExpectationsBeforeItLists(t *testing.T) {
 	// back, after its snapshot was taken.
 	var r *podsetcontroller.PodSetReconciler
 	armed := false
-	c := testenv.DelayedLists(testenv.StaleLists(env.Client, &corev1.PodList{}), func() {
+	c := faultinject.DelayedLists(faultinject.StaleLists(env.Client, &corev1.PodList{}), func() {
 		if armed {
 			r.ObserveCreations(set.UID, podNames(podsOf(g, set))...)
 		}
@@ -660,7 +661,7 @@ func TestPodSetStatusIsWrittenWhenAStaleCopyLooksEqual(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	stale := get(g, set)
 	g.Expect(stale.Status.Replicas).To(BeZero())
-	r.Client = testenv.StaleGets(withoutIndexes{env.Client}, stale)
+	r.Client = faultinject.StaleGets(withoutIndexes{env.Client}, stale)
 	r.CacheCaughtUp(req.NamespacedName) // its pod reads are uncached
 	// The pod it created shows: status B (1 of 1) is written, though the
 	// cache still has A.

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
-	"github.com/deckhand-dev/deckhand/internal/notes"
+	"github.com/deckhand-dev/deckhand/internal/eventnote"
 )
 
 // errNamespaceTerminating is a creation refused because the namespace is
@@ -138,7 +138,7 @@ func (r *PodSetReconciler) createPods(ctx context.Context, set *appsv1beta1.PodS
 	errs = slices.DeleteFunc(errs, func(err error) bool { return errors.Is(err, errNamespaceTerminating) })
 	if len(errs) > 0 {
 		log.FromContext(ctx).V(1).Info("creating pods stopped early", "podset", klog.KObj(set), "created", len(created), "wanted", len(names))
-		r.Recorder.Eventf(set, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "Error creating %s: %v", notes.Count(len(errs), "pod"), errs[0])
+		r.Recorder.Eventf(set, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "Error creating %s: %v", eventnote.Count(len(errs), "pod"), errs[0])
 		return fmt.Errorf("creating pods: %w", errors.Join(errs...))
 	}
 	return nil
@@ -199,7 +199,7 @@ func (r *PodSetReconciler) deletePods(ctx context.Context, set *appsv1beta1.PodS
 	wg.Wait()
 	r.recordRound(set, EventSuccessfulDelete, "Delete", "Deleted", deleted)
 	if len(errs) > 0 {
-		r.Recorder.Eventf(set, nil, corev1.EventTypeWarning, EventFailedDelete, "Delete", "Error deleting %s: %v", notes.Count(len(errs), "pod"), errs[0])
+		r.Recorder.Eventf(set, nil, corev1.EventTypeWarning, EventFailedDelete, "Delete", "Error deleting %s: %v", eventnote.Count(len(errs), "pod"), errs[0])
 	}
 	return errors.Join(errs...)
 }
@@ -216,7 +216,7 @@ func (r *PodSetReconciler) recordRound(set *appsv1beta1.PodSet, reason, action, 
 		r.Recorder.Eventf(set, pods[0], corev1.EventTypeNormal, reason, action, "%s pod: %s", verb, pods[0].Name)
 		return
 	}
-	r.Recorder.Eventf(set, notes.First(pods), corev1.EventTypeNormal, reason, action, "%s %d pods: %s", verb, len(pods), notes.Names(pods))
+	r.Recorder.Eventf(set, eventnote.First(pods), corev1.EventTypeNormal, reason, action, "%s %d pods: %s", verb, len(pods), eventnote.Names(pods))
 }
 
 // mayHaveBeenMade says whether a failed create may still have made its

@@ -5,7 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/deckhand-dev/deckhand/internal/notes"
+	"github.com/deckhand-dev/deckhand/internal/eventnote"
 )
 
 // ReasonHostAccess is the reason of the Event that says a pod was skipped
@@ -41,7 +41,7 @@ func HostAccess(pod *corev1.Pod) []string {
 		}
 	}
 	if len(names) > 0 {
-		out = append(out, "privileged container "+notes.List(names))
+		out = append(out, "privileged container "+eventnote.List(names))
 	}
 	for _, v := range pod.Spec.Volumes {
 		if v.HostPath != nil {
@@ -62,6 +62,6 @@ func (p Policy) SkipPod(pod *corev1.Pod) (reason, note string, skip bool) {
 	if len(access) == 0 {
 		return "", "", false
 	}
-	return ReasonHostAccess, "pod reaches into its node (" + notes.List(access) +
+	return ReasonHostAccess, "pod reaches into its node (" + eventnote.List(access) +
 		"), and so would a debug container in it; the operator allows that with --podbugger-allow-host-access", true
 }

@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
-	"github.com/deckhand-dev/deckhand/internal/setup"
+	"github.com/deckhand-dev/deckhand/internal/setupoptions"
 )
 
 // Policy is what the operator allows PodBuggers to do.
@@ -36,7 +36,7 @@ type Policy struct {
 }
 
 // From is the policy the operator set with its PodBugger flags.
-func From(opts setup.Options) (Policy, error) {
+func From(opts setupoptions.Options) (Policy, error) {
 	images, err := ParseImagePatterns(opts.PodBuggerAllowedImages)
 	if err != nil {
 		return Policy{}, fmt.Errorf("PodBugger image allow-list: %w", err)

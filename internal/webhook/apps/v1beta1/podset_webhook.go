@@ -35,7 +35,7 @@ import (
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	podsetcontroller "github.com/deckhand-dev/deckhand/internal/controller/podset"
-	"github.com/deckhand-dev/deckhand/internal/setup"
+	"github.com/deckhand-dev/deckhand/internal/setupoptions"
 )
 
 // SetupConversion registers the PodSet conversion webhook (/convert): v1beta1
@@ -47,7 +47,7 @@ func SetupConversion(mgr ctrl.Manager) error {
 }
 
 // Setup registers the PodSet validating webhook.
-func Setup(mgr ctrl.Manager, _ setup.Options) error {
+func Setup(mgr ctrl.Manager, _ setupoptions.Options) error {
 	return ctrl.NewWebhookManagedBy(mgr, &appsv1beta1.PodSet{}).
 		WithValidator(&Validator{Client: mgr.GetClient()}).Complete()
 }

@@ -1,7 +1,8 @@
-package testenv
+package faultinject
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"sync/atomic"
 
@@ -61,4 +62,36 @@ type countedLists struct {
 
 func (c countedLists) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	return c.reads.List(ctx, list, opts...)
+}
+
+// StaleLists wraps c so that a List into one of the kinds of snapshots
+// returns a copy of that snapshot instead of asking c: a cache that has not
+// caught up. Every other call goes to c.
+func StaleLists(c client.Client, snapshots ...client.ObjectList) client.Client {
+	return &staleLists{Client: c, snapshots: snapshots}
+}
+
+type staleLists struct {
+	client.Client
+	snapshots []client.ObjectList
+}
+
+func (s *staleLists) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	for _, snap := range s.snapshots {
+		if reflect.TypeOf(snap) == reflect.TypeOf(list) {
+			return copyInto(snap, list)
+		}
+	}
+	return s.Client.List(ctx, list, opts...)
+}
+
+// copyInto copies src into dst, two lists of the same type.
+func copyInto(src, dst client.ObjectList) error {
+	d := reflect.ValueOf(dst)
+	c := reflect.ValueOf(src.DeepCopyObject())
+	if d.Kind() != reflect.Pointer || d.Type() != c.Type() {
+		return fmt.Errorf("cannot copy %T into %T", src, dst)
+	}
+	d.Elem().Set(c.Elem())
+	return nil
 }

@@ -1,8 +1,8 @@
-// Package setup holds what every kind's Setup function receives: the part
+// Package setupoptions holds what every kind's Setup function receives: the part
 // of the manager's options that controllers and webhooks act on. It sits
 // below both the manager (which fills it from flags) and the controller and
 // webhook packages (which read it), so neither imports the other.
-package setup
+package setupoptions
 
 // Options are the settings controllers and webhooks are set up with.
 type Options struct {

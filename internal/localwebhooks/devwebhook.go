@@ -1,11 +1,11 @@
-// Package devwebhook makes Deckhand's admission webhooks reach a manager that
+// Package localwebhooks makes Deckhand's admission webhooks reach a manager that
 // runs outside the cluster (`make run`, the e2e tests): it installs the
 // generated webhook configurations pointed at the manager's local address
 // instead of at the in-cluster Service. The manager's self-signed mode
 // (internal/webhookcert) then issues a certificate for that address and
 // injects its CA, exactly as it does in a cluster. The CRDs converted by a
 // webhook (PodSet, PodBugger) get their conversion webhook pointed there too.
-package devwebhook
+package localwebhooks
 
 import (
 	"bytes"

@@ -1,11 +1,11 @@
-package notes_test
+package eventnote_test
 
 import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/deckhand-dev/deckhand/internal/notes"
+	"github.com/deckhand-dev/deckhand/internal/eventnote"
 )
 
 func TestNames(t *testing.T) {
@@ -22,7 +22,7 @@ func TestNames(t *testing.T) {
 		for i, n := range tc.names {
 			objs[i] = &metav1.ObjectMeta{Name: n}
 		}
-		if got := notes.Names(objs); got != tc.want {
+		if got := eventnote.Names(objs); got != tc.want {
 			t.Errorf("Names(%q) = %q, want %q", tc.names, got, tc.want)
 		}
 	}
@@ -30,7 +30,7 @@ func TestNames(t *testing.T) {
 
 func TestCount(t *testing.T) {
 	for n, want := range map[int]string{0: "0 pods", 1: "1 pod", 2: "2 pods"} {
-		if got := notes.Count(n, "pod"); got != want {
+		if got := eventnote.Count(n, "pod"); got != want {
 			t.Errorf("Count(%d) = %q, want %q", n, got, want)
 		}
 	}
@@ -46,7 +46,7 @@ func TestList(t *testing.T) {
 		{[]string{"Deployment", "Service"}, "Deployment and Service"},
 		{[]string{"Deployment", "Service", "PodDisruptionBudget"}, "Deployment, Service and PodDisruptionBudget"},
 	} {
-		if got := notes.List(tc.words); got != tc.want {
+		if got := eventnote.List(tc.words); got != tc.want {
 			t.Errorf("List(%q) = %q, want %q", tc.words, got, tc.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package devwebhook
+package localwebhooks
 
 import (
 	"strings"

@@ -1,5 +1,5 @@
-// Package notes formats the human-readable notes of Deckhand's Events.
-package notes
+// Package eventnote formats the human-readable notes of Deckhand's Events.
+package eventnote
 
 import (
 	"fmt"

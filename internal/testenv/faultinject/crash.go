@@ -1,4 +1,8 @@
-package testenv
+// Package faultinject holds the faults tests inject into a manager: a crash
+// after its k-th write, watches that lag, break or are cut by an outage,
+// reads that answer from a stale snapshot or are counted, and writes whose
+// responses are lost. test/faults builds every scenario from them.
+package faultinject
 
 import (
 	"errors"
