@@ -15,11 +15,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
-	"github.com/deckhand-dev/deckhand/internal/setup"
+	"github.com/deckhand-dev/deckhand/internal/setupoptions"
 )
 
 // Setup registers the validating webhooks of both kinds.
-func Setup(mgr ctrl.Manager, _ setup.Options) error {
+func Setup(mgr ctrl.Manager, _ setupoptions.Options) error {
 	if err := ctrl.NewWebhookManagedBy(mgr, &deckhandbatchv1.JobWatcher{}).
 		WithValidator(jobWatcherValidator{}).Complete(); err != nil {
 		return err
