@@ -142,11 +142,11 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err := r.Get(ctx, req.NamespacedName, job); err != nil || !job.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	policies, h, err := r.observe(ctx, job.Namespace)
+	watchers, h, err := r.observe(ctx, job.Namespace)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	d := decide(job, policies, h)
+	d := decide(job, watchers, h)
 	now := r.Now()
 	switch {
 	case d.Verdict == verdictBadAnnotation:
@@ -165,21 +165,21 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		r.reportWouldDelete(job, d)
 		return ctrl.Result{}, nil
 	}
-	return r.delete(ctx, job, policies, h)
+	return r.delete(ctx, job, watchers, h)
 }
 
 // observe reads from the cache the watchers that may govern the Jobs of
 // namespace ns and, when one has a history limit, which Jobs are beyond it.
-func (r *JobReconciler) observe(ctx context.Context, ns string) ([]*policy, history, error) {
-	policies, err := listPolicies(ctx, r.Client, ns)
-	if err != nil || !anyHistoryLimits(policies) {
-		return policies, nil, err
+func (r *JobReconciler) observe(ctx context.Context, ns string) ([]*compiledWatcher, history, error) {
+	watchers, err := listWatchers(ctx, r.Client, ns)
+	if err != nil || !anyHistoryLimits(watchers) {
+		return watchers, nil, err
 	}
 	var jobs batchv1.JobList
 	if err := r.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
 		return nil, nil, fmt.Errorf("listing Jobs: %w", err)
 	}
-	return policies, historyOf(policies, jobs.Items), nil
+	return watchers, historyOf(watchers, jobs.Items), nil
 }
 
 // reportWouldDelete records, in dry run, that the governor would have
@@ -194,7 +194,7 @@ func (r *JobReconciler) reportWouldDelete(job *batchv1.Job, d decision) {
 }
 
 // ledgerOf is the ledger of the governor's kind.
-func (r *JobReconciler) ledgerOf(gov *policy) *ledger {
+func (r *JobReconciler) ledgerOf(gov *compiledWatcher) *ledger {
 	if gov.cluster {
 		return r.clusterDeleted
 	}
@@ -206,7 +206,7 @@ func (r *JobReconciler) ledgerOf(gov *policy) *ledger {
 // how Jobs that existed before a watcher (or before the operator started)
 // are found. It reads only the cache.
 func (r *JobReconciler) jobsInReach(ctx context.Context, obj client.Object) []reconcile.Request {
-	p := policyOf(obj)
+	p := compiledWatcherOf(obj)
 	if p == nil {
 		return nil
 	}

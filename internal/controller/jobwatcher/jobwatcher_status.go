@@ -77,17 +77,17 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if wait := r.untilDue(req.NamespacedName, start); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	policies, jobs, err := r.observe(ctx, req.Namespace)
+	watchers, jobs, err := r.observe(ctx, req.Namespace)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	s := summarize(w.policy, policies, jobs, start)
-	s.Breaker = r.deleted.breakerState(w.obj, w.policy.maxDeletionsPerMinute(), start)
+	s := summarize(w.compiled, watchers, jobs, start)
+	s.Breaker = r.deleted.breakerState(w.obj, w.compiled.maxDeletionsPerMinute(), start)
 	expiredJobs.WithLabelValues(r.kind(), req.Namespace, req.Name).Set(float64(s.Expired))
 	deleted := r.deleted.count(w.obj, w.status.RecentFailures)
-	want := computeStatus(*w.status, w.policy, s, deleted, start, r.Now())
+	want := computeStatus(*w.status, w.compiled, s, deleted, start, r.Now())
 	if err := r.status.Write(ctx, w.obj, w.status, want); err != nil {
-		return ctrl.Result{}, fmt.Errorf("writing status of %s: %w", w.policy.key(), err)
+		return ctrl.Result{}, fmt.Errorf("writing status of %s: %w", w.compiled.key(), err)
 	}
 	r.deleted.saved(deleted.failures)
 	r.tellDeleted(w.obj, r.deleted.tell(w.obj.GetUID()))
@@ -127,11 +127,11 @@ func (r *StatusReconciler) untilDue(key types.NamespacedName, now time.Time) tim
 	return 0
 }
 
-// watcher is a watcher of either kind as read, with its compiled policy.
+// watcher is a watcher of either kind as read, compiled.
 type watcher struct {
-	obj    client.Object
-	status *deckhandbatchv1.JobWatcherStatus
-	policy *policy
+	obj      client.Object
+	status   *deckhandbatchv1.JobWatcherStatus
+	compiled *compiledWatcher
 }
 
 // get reads the watcher from the cache; nil when it is gone.
@@ -140,7 +140,7 @@ func (r *StatusReconciler) get(ctx context.Context, key client.ObjectKey) (*watc
 	if err := r.Get(ctx, key, obj); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
-	w := &watcher{obj: obj, policy: policyOf(obj)}
+	w := &watcher{obj: obj, compiled: compiledWatcherOf(obj)}
 	switch o := obj.(type) {
 	case *deckhandbatchv1.JobWatcher:
 		w.status = &o.Status
@@ -154,8 +154,8 @@ func (r *StatusReconciler) get(ctx context.Context, key client.ObjectKey) (*watc
 // (every namespace when empty): a JobWatcher's Jobs, and the JobWatchers that
 // compete for them, are in its namespace; a ClusterJobWatcher's may be
 // anywhere.
-func (r *StatusReconciler) observe(ctx context.Context, ns string) ([]*policy, []batchv1.Job, error) {
-	policies, err := listPolicies(ctx, r.Client, ns)
+func (r *StatusReconciler) observe(ctx context.Context, ns string) ([]*compiledWatcher, []batchv1.Job, error) {
+	watchers, err := listWatchers(ctx, r.Client, ns)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -163,7 +163,7 @@ func (r *StatusReconciler) observe(ctx context.Context, ns string) ([]*policy, [
 	if err := r.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
 		return nil, nil, fmt.Errorf("listing Jobs: %w", err)
 	}
-	return policies, jobs.Items, nil
+	return watchers, jobs.Items, nil
 }
 
 // forget drops what is kept in memory and in metrics for a watcher that is
@@ -171,7 +171,7 @@ func (r *StatusReconciler) observe(ctx context.Context, ns string) ([]*policy, [
 func (r *StatusReconciler) forget(key types.NamespacedName) {
 	r.status.Forget(key)
 	r.deleted.forget(key)
-	compiledPolicies.forget(r.cluster, key)
+	compiledSpecs.forget(r.cluster, key)
 	r.mu.Lock()
 	delete(r.evaluated, key)
 	r.mu.Unlock()
@@ -211,7 +211,7 @@ func (r *StatusReconciler) watchersOf(ctx context.Context, job client.Object) []
 		}
 		for i := range list.Items {
 			// An invalid watcher is woken too: its status says why it is idle.
-			if p := newClusterJobWatcherPolicy(&list.Items[i]); p.err != nil || p.reaches(job.GetNamespace()) {
+			if p := compileClusterJobWatcher(&list.Items[i]); p.err != nil || p.reaches(job.GetNamespace()) {
 				watchers = append(watchers, &list.Items[i])
 			}
 		}
@@ -247,17 +247,17 @@ type summary struct {
 // Jobs it matches and the finished ones it governs: waiting for their TTL (or
 // for self to resume) are pending; expired ones in dry run would be deleted.
 // An expired Job of an active watcher counts as pending until it is gone.
-func summarize(self *policy, policies []*policy, jobs []batchv1.Job, now time.Time) summary {
+func summarize(self *compiledWatcher, watchers []*compiledWatcher, jobs []batchv1.Job, now time.Time) summary {
 	var s summary
 	uid := self.watcher.GetUID()
-	h := historyOf(policies, jobs)
+	h := historyOf(watchers, jobs)
 	for i := range jobs {
 		job := &jobs[i]
 		if !job.DeletionTimestamp.IsZero() || !self.matches(job) {
 			continue
 		}
 		s.Matched++
-		d := decide(job, policies, h)
+		d := decide(job, watchers, h)
 		if d.Verdict != verdictExpires || d.Governor.watcher.GetUID() != uid {
 			continue
 		}
@@ -283,7 +283,7 @@ func summarize(self *policy, policies []*policy, jobs []batchv1.Job, now time.Ti
 // computeStatus is the watcher's status from old, what summarize found and
 // the deletions the running controller made. The run times are start and end
 // when anything else changed, else old's.
-func computeStatus(old deckhandbatchv1.JobWatcherStatus, self *policy, s summary, deleted deletions, start, end time.Time) deckhandbatchv1.JobWatcherStatus {
+func computeStatus(old deckhandbatchv1.JobWatcherStatus, self *compiledWatcher, s summary, deleted deletions, start, end time.Time) deckhandbatchv1.JobWatcherStatus {
 	st := *old.DeepCopy()
 	st.ObservedGeneration = self.watcher.GetGeneration()
 	st.MatchedJobs, st.PendingDeletions = s.Matched, s.Pending
