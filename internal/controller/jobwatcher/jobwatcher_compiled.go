@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
+	jobwatcherpolicy "github.com/deckhand-dev/deckhand/internal/controller/jobwatcher/policy"
 )
 
 // compiledWatcher is one watcher, compiled: what it matches and how long the Jobs it
@@ -65,7 +66,7 @@ func compiledWatcherOf(obj client.Object) *compiledWatcher {
 // of costing the manager what it would compile to.
 func compile(spec *deckhandbatchv1.JobPolicy, namespaces, excludeNamespaces []string) *compiled {
 	c := &compiled{selector: labels.Everything()}
-	res, perrs := deckhandbatchv1.CompilePatterns(deckhandbatchv1.WatcherPatterns(spec, namespaces, excludeNamespaces)...)
+	res, perrs := jobwatcherpolicy.CompilePatterns(jobwatcherpolicy.WatcherPatterns(spec, namespaces, excludeNamespaces)...)
 	c.names, c.excludeNames, c.namespaces, c.excludeNamespaces = res[0], res[1], res[2], res[3]
 	c.literalNamespaces = literals(namespaces)
 	errs := make([]error, 0, len(perrs)+1)
