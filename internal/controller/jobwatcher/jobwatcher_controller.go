@@ -61,13 +61,12 @@ func Setup(mgr ctrl.Manager, opts setupoptions.Options) error {
 	recorder := mgr.GetEventRecorder(ControllerName)
 	jobWatchers := NewStatusReconciler(mgr.GetClient(), recorder, false)
 	clusterJobWatchers := NewStatusReconciler(mgr.GetClient(), recorder, true)
-	jobs := NewJobReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder,
-		jobWatchers.deleted, clusterJobWatchers.deleted)
 	clientset, err := kubernetes.NewForConfig(mgr.GetConfig())
 	if err != nil {
 		return fmt.Errorf("creating the clientset that reads pod logs: %w", err)
 	}
-	jobs.Logs = ClientsetLogs(clientset)
+	jobs := NewJobReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder, ClientsetLogs(clientset),
+		jobWatchers.deleted, clusterJobWatchers.deleted)
 	// A spec change, and an acknowledged deletion circuit breaker, bring
 	// the watcher's Jobs back.
 	watcherChanged := builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, resumeAnnotationChanged))
@@ -129,10 +128,10 @@ type JobReconciler struct {
 	deleted, clusterDeleted *ledger
 }
 
-// NewJobReconciler returns a JobReconciler that credits deletions to the
-// ledgers of the JobWatcher and ClusterJobWatcher status controllers.
-func NewJobReconciler(c client.Client, apiReader client.Reader, rec events.EventRecorder, deleted, clusterDeleted *ledger) *JobReconciler {
-	return &JobReconciler{Client: c, APIReader: apiReader, Recorder: rec, Now: time.Now, deleted: deleted, clusterDeleted: clusterDeleted}
+// NewJobReconciler returns a JobReconciler that reads failed containers' logs
+// through logs (none when nil) and credits deletions to the ledgers of the JobWatcher and ClusterJobWatcher status controllers.
+func NewJobReconciler(c client.Client, apiReader client.Reader, rec events.EventRecorder, logs PodLogs, deleted, clusterDeleted *ledger) *JobReconciler {
+	return &JobReconciler{Client: c, APIReader: apiReader, Recorder: rec, Now: time.Now, Logs: logs, deleted: deleted, clusterDeleted: clusterDeleted}
 }
 
 // Reconcile judges one Job from the cache and, once it is due, deletes it
