@@ -62,7 +62,7 @@ type breaker struct {
 }
 
 // maxDeletionsPerMinute is the watcher's breaker limit.
-func (p *policy) maxDeletionsPerMinute() int {
+func (p *compiledWatcher) maxDeletionsPerMinute() int {
 	if p.spec.MaxDeletionsPerMinute != nil && *p.spec.MaxDeletionsPerMinute > 0 {
 		return int(*p.spec.MaxDeletionsPerMinute)
 	}
@@ -140,7 +140,7 @@ func (l *ledger) breakerOf(watcher client.Object, now time.Time) *breaker {
 // admit reports whether the governor may delete the due Job named job
 // (namespace/name) now, and counts it when it may. A refusal trips the
 // breaker and wakes the watcher's status controller, which tells it.
-func (l *ledger) admit(gov *policy, job string, now time.Time) bool {
+func (l *ledger) admit(gov *compiledWatcher, job string, now time.Time) bool {
 	l.mu.Lock()
 	b := l.breakerOf(gov.watcher, now)
 	cut := 0

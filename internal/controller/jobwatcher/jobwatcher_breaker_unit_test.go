@@ -12,7 +12,7 @@ import (
 )
 
 // admitted counts how many of n due Jobs the breaker lets p delete at now.
-func admitted(l *ledger, p *policy, n int, now time.Time) int {
+func admitted(l *ledger, p *compiledWatcher, n int, now time.Time) int {
 	ok := 0
 	for range n {
 		if l.admit(p, "ns/job", now) {
@@ -23,7 +23,7 @@ func admitted(l *ledger, p *policy, n int, now time.Time) int {
 }
 
 // admittedAs is admitted for n judgements of one Job, named job.
-func admittedAs(l *ledger, p *policy, job string, n int, now time.Time) int {
+func admittedAs(l *ledger, p *compiledWatcher, job string, n int, now time.Time) int {
 	ok := 0
 	for range n {
 		if l.admit(p, job, now) {

@@ -71,7 +71,7 @@ func jobNamespaces(ctx context.Context, r client.Reader) ([]string, error) {
 		return nil, fmt.Errorf("listing namespaces: %w", err)
 	}
 	for i := range cjws.Items {
-		p := newClusterJobWatcherPolicy(&cjws.Items[i])
+		p := compileClusterJobWatcher(&cjws.Items[i])
 		for _, ns := range namespaces.Items {
 			if p.reaches(ns.Name) {
 				out = append(out, ns.Name)

@@ -61,13 +61,12 @@ func Setup(mgr ctrl.Manager, opts setupoptions.Options) error {
 	recorder := mgr.GetEventRecorder(ControllerName)
 	jobWatchers := NewStatusReconciler(mgr.GetClient(), recorder, false)
 	clusterJobWatchers := NewStatusReconciler(mgr.GetClient(), recorder, true)
-	jobs := NewJobReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder,
-		jobWatchers.deleted, clusterJobWatchers.deleted)
 	clientset, err := kubernetes.NewForConfig(mgr.GetConfig())
 	if err != nil {
 		return fmt.Errorf("creating the clientset that reads pod logs: %w", err)
 	}
-	jobs.Logs = ClientsetLogs(clientset)
+	jobs := NewJobReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder, ClientsetLogs(clientset),
+		jobWatchers.deleted, clusterJobWatchers.deleted)
 	// A spec change, and an acknowledged deletion circuit breaker, bring
 	// the watcher's Jobs back.
 	watcherChanged := builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, resumeAnnotationChanged))
@@ -129,10 +128,10 @@ type JobReconciler struct {
 	deleted, clusterDeleted *ledger
 }
 
-// NewJobReconciler returns a JobReconciler that credits deletions to the
-// ledgers of the JobWatcher and ClusterJobWatcher status controllers.
-func NewJobReconciler(c client.Client, apiReader client.Reader, rec events.EventRecorder, deleted, clusterDeleted *ledger) *JobReconciler {
-	return &JobReconciler{Client: c, APIReader: apiReader, Recorder: rec, Now: time.Now, deleted: deleted, clusterDeleted: clusterDeleted}
+// NewJobReconciler returns a JobReconciler that reads failed containers' logs
+// through logs (none when nil) and credits deletions to the ledgers of the JobWatcher and ClusterJobWatcher status controllers.
+func NewJobReconciler(c client.Client, apiReader client.Reader, rec events.EventRecorder, logs PodLogs, deleted, clusterDeleted *ledger) *JobReconciler {
+	return &JobReconciler{Client: c, APIReader: apiReader, Recorder: rec, Now: time.Now, Logs: logs, deleted: deleted, clusterDeleted: clusterDeleted}
 }
 
 // Reconcile judges one Job from the cache and, once it is due, deletes it
@@ -142,11 +141,11 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err := r.Get(ctx, req.NamespacedName, job); err != nil || !job.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	policies, h, err := r.observe(ctx, job.Namespace)
+	watchers, h, err := r.observe(ctx, job.Namespace)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	d := decide(job, policies, h)
+	d := decide(job, watchers, h)
 	now := r.Now()
 	switch {
 	case d.Verdict == verdictBadAnnotation:
@@ -165,21 +164,21 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		r.reportWouldDelete(job, d)
 		return ctrl.Result{}, nil
 	}
-	return r.delete(ctx, job, policies, h)
+	return r.delete(ctx, job, watchers, h)
 }
 
 // observe reads from the cache the watchers that may govern the Jobs of
 // namespace ns and, when one has a history limit, which Jobs are beyond it.
-func (r *JobReconciler) observe(ctx context.Context, ns string) ([]*policy, history, error) {
-	policies, err := listPolicies(ctx, r.Client, ns)
-	if err != nil || !anyHistoryLimits(policies) {
-		return policies, nil, err
+func (r *JobReconciler) observe(ctx context.Context, ns string) ([]*compiledWatcher, history, error) {
+	watchers, err := listWatchers(ctx, r.Client, ns)
+	if err != nil || !anyHistoryLimits(watchers) {
+		return watchers, nil, err
 	}
 	var jobs batchv1.JobList
 	if err := r.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
 		return nil, nil, fmt.Errorf("listing Jobs: %w", err)
 	}
-	return policies, historyOf(policies, jobs.Items), nil
+	return watchers, historyOf(watchers, jobs.Items), nil
 }
 
 // reportWouldDelete records, in dry run, that the governor would have
@@ -194,7 +193,7 @@ func (r *JobReconciler) reportWouldDelete(job *batchv1.Job, d decision) {
 }
 
 // ledgerOf is the ledger of the governor's kind.
-func (r *JobReconciler) ledgerOf(gov *policy) *ledger {
+func (r *JobReconciler) ledgerOf(gov *compiledWatcher) *ledger {
 	if gov.cluster {
 		return r.clusterDeleted
 	}
@@ -206,7 +205,7 @@ func (r *JobReconciler) ledgerOf(gov *policy) *ledger {
 // how Jobs that existed before a watcher (or before the operator started)
 // are found. It reads only the cache.
 func (r *JobReconciler) jobsInReach(ctx context.Context, obj client.Object) []reconcile.Request {
-	p := policyOf(obj)
+	p := compiledWatcherOf(obj)
 	if p == nil {
 		return nil
 	}

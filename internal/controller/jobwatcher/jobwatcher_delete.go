@@ -29,7 +29,7 @@ import (
 // watchers are judged as the cache shows them, as every other decision of
 // the controller: a change of one is in effect once its
 // status.observedGeneration shows it (docs/jobwatcher.md, "Safe deletion").
-func (r *JobReconciler) delete(ctx context.Context, cached *batchv1.Job, policies []*policy, h history) (ctrl.Result, error) {
+func (r *JobReconciler) delete(ctx context.Context, cached *batchv1.Job, watchers []*compiledWatcher, h history) (ctrl.Result, error) {
 	fresh := &batchv1.Job{}
 	jobAPIRequests.WithLabelValues("get").Inc()
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cached), fresh); err != nil {
@@ -39,13 +39,13 @@ func (r *JobReconciler) delete(ctx context.Context, cached *batchv1.Job, policie
 		return ctrl.Result{}, nil
 	}
 	now := r.Now()
-	d := decide(fresh, policies, h)
+	d := decide(fresh, watchers, h)
 	if d.Verdict == verdictExpires && d.BeyondHistory {
-		fh, err := r.freshHistory(ctx, fresh.Namespace, policies)
+		fh, err := r.freshHistory(ctx, fresh.Namespace, watchers)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		d = decide(fresh, policies, fh)
+		d = decide(fresh, watchers, fh)
 	}
 	switch {
 	case d.Verdict != verdictExpires || d.Governor.spec.Suspend || d.Governor.spec.DryRun:
@@ -97,21 +97,21 @@ func (r *JobReconciler) delete(ctx context.Context, cached *batchv1.Job, policie
 const watcherRecheck = 5 * time.Second
 
 // freshHistory is which Jobs of namespace ns are beyond the history limits
-// of policies, judged on a list read past the cache.
-func (r *JobReconciler) freshHistory(ctx context.Context, ns string, policies []*policy) (history, error) {
+// of watchers, judged on a list read past the cache.
+func (r *JobReconciler) freshHistory(ctx context.Context, ns string, watchers []*compiledWatcher) (history, error) {
 	var jobs batchv1.JobList
 	jobAPIRequests.WithLabelValues("list").Inc()
 	if err := r.APIReader.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
 		return nil, fmt.Errorf("listing Jobs past the cache: %w", err)
 	}
-	return historyOf(policies, jobs.Items), nil
+	return historyOf(watchers, jobs.Items), nil
 }
 
 // watcherChanged reads the governing watcher past the cache and reports
 // whether it is not the one the decision was made with any more: gone,
 // replaced (another UID), being deleted, or with a spec the cache has not
 // shown yet (another generation).
-func (r *JobReconciler) watcherChanged(ctx context.Context, gov *policy) (bool, error) {
+func (r *JobReconciler) watcherChanged(ctx context.Context, gov *compiledWatcher) (bool, error) {
 	live, ok := gov.watcher.DeepCopyObject().(client.Object)
 	if !ok {
 		return true, nil
@@ -149,9 +149,9 @@ func (r *JobReconciler) recordDeleted(ctx context.Context, job *batchv1.Job, d d
 		"finished", finishedAt, "ttl", d.TTL, "propagation", gov.propagation())
 }
 
-// listPolicies compiles, from c (the cache), the JobWatchers of namespace ns (every
+// listWatchers compiles, from c (the cache), the JobWatchers of namespace ns (every
 // namespace when ns is empty) and every ClusterJobWatcher.
-func listPolicies(ctx context.Context, c client.Reader, ns string) ([]*policy, error) {
+func listWatchers(ctx context.Context, c client.Reader, ns string) ([]*compiledWatcher, error) {
 	var jws deckhandbatchv1.JobWatcherList
 	if err := c.List(ctx, &jws, client.InNamespace(ns)); err != nil {
 		return nil, fmt.Errorf("listing JobWatchers: %w", err)
@@ -160,12 +160,12 @@ func listPolicies(ctx context.Context, c client.Reader, ns string) ([]*policy, e
 	if err := c.List(ctx, &cjws); err != nil {
 		return nil, fmt.Errorf("listing ClusterJobWatchers: %w", err)
 	}
-	out := make([]*policy, 0, len(jws.Items)+len(cjws.Items))
+	out := make([]*compiledWatcher, 0, len(jws.Items)+len(cjws.Items))
 	for i := range jws.Items {
-		out = append(out, newJobWatcherPolicy(&jws.Items[i]))
+		out = append(out, compileJobWatcher(&jws.Items[i]))
 	}
 	for i := range cjws.Items {
-		out = append(out, newClusterJobWatcherPolicy(&cjws.Items[i]))
+		out = append(out, compileClusterJobWatcher(&cjws.Items[i]))
 	}
 	return out, nil
 }

@@ -49,7 +49,7 @@ func ClientsetLogs(cs kubernetes.Interface) PodLogs {
 }
 
 // failureRecords is how many failure records the watcher keeps.
-func (p *policy) failureRecords() int {
+func (p *compiledWatcher) failureRecords() int {
 	if p.spec.FailureRecords == nil {
 		return defaultFailureRecords
 	}

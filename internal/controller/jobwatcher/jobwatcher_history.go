@@ -26,12 +26,12 @@ type historyKey struct {
 }
 
 // beyond reports whether job is beyond p's history limit for its outcome.
-func (h history) beyond(p *policy, job *batchv1.Job) bool {
+func (h history) beyond(p *compiledWatcher, job *batchv1.Job) bool {
 	return h[historyKey{p.watcher.GetUID(), types.NamespacedName{Namespace: job.Namespace, Name: job.Name}}]
 }
 
 // historyLimit is p's history limit for outcome o; false when it has none.
-func (p *policy) historyLimit(o outcome) (int, bool) {
+func (p *compiledWatcher) historyLimit(o outcome) (int, bool) {
 	l := p.spec.SuccessfulJobsHistoryLimit
 	if o == outcomeFailed {
 		l = p.spec.FailedJobsHistoryLimit
@@ -42,12 +42,12 @@ func (p *policy) historyLimit(o outcome) (int, bool) {
 	return int(*l), true
 }
 
-func (p *policy) hasHistoryLimits() bool {
+func (p *compiledWatcher) hasHistoryLimits() bool {
 	return p.spec.SuccessfulJobsHistoryLimit != nil || p.spec.FailedJobsHistoryLimit != nil
 }
 
 // historyGroup is the group job counts in for p's history limits.
-func (p *policy) historyGroup(job *batchv1.Job, o outcome) string {
+func (p *compiledWatcher) historyGroup(job *batchv1.Job, o outcome) string {
 	group := string(o) + "/" + job.Namespace
 	if p.spec.HistoryGroupBy == deckhandbatchv1.HistoryByNamePrefix {
 		prefix, _, _ := cutLast(job.Name, "-")
@@ -68,13 +68,13 @@ func cutLast(s, sep string) (string, string, bool) {
 // it matches beyond its limit: in each of its groups, the Jobs of one
 // outcome after the newest N by finish time (ties by name). Jobs being
 // deleted or without a finish time do not count.
-func historyOf(policies []*policy, jobs []batchv1.Job) history {
+func historyOf(watchers []*compiledWatcher, jobs []batchv1.Job) history {
 	h := history{}
 	type finishedJob struct {
 		job *batchv1.Job
 		at  time.Time
 	}
-	for _, p := range policies {
+	for _, p := range watchers {
 		if !p.hasHistoryLimits() {
 			continue
 		}
@@ -105,9 +105,9 @@ func historyOf(policies []*policy, jobs []batchv1.Job) history {
 	return h
 }
 
-// anyHistoryLimits reports whether one of policies has a history limit.
-func anyHistoryLimits(policies []*policy) bool {
-	return slices.ContainsFunc(policies, (*policy).hasHistoryLimits)
+// anyHistoryLimits reports whether one of watchers has a history limit.
+func anyHistoryLimits(watchers []*compiledWatcher) bool {
+	return slices.ContainsFunc(watchers, (*compiledWatcher).hasHistoryLimits)
 }
 
 // historyPeers maps the event of a finished Job to the finished Jobs of its

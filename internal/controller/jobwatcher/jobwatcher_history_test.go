@@ -41,7 +41,7 @@ func TestHistoryOf(t *testing.T) {
 		*testJob(ns, "going-1", finishedAgo(batchv1.JobComplete, 9*time.Hour), func(j *batchv1.Job) { j.DeletionTimestamp = ptr.To(metav1.Now()) }),
 	}
 	tests := map[string]struct {
-		policy *policy
+		policy *compiledWatcher
 		want   []string
 	}{
 		"no limits": {jw(ns, "w", ptr.To[int32](60), nil), nil},
@@ -56,7 +56,7 @@ func TestHistoryOf(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			h := historyOf([]*policy{tc.policy}, jobs)
+			h := historyOf([]*compiledWatcher{tc.policy}, jobs)
 			var got []string
 			for i := range jobs {
 				if h.beyond(tc.policy, &jobs[i]) {
@@ -82,26 +82,26 @@ func TestDecideWithHistory(t *testing.T) {
 	clusterLimited := cjw("cluster", ptr.To[int32](600), nil, nil, nil, limits(ptr.To[int32](0), nil, ""))
 	tests := map[string]struct {
 		job      *batchv1.Job
-		policies []*policy
-		beyond   []*policy
+		watchers []*compiledWatcher
+		beyond   []*compiledWatcher
 		verdict  verdict
 		governor string
 		ttl      time.Duration
 		early    bool
 	}{
-		"within the limit, the TTL":              {job, []*policy{limited}, nil, verdictExpires, "limited", time.Hour, false},
-		"beyond the limit, at once":              {job, []*policy{limited}, []*policy{limited}, verdictExpires, "limited", 0, true},
-		"a limit alone keeps the newest":         {job, []*policy{onlyLimit}, nil, verdictInHistory, "", 0, false},
-		"a limit alone lets older ones go":       {job, []*policy{onlyLimit}, []*policy{onlyLimit}, verdictExpires, "only-limit", 0, true},
-		"a longer TTL in the level keeps it":     {job, []*policy{limited, longTTL}, []*policy{limited}, verdictExpires, "long", 2 * time.Hour, false},
-		"a limit alone and a TTL: the TTL":       {job, []*policy{onlyLimit, longTTL}, []*policy{onlyLimit}, verdictExpires, "long", 2 * time.Hour, false},
-		"a namespaced TTL over a cluster limit":  {job, []*policy{clusterLimited, longTTL}, []*policy{clusterLimited}, verdictExpires, "long", 2 * time.Hour, false},
-		"a cluster limit when no namespaced say": {job, []*policy{clusterLimited}, []*policy{clusterLimited}, verdictExpires, "cluster", 0, true},
+		"within the limit, the TTL":              {job, []*compiledWatcher{limited}, nil, verdictExpires, "limited", time.Hour, false},
+		"beyond the limit, at once":              {job, []*compiledWatcher{limited}, []*compiledWatcher{limited}, verdictExpires, "limited", 0, true},
+		"a limit alone keeps the newest":         {job, []*compiledWatcher{onlyLimit}, nil, verdictInHistory, "", 0, false},
+		"a limit alone lets older ones go":       {job, []*compiledWatcher{onlyLimit}, []*compiledWatcher{onlyLimit}, verdictExpires, "only-limit", 0, true},
+		"a longer TTL in the level keeps it":     {job, []*compiledWatcher{limited, longTTL}, []*compiledWatcher{limited}, verdictExpires, "long", 2 * time.Hour, false},
+		"a limit alone and a TTL: the TTL":       {job, []*compiledWatcher{onlyLimit, longTTL}, []*compiledWatcher{onlyLimit}, verdictExpires, "long", 2 * time.Hour, false},
+		"a namespaced TTL over a cluster limit":  {job, []*compiledWatcher{clusterLimited, longTTL}, []*compiledWatcher{clusterLimited}, verdictExpires, "long", 2 * time.Hour, false},
+		"a cluster limit when no namespaced say": {job, []*compiledWatcher{clusterLimited}, []*compiledWatcher{clusterLimited}, verdictExpires, "cluster", 0, true},
 		"the ttl annotation overrides a limit": {testJob(ns, "pi", succeeded, withAnnotation(deckhandbatchv1.TTLAnnotation, "36h")),
-			[]*policy{limited}, []*policy{limited}, verdictExpires, "limited", 36 * time.Hour, false},
+			[]*compiledWatcher{limited}, []*compiledWatcher{limited}, verdictExpires, "limited", 36 * time.Hour, false},
 		"keep overrides a limit": {testJob(ns, "pi", succeeded, withAnnotation(deckhandbatchv1.KeepAnnotation, "true")),
-			[]*policy{limited}, []*policy{limited}, verdictKeep, "", 0, false},
-		"a failed Job is not counted by a succeeded limit": {testJob(ns, "pi", failed), []*policy{onlyLimit}, []*policy{onlyLimit}, verdictNoTTL, "", 0, false},
+			[]*compiledWatcher{limited}, []*compiledWatcher{limited}, verdictKeep, "", 0, false},
+		"a failed Job is not counted by a succeeded limit": {testJob(ns, "pi", failed), []*compiledWatcher{onlyLimit}, []*compiledWatcher{onlyLimit}, verdictNoTTL, "", 0, false},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -109,7 +109,7 @@ func TestDecideWithHistory(t *testing.T) {
 			for _, p := range tc.beyond {
 				h[historyKey{p.watcher.GetUID(), client.ObjectKeyFromObject(tc.job)}] = true
 			}
-			d := decide(tc.job, tc.policies, h)
+			d := decide(tc.job, tc.watchers, h)
 			if d.Verdict != tc.verdict {
 				t.Fatalf("verdict = %s, want %s", d.Verdict, tc.verdict)
 			}

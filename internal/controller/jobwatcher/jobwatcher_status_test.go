@@ -30,7 +30,7 @@ func TestComputeStatus(t *testing.T) {
 
 	tests := map[string]struct {
 		old     deckhandbatchv1.JobWatcherStatus
-		self    *policy
+		self    *compiledWatcher
 		s       summary
 		deleted deletions
 		want    deckhandbatchv1.JobWatcherStatus

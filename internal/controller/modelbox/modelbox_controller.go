@@ -15,15 +15,12 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/log"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
 	"github.com/deckhand-dev/deckhand/internal/setupoptions"
@@ -92,27 +89,6 @@ func Setup(mgr ctrl.Manager, _ setupoptions.Options) error {
 		Complete(r)
 }
 
-// CacheByObject is how the manager's cache must hold the kinds a ModelBox
-// owns: only Deckhand's own (labelled) objects, and with their managedFields,
-// which tell which fields Deckhand owns and so whether an apply would change
-// anything.
-func CacheByObject() map[client.Object]cache.ByObject {
-	req, err := labels.NewRequirement(LabelModelBox, selection.Exists, nil)
-	if err != nil {
-		panic(err) // a constant label key is valid
-	}
-	byObject := cache.ByObject{
-		Label:     labels.NewSelector().Add(*req),
-		Transform: func(o any) (any, error) { return o, nil },
-	}
-	return map[client.Object]cache.ByObject{
-		&appsv1.Deployment{}:                     byObject,
-		&corev1.Service{}:                        byObject,
-		&autoscalingv2.HorizontalPodAutoscaler{}: byObject,
-		&policyv1.PodDisruptionBudget{}:          byObject,
-	}
-}
-
 // Reconcile makes one ModelBox's children match its spec, then records what
 // it saw in the status.
 func (r *ModelBoxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -127,7 +103,7 @@ func (r *ModelBoxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if !box.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // garbage collection removes the children
 	}
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("modelbox", klog.KObj(box)))
+	ctx = logf.IntoContext(ctx, logf.FromContext(ctx).WithValues("modelbox", klog.KObj(box)))
 
 	obs, err := r.observe(ctx, box)
 	if err != nil {
@@ -148,7 +124,7 @@ func (r *ModelBoxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		shown = nil
 	}
 	now := r.Now()
-	want := statusFor(box, obs, shown, metav1.NewTime(now))
+	want := computeStatus(box, obs, shown, metav1.NewTime(now))
 	paced, err := r.status.WritePaced(ctx, box, &box.Status, want, now, statusInterval, urgentStatus)
 	if err != nil {
 		return ctrl.Result{}, errors.Join(syncErr, fmt.Errorf("ModelBox %s: %w", req.NamespacedName, err))

@@ -26,10 +26,6 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
-var env *testenv.Env
-
-func TestMain(m *testing.M) { testenv.Main(m, &env) }
-
 var ctx = context.Background()
 
 // seedBox is the seed's sample, with the node port given: node ports are

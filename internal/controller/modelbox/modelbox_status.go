@@ -16,10 +16,10 @@ import (
 // maxMessage bounds a condition message well under the API's 32 KiB.
 const maxMessage = 1024
 
-// statusFor computes box's status from its children and the error, if any,
+// computeStatus computes box's status from its children and the error, if any,
 // that making them match the spec ended with. now stamps conditions that
 // change. It is pure: the same arguments give the same status.
-func statusFor(box *modelv1.ModelBox, obs observed, syncErr error, now metav1.Time) modelv1.ModelBoxStatus {
+func computeStatus(box *modelv1.ModelBox, obs observed, syncErr error, now metav1.Time) modelv1.ModelBoxStatus {
 	st := modelv1.ModelBoxStatus{
 		ObservedGeneration: box.Generation,
 		Conditions:         append([]metav1.Condition(nil), box.Status.Conditions...),

@@ -16,7 +16,7 @@ import (
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
 )
 
-func TestStatusFor(t *testing.T) {
+func TestComputeStatus(t *testing.T) {
 	box := &modelv1.ModelBox{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Generation: 3},
 		Spec:       modelv1.ModelBoxSpec{Ports: []modelv1.ServicePort{{Port: 80}}},
@@ -89,7 +89,7 @@ func TestStatusFor(t *testing.T) {
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got := statusFor(box, tt.obs, tt.syncErr, now); !equality.Semantic.DeepEqual(got, tt.want) {
+			if got := computeStatus(box, tt.obs, tt.syncErr, now); !equality.Semantic.DeepEqual(got, tt.want) {
 				t.Errorf("status differs (-want +got):\n%s", cmp.Diff(tt.want, got))
 			}
 		})
@@ -97,14 +97,14 @@ func TestStatusFor(t *testing.T) {
 
 	t.Run("an unchanged condition keeps its transition time", func(t *testing.T) {
 		obs := observed{deployment: deploy(4, 4, 4, 4, available), service: svc}
-		first := statusFor(box, obs, nil, now)
+		first := computeStatus(box, obs, nil, now)
 		again := box.DeepCopy()
 		again.Status = first
 		later := metav1.NewTime(now.Add(time.Hour))
-		if second := statusFor(again, obs, nil, later); !equality.Semantic.DeepEqual(first, second) {
+		if second := computeStatus(again, obs, nil, later); !equality.Semantic.DeepEqual(first, second) {
 			t.Errorf("a status computed twice from the same children changed (-first +second):\n%s", cmp.Diff(first, second))
 		}
-		third := statusFor(again, observed{deployment: deploy(4, 4, 4, 4, unavailable), service: svc}, nil, later)
+		third := computeStatus(again, observed{deployment: deploy(4, 4, 4, 4, unavailable), service: svc}, nil, later)
 		want := fromChildren(4, 4, 4, avail(F, modelv1.ReasonReplicasUnavailable, "4 of 4 pods available"), done, asExpected)
 		want.Conditions[0].LastTransitionTime = later
 		if !equality.Semantic.DeepEqual(third, want) {

@@ -23,7 +23,7 @@ import (
 	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
 	"github.com/deckhand-dev/deckhand/internal/eventnote"
@@ -233,7 +233,7 @@ func (r *ModelBoxReconciler) syncChild(ctx context.Context, w *written, box *mod
 		// it means by UID, and the apiserver refuses it for any other.
 		setUID(want, live.GetUID())
 	}
-	log.FromContext(ctx).V(1).Info("applying", "kind", kind, "exists", live != nil)
+	logf.FromContext(ctx).V(1).Info("applying", "kind", kind, "exists", live != nil)
 	if err := r.Apply(ctx, want, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		if live != nil && uidRefused(err) {
 			// Not a fault of the ModelBox: the next pass sees the object.

@@ -19,13 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
-	"github.com/deckhand-dev/deckhand/internal/scopedcache"
 	"github.com/deckhand-dev/deckhand/internal/setupoptions"
 	"github.com/deckhand-dev/deckhand/internal/status"
 )
@@ -36,25 +35,17 @@ const ControllerName = "podbugger"
 
 // Event reasons, besides debugv1beta1.ReasonInjectionFailed.
 const (
-	// ReasonInjected: the container was added to a pod.
-	ReasonInjected = "Injected"
-	// ReasonTargetContainerNotFound: a pod lacks spec.targetContainerName.
-	ReasonTargetContainerNotFound = "TargetContainerNotFound"
-	// ReasonContainerNameTaken: a pod's own (init) container has the debug
+	// EventInjected: the container was added to a pod.
+	EventInjected = "Injected"
+	// EventTargetContainerNotFound: a pod lacks spec.targetContainerName.
+	EventTargetContainerNotFound = "TargetContainerNotFound"
+	// EventContainerNameTaken: a pod's own (init) container has the debug
 	// container's name.
-	ReasonContainerNameTaken = "ContainerNameTaken"
+	EventContainerNameTaken = "ContainerNameTaken"
 )
 
 // fieldOwner names Deckhand in the pods' managedFields.
 const fieldOwner = "deckhand"
-
-// Needs says where the manager must cache pods for this controller: in the
-// namespaces that have a PodBugger. A PodBugger injects into pods of its own
-// namespace only.
-func Needs() []scopedcache.Need {
-	return []scopedcache.Need{{Object: &corev1.Pod{}, Triggers: []client.Object{&debugv1beta1.PodBugger{}},
-		Namespaces: scopedcache.NamespacesOf(&debugv1beta1.PodBuggerList{})}}
-}
 
 // Setup registers the PodBugger controller.
 func Setup(mgr ctrl.Manager, opts setupoptions.Options) error {
@@ -243,7 +234,7 @@ func (r *PodBuggerReconciler) podBuggersIn(ctx context.Context, ns client.Object
 func (r *PodBuggerReconciler) requestsForNamespace(ctx context.Context, namespace string) []reconcile.Request {
 	list := &debugv1beta1.PodBuggerList{}
 	if err := r.List(ctx, list, client.InNamespace(namespace)); err != nil {
-		log.FromContext(ctx).Error(err, "listing PodBuggers", "namespace", namespace)
+		logf.FromContext(ctx).Error(err, "listing PodBuggers", "namespace", namespace)
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))

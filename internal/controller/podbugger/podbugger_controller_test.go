@@ -18,10 +18,6 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
-var env *testenv.Env
-
-func TestMain(m *testing.M) { testenv.Main(m, &env) }
-
 const image = "docker.io/library/busybox:1.37"
 
 var (
@@ -229,7 +225,7 @@ func TestMaxPodsCapsCarriers(t *testing.T) {
 	// One Event for the pass, naming both pods: not an API write per pod.
 	injected := func() ([]string, error) {
 		evs, err := env.Events(ns, pb)()
-		return slices.DeleteFunc(evs, func(e string) bool { return !strings.HasPrefix(e, podbuggercontroller.ReasonInjected+":") }), err
+		return slices.DeleteFunc(evs, func(e string) bool { return !strings.HasPrefix(e, podbuggercontroller.EventInjected+":") }), err
 	}
 	g.Eventually(injected).Should(ConsistOf(MatchRegexp(`^Injected: Added ephemeral container web-debug \(image .+\) to 2 pods: web-\d, web-\d$`)))
 }
@@ -349,7 +345,7 @@ func TestTargetContainerMustExist(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, pb)).To(Succeed())
 
 	g.Eventually(env.Events(ns, pb)).Should(ContainElement(
-		podbuggercontroller.ReasonTargetContainerNotFound + ": Pod web-1 skipped: pod has no container named nginx (spec.targetContainerName)"))
+		podbuggercontroller.EventTargetContainerNotFound + ": Pod web-1 skipped: pod has no container named nginx (spec.targetContainerName)"))
 	g.Consistently(ephemeral(ns, "web-1")).Should(BeEmpty())
 
 	g.Expect(env.Update(pb, func() { pb.Spec.TargetContainerName = "app" })).To(Succeed())

@@ -12,7 +12,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/eventnote"
@@ -65,7 +65,7 @@ func (r *PodBuggerReconciler) inject(ctx context.Context, pb *debugv1beta1.PodBu
 			case err == nil:
 				o.carriers[pod.UID] = carrier{name: pod.Name, addedAt: r.Now(), state: debugv1beta1.DebuggerUnknown}
 				injections.WithLabelValues(key.Namespace, key.Name, resultAdded).Inc()
-				log.FromContext(ctx).Info("added debug container", "pod", klog.KObj(pod), "container", ContainerName(pb.Name))
+				logf.FromContext(ctx).Info("added debug container", "pod", klog.KObj(pod), "container", ContainerName(pb.Name))
 				added = append(added, pod)
 				continue
 			case apierrors.IsConflict(err):
@@ -137,9 +137,9 @@ func (r *PodBuggerReconciler) recordInjected(pb *debugv1beta1.PodBugger, added [
 	switch len(added) {
 	case 0:
 	case 1:
-		r.Recorder.Eventf(pb, added[0], corev1.EventTypeNormal, ReasonInjected, "AddEphemeralContainer", "Added %s to pod %s", what, added[0].Name)
+		r.Recorder.Eventf(pb, added[0], corev1.EventTypeNormal, EventInjected, "AddEphemeralContainer", "Added %s to pod %s", what, added[0].Name)
 	default:
-		r.Recorder.Eventf(pb, eventnote.First(added), corev1.EventTypeNormal, ReasonInjected, "AddEphemeralContainer", "Added %s to %d pods: %s", what, len(added), eventnote.Names(added))
+		r.Recorder.Eventf(pb, eventnote.First(added), corev1.EventTypeNormal, EventInjected, "AddEphemeralContainer", "Added %s to %d pods: %s", what, len(added), eventnote.Names(added))
 	}
 }
 

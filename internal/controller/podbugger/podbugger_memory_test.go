@@ -50,14 +50,14 @@ func TestRefusalsAreRetriedWithBackoffAFewTimes(t *testing.T) {
 func TestSkipsAreReportedOncePerPod(t *testing.T) {
 	pm := newMemory().of(types.NamespacedName{Name: "dbg"}, 1, nil)
 	a := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", UID: "ua"}}
-	if !pm.firstSkip(a, ReasonTargetContainerNotFound) || pm.firstSkip(a, ReasonTargetContainerNotFound) {
+	if !pm.firstSkip(a, EventTargetContainerNotFound) || pm.firstSkip(a, EventTargetContainerNotFound) {
 		t.Error("a skip is news once")
 	}
-	if !pm.firstSkip(a, ReasonContainerNameTaken) {
+	if !pm.firstSkip(a, EventContainerNameTaken) {
 		t.Error("another reason is news")
 	}
 	pm.prune(nil)
-	if !pm.firstSkip(a, ReasonContainerNameTaken) {
+	if !pm.firstSkip(a, EventContainerNameTaken) {
 		t.Error("a pod that went is forgotten")
 	}
 }

@@ -63,10 +63,10 @@ func planFor(pb *debugv1beta1.PodBugger, selector labels.Selector, pods []corev1
 	for _, pod := range candidates {
 		switch {
 		case hasContainer(pod, name):
-			p.skipped = append(p.skipped, skippedPod{pod, ReasonContainerNameTaken,
+			p.skipped = append(p.skipped, skippedPod{pod, EventContainerNameTaken,
 				"pod already has a container named " + name})
 		case pb.Spec.TargetContainerName != "" && !hasContainer(pod, pb.Spec.TargetContainerName):
-			p.skipped = append(p.skipped, skippedPod{pod, ReasonTargetContainerNotFound,
+			p.skipped = append(p.skipped, skippedPod{pod, EventTargetContainerNotFound,
 				"pod has no container named " + pb.Spec.TargetContainerName + " (spec.targetContainerName)"})
 		case skipsPod(pol, pod):
 			reason, note, _ := pol.SkipPod(pod)

@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
-	"github.com/deckhand-dev/deckhand/internal/scopedcache"
 	"github.com/deckhand-dev/deckhand/internal/setupoptions"
 	"github.com/deckhand-dev/deckhand/internal/status"
 )
@@ -72,20 +71,13 @@ type PodSetReconciler struct {
 	backoff      *finishedBackoff
 }
 
-// NewPodSetReconciler returns a reconciler that reads and writes through c.
-func NewPodSetReconciler(c client.Client, rec events.EventRecorder) *PodSetReconciler {
-	r := &PodSetReconciler{Client: c, APIReader: c, Recorder: rec, Now: time.Now, status: status.NewWriter(c, status.ConditionMetrics("PodSet", func(s *appsv1beta1.PodSetStatus) []metav1.Condition { return s.Conditions })),
+// NewPodSetReconciler returns a reconciler that writes through c, reads
+// through c's cache and, before it adopts pods, apiReader.
+func NewPodSetReconciler(c client.Client, apiReader client.Reader, rec events.EventRecorder) *PodSetReconciler {
+	r := &PodSetReconciler{Client: c, APIReader: apiReader, Recorder: rec, Now: time.Now, status: status.NewWriter(c, status.ConditionMetrics("PodSet", func(s *appsv1beta1.PodSetStatus) []metav1.Condition { return s.Conditions })),
 		backoff: newFinishedBackoff(), podName: newPodName}
 	r.expectations = newExpectations(func() time.Time { return r.Now() })
 	return r
-}
-
-// Needs says where the manager must cache pods for this controller: in the
-// namespaces that have a PodSet. A PodSet acts on pods of its own namespace
-// only.
-func Needs() []scopedcache.Need {
-	return []scopedcache.Need{{Object: &corev1.Pod{}, Triggers: []client.Object{&appsv1beta1.PodSet{}},
-		Namespaces: scopedcache.NamespacesOf(&appsv1beta1.PodSetList{})}}
 }
 
 // Setup registers the PodSet controller with the manager.
@@ -106,8 +98,7 @@ func Setup(mgr ctrl.Manager, _ setupoptions.Options) error {
 	}); err != nil {
 		return fmt.Errorf("indexing orphan pods by the PodSet they match: %w", err)
 	}
-	r := NewPodSetReconciler(mgr.GetClient(), mgr.GetEventRecorder(ControllerName))
-	r.APIReader = mgr.GetAPIReader()
+	r := NewPodSetReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(ControllerName))
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		// Not woken by its own status writes: only spec, label and
@@ -172,7 +163,7 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		requeue, failure = r.manage(ctx, set, pods, tmpl, hash)
 	}
 	now := r.Now()
-	want := calculateStatus(set, pods, hash, synced, failure, metav1.NewTime(now))
+	want := computeStatus(set, pods, hash, synced, failure, metav1.NewTime(now))
 	paced, err := r.status.WritePaced(ctx, set, &set.Status, want, now, statusInterval, urgentStatus(set.Spec.Replicas))
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("PodSet %s: %w", req.NamespacedName, err)

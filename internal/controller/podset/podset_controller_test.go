@@ -28,10 +28,6 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/testenv/faultinject"
 )
 
-var env *testenv.Env
-
-func TestMain(m *testing.M) { testenv.Main(m, &env) }
-
 // startPodSetController runs a manager with only the PodSet controller.
 func startPodSetController(t *testing.T) {
 	t.Helper()
@@ -163,7 +159,7 @@ func TestPodSetRecordsOneEventPerRound(t *testing.T) {
 // of its own in kubectl events.
 func TestPodSetShowsEveryRoundInItsEvents(t *testing.T) {
 	g := testenv.NewG(t)
-	r := podsetcontroller.NewPodSetReconciler(env.Client, env.EventRecorder(t, podsetcontroller.ControllerName))
+	r := podsetcontroller.NewPodSetReconciler(env.Client, env.Client, env.EventRecorder(t, podsetcontroller.ControllerName))
 
 	set := newPodSet(env.Namespace(t), "rounds", 0)
 	env.Create(t, set)
@@ -283,7 +279,8 @@ func TestPodSetCreatesNoExtraPodsWhenTheCacheLags(t *testing.T) {
 
 	// No manager: nothing watches pods, so the reconciler's cache never
 	// shows the pods it creates.
-	r := podsetcontroller.NewPodSetReconciler(faultinject.StaleLists(env.Client, &corev1.PodList{}), &events.FakeRecorder{})
+	cached := faultinject.StaleLists(env.Client, &corev1.PodList{})
+	r := podsetcontroller.NewPodSetReconciler(cached, cached, &events.FakeRecorder{})
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "stale"}}
 	for range 5 {
 		_, err := r.Reconcile(ctx, req)
@@ -312,7 +309,7 @@ func TestPodSetReadsNoPodsWhileItsCreationsAreOutstanding(t *testing.T) {
 	env.Create(t, set)
 
 	c, reads := faultinject.CountLists(faultinject.StaleLists(env.Client, &corev1.PodList{}))
-	r := podsetcontroller.NewPodSetReconciler(c, &events.FakeRecorder{})
+	r := podsetcontroller.NewPodSetReconciler(c, c, &events.FakeRecorder{})
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(set)}
 	_, err := r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -342,7 +339,7 @@ func TestPodSetCreatesNoExtraPodsWhenCreateAnswersAreLost(t *testing.T) {
 	// The first create is made but answers an error (the slow start then
 	// stops), and the cache never shows a pod.
 	c := faultinject.LoseCreateResponses(faultinject.StaleLists(env.Client, &corev1.PodList{}), 1)
-	r := podsetcontroller.NewPodSetReconciler(c, &events.FakeRecorder{})
+	r := podsetcontroller.NewPodSetReconciler(c, c, &events.FakeRecorder{})
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(set)}
 	_, err := r.Reconcile(ctx, req)
 	g.Expect(err).To(MatchError(ContainSubstring(faultinject.ErrCreateResponseLost.Error())))
@@ -376,7 +373,8 @@ func TestPodSetRetriesATakenPodNameSilently(t *testing.T) {
 
 	names := []string{"clash-aaaaa", "clash-bbbbb", "clash-ccccc"}
 	rec := events.NewFakeRecorder(10)
-	r := podsetcontroller.NewPodSetReconciler(withoutIndexes{env.Client}, rec)
+	cached := withoutIndexes{env.Client}
+	r := podsetcontroller.NewPodSetReconciler(cached, cached, rec)
 	next := make(chan string, len(names))
 	for _, n := range names {
 		next <- n
@@ -404,7 +402,8 @@ func TestPodSetCreatesNoExtraPodsWhenPodEventsAreReplayed(t *testing.T) {
 
 	// The cache shows none of the pods; the informers deliver the Adds of
 	// the first three, each twice.
-	r := podsetcontroller.NewPodSetReconciler(faultinject.StaleLists(env.Client, &corev1.PodList{}), &events.FakeRecorder{})
+	cached := faultinject.StaleLists(env.Client, &corev1.PodList{})
+	r := podsetcontroller.NewPodSetReconciler(cached, cached, &events.FakeRecorder{})
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(set)}
 	_, err := r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -635,7 +634,7 @@ func TestPodSetChecksItsExpectationsBeforeItLists(t *testing.T) {
 			r.ObserveCreations(set.UID, podNames(podsOf(g, set))...)
 		}
 	})
-	r = podsetcontroller.NewPodSetReconciler(c, &events.FakeRecorder{})
+	r = podsetcontroller.NewPodSetReconciler(c, c, &events.FakeRecorder{})
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(set)}
 	_, err := r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -656,7 +655,8 @@ func TestPodSetStatusIsWrittenWhenAStaleCopyLooksEqual(t *testing.T) {
 
 	// First sync: no pod yet, status A (0 of 1). The cache will keep
 	// showing the PodSet as it is now, with status A.
-	r := podsetcontroller.NewPodSetReconciler(withoutIndexes{env.Client}, &events.FakeRecorder{})
+	cached := withoutIndexes{env.Client}
+	r := podsetcontroller.NewPodSetReconciler(cached, cached, &events.FakeRecorder{})
 	_, err := r.Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
 	stale := get(g, set)
@@ -690,7 +690,8 @@ func TestPodSetPacesStatusWritesWhilePodsChange(t *testing.T) {
 	// The reconciler's clock runs ahead of the pods' (markReady stamps
 	// real time), so that no pod looks ready only in the future.
 	now := time.Now().Add(time.Hour)
-	r := podsetcontroller.NewPodSetReconciler(withoutIndexes{env.Client}, &events.FakeRecorder{})
+	cached := withoutIndexes{env.Client}
+	r := podsetcontroller.NewPodSetReconciler(cached, cached, &events.FakeRecorder{})
 	r.Now = func() time.Time { return now }
 	sync := func() ctrl.Result {
 		res, err := r.Reconcile(ctx, req)
@@ -728,7 +729,8 @@ func TestPodSetReplacesFinishedPodsWithBackoffAndSaysWhy(t *testing.T) {
 	set := newPodSet(env.Namespace(t), "crash", 1)
 	env.Create(t, set)
 	rec := events.NewFakeRecorder(100)
-	r := podsetcontroller.NewPodSetReconciler(withoutIndexes{env.Client}, rec)
+	cached := withoutIndexes{env.Client}
+	r := podsetcontroller.NewPodSetReconciler(cached, cached, rec)
 	now := time.Now()
 	r.Now = func() time.Time { return now }
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(set)}

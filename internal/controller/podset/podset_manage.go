@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/eventnote"
@@ -137,7 +137,7 @@ func (r *PodSetReconciler) createPods(ctx context.Context, set *appsv1beta1.PodS
 	}
 	errs = slices.DeleteFunc(errs, func(err error) bool { return errors.Is(err, errNamespaceTerminating) })
 	if len(errs) > 0 {
-		log.FromContext(ctx).V(1).Info("creating pods stopped early", "podset", klog.KObj(set), "created", len(created), "wanted", len(names))
+		logf.FromContext(ctx).V(1).Info("creating pods stopped early", "podset", klog.KObj(set), "created", len(created), "wanted", len(names))
 		r.Recorder.Eventf(set, nil, corev1.EventTypeWarning, EventFailedCreate, "Create", "Error creating %s: %v", eventnote.Count(len(errs), "pod"), errs[0])
 		return fmt.Errorf("creating pods: %w", errors.Join(errs...))
 	}

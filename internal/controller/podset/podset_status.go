@@ -13,14 +13,14 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/status"
 )
 
-// calculateStatus computes a PodSet's whole status from its pods (those it
+// computeStatus computes a PodSet's whole status from its pods (those it
 // controls, in any state), the hash of its current template, and what this
 // sync did: synced says whether it tried to create or delete pods (it does
 // not while the cache lags behind its own writes), failure is the error of
 // those attempts. It reads the old status only to keep the conditions'
 // transition times and, when nothing was tried, the last ReplicaFailure.
 // now stamps changed conditions.
-func calculateStatus(set *appsv1beta1.PodSet, pods []*corev1.Pod, hash string, synced bool, failure *syncFailure, now metav1.Time) appsv1beta1.PodSetStatus {
+func computeStatus(set *appsv1beta1.PodSet, pods []*corev1.Pod, hash string, synced bool, failure *syncFailure, now metav1.Time) appsv1beta1.PodSetStatus {
 	st := appsv1beta1.PodSetStatus{
 		Selector:           selectorOf(set),
 		ObservedGeneration: set.Generation,

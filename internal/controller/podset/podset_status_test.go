@@ -23,7 +23,7 @@ func testSet(size int32, conds ...metav1.Condition) *appsv1beta1.PodSet {
 	}
 }
 
-func TestCalculateStatus(t *testing.T) {
+func TestComputeStatus(t *testing.T) {
 	now := metav1.NewTime(t0.Add(time.Hour))
 	quota := &syncFailure{reason: appsv1beta1.ReasonFailedCreate, err: errors.New("exceeded quota")}
 	type cond struct {
@@ -123,7 +123,7 @@ func TestCalculateStatus(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			before := tc.set.DeepCopy()
-			st := calculateStatus(tc.set, tc.pods, "new", tc.synced, tc.failure, now)
+			st := computeStatus(tc.set, tc.pods, "new", tc.synced, tc.failure, now)
 			if !slices.Equal(st.PodNames, tc.wantNodes) {
 				t.Errorf("nodes = %v, want %v", st.PodNames, tc.wantNodes)
 			}
@@ -156,7 +156,7 @@ func TestCalculateStatus(t *testing.T) {
 			check(appsv1beta1.ConditionProgressing, tc.wantProgressing)
 			check(appsv1beta1.ConditionReplicaFailure, tc.wantRep)
 			if !equalSets(before, tc.set) {
-				t.Errorf("calculateStatus changed its input")
+				t.Errorf("computeStatus changed its input")
 			}
 		})
 	}
@@ -178,12 +178,12 @@ func TestUntilAvailable(t *testing.T) {
 	}
 }
 
-func TestCalculateStatusKeepsTransitionTimes(t *testing.T) {
+func TestComputeStatusKeepsTransitionTimes(t *testing.T) {
 	set := testSet(1)
 	pods := []*corev1.Pod{testPod("web-a", ready)}
-	first := calculateStatus(set, pods, "new", true, nil, metav1.NewTime(t0))
+	first := computeStatus(set, pods, "new", true, nil, metav1.NewTime(t0))
 	set.Status = first
-	second := calculateStatus(set, pods, "new", true, nil, metav1.NewTime(t0.Add(time.Hour)))
+	second := computeStatus(set, pods, "new", true, nil, metav1.NewTime(t0.Add(time.Hour)))
 	if c := meta.FindStatusCondition(second.Conditions, appsv1beta1.ConditionAvailable); !c.LastTransitionTime.Equal(&metav1.Time{Time: t0}) {
 		t.Errorf("unchanged Available moved its transition time to %v", c.LastTransitionTime)
 	}

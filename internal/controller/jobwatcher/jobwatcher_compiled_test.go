@@ -45,23 +45,23 @@ func withLabel(k, v string) jobOpt {
 	return func(j *batchv1.Job) { metav1.SetMetaDataLabel(&j.ObjectMeta, k, v) }
 }
 
-func jw(ns, name string, succeededTTL, failedTTL *int32, mutate ...func(*deckhandbatchv1.JobPolicy)) *policy {
+func jw(ns, name string, succeededTTL, failedTTL *int32, mutate ...func(*deckhandbatchv1.JobPolicy)) *compiledWatcher {
 	w := &deckhandbatchv1.JobWatcher{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "/" + name)}}
 	w.Spec.TTLSecondsAfterSucceeded, w.Spec.TTLSecondsAfterFailed = succeededTTL, failedTTL
 	for _, m := range mutate {
 		m(&w.Spec.JobPolicy)
 	}
-	return newJobWatcherPolicy(w)
+	return compileJobWatcher(w)
 }
 
-func cjw(name string, succeededTTL, failedTTL *int32, namespaces, excluded []string, mutate ...func(*deckhandbatchv1.JobPolicy)) *policy {
+func cjw(name string, succeededTTL, failedTTL *int32, namespaces, excluded []string, mutate ...func(*deckhandbatchv1.JobPolicy)) *compiledWatcher {
 	w := &deckhandbatchv1.ClusterJobWatcher{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name)}}
 	w.Spec.TTLSecondsAfterSucceeded, w.Spec.TTLSecondsAfterFailed = succeededTTL, failedTTL
 	w.Spec.NamespacePatterns, w.Spec.ExcludeNamespacePatterns = namespaces, excluded
 	for _, m := range mutate {
 		m(&w.Spec.JobPolicy)
 	}
-	return newClusterJobWatcherPolicy(w)
+	return compileClusterJobWatcher(w)
 }
 
 func names(patterns ...string) func(*deckhandbatchv1.JobPolicy) {
@@ -80,7 +80,7 @@ func selector(k, v string) func(*deckhandbatchv1.JobPolicy) {
 
 func TestPolicyMatches(t *testing.T) {
 	tests := map[string]struct {
-		policy *policy
+		policy *compiledWatcher
 		job    *batchv1.Job
 		want   bool
 	}{
@@ -130,47 +130,47 @@ func TestDecide(t *testing.T) {
 
 	tests := map[string]struct {
 		job      *batchv1.Job
-		policies []*policy
+		watchers []*compiledWatcher
 		verdict  verdict
 		governor string
 		ttl      time.Duration
 	}{
-		"running Job":                {testJob(ns, "pi"), []*policy{short}, verdictRunning, "", 0},
-		"own TTL left to Kubernetes": {testJob(ns, "pi", succeeded, func(j *batchv1.Job) { j.Spec.TTLSecondsAfterFinished = ptr.To[int32](3) }), []*policy{short}, verdictOwnTTL, "", 0},
+		"running Job":                {testJob(ns, "pi"), []*compiledWatcher{short}, verdictRunning, "", 0},
+		"own TTL left to Kubernetes": {testJob(ns, "pi", succeeded, func(j *batchv1.Job) { j.Spec.TTLSecondsAfterFinished = ptr.To[int32](3) }), []*compiledWatcher{short}, verdictOwnTTL, "", 0},
 		"finished at no time is kept": {testJob(ns, "pi", func(j *batchv1.Job) {
 			j.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
-		}), []*policy{short}, verdictNoFinishTime, "", 0},
+		}), []*compiledWatcher{short}, verdictNoFinishTime, "", 0},
 		"no watcher":                     {testJob(ns, "pi", succeeded), nil, verdictUnwatched, "", 0},
-		"watcher of another namespace":   {testJob(ns, "pi", succeeded), []*policy{other}, verdictUnwatched, "", 0},
-		"succeeded TTL":                  {testJob(ns, "pi", succeeded), []*policy{short}, verdictExpires, "short", 10 * time.Second},
-		"failed TTL":                     {testJob(ns, "pi", failed), []*policy{short}, verdictExpires, "short", 100 * time.Second},
-		"no TTL for the outcome":         {testJob(ns, "pi", failed), []*policy{long}, verdictNoTTL, "", 0},
-		"longest TTL wins in a level":    {testJob(ns, "pi", succeeded), []*policy{short, long}, verdictExpires, "long", time.Minute},
-		"level falls through by outcome": {testJob(ns, "pi", failed), []*policy{long, clusterWide}, verdictExpires, "cluster", 24 * time.Hour},
+		"watcher of another namespace":   {testJob(ns, "pi", succeeded), []*compiledWatcher{other}, verdictUnwatched, "", 0},
+		"succeeded TTL":                  {testJob(ns, "pi", succeeded), []*compiledWatcher{short}, verdictExpires, "short", 10 * time.Second},
+		"failed TTL":                     {testJob(ns, "pi", failed), []*compiledWatcher{short}, verdictExpires, "short", 100 * time.Second},
+		"no TTL for the outcome":         {testJob(ns, "pi", failed), []*compiledWatcher{long}, verdictNoTTL, "", 0},
+		"longest TTL wins in a level":    {testJob(ns, "pi", succeeded), []*compiledWatcher{short, long}, verdictExpires, "long", time.Minute},
+		"level falls through by outcome": {testJob(ns, "pi", failed), []*compiledWatcher{long, clusterWide}, verdictExpires, "cluster", 24 * time.Hour},
 		"namespaced over cluster-wide, even when shorter": {
-			testJob(ns, "pi", succeeded), []*policy{clusterWide, short}, verdictExpires, "short", 10 * time.Second},
-		"longest cluster-wide TTL":  {testJob(ns, "pi", succeeded), []*policy{clusterShort, clusterWide}, verdictExpires, "cluster", 10 * time.Minute},
-		"cluster-wide out of reach": {testJob("prod", "pi", succeeded), []*policy{clusterWide}, verdictUnwatched, "", 0},
-		"keep annotation":           {testJob(ns, "pi", succeeded, withAnnotation(deckhandbatchv1.KeepAnnotation, "true")), []*policy{short}, verdictKeep, "", 0},
-		"keep annotation not true":  {testJob(ns, "pi", succeeded, withAnnotation(deckhandbatchv1.KeepAnnotation, "no")), []*policy{short}, verdictExpires, "short", 10 * time.Second},
+			testJob(ns, "pi", succeeded), []*compiledWatcher{clusterWide, short}, verdictExpires, "short", 10 * time.Second},
+		"longest cluster-wide TTL":  {testJob(ns, "pi", succeeded), []*compiledWatcher{clusterShort, clusterWide}, verdictExpires, "cluster", 10 * time.Minute},
+		"cluster-wide out of reach": {testJob("prod", "pi", succeeded), []*compiledWatcher{clusterWide}, verdictUnwatched, "", 0},
+		"keep annotation":           {testJob(ns, "pi", succeeded, withAnnotation(deckhandbatchv1.KeepAnnotation, "true")), []*compiledWatcher{short}, verdictKeep, "", 0},
+		"keep annotation not true":  {testJob(ns, "pi", succeeded, withAnnotation(deckhandbatchv1.KeepAnnotation, "no")), []*compiledWatcher{short}, verdictExpires, "short", 10 * time.Second},
 		"keep over ttl annotation": {testJob(ns, "pi", succeeded, withAnnotation(deckhandbatchv1.KeepAnnotation, "true"),
-			withAnnotation(deckhandbatchv1.TTLAnnotation, "1s")), []*policy{short}, verdictKeep, "", 0},
-		"ttl annotation shortens":        {testJob(ns, "pi", succeeded, withAnnotation(deckhandbatchv1.TTLAnnotation, "2s")), []*policy{long}, verdictExpires, "long", 2 * time.Second},
-		"ttl annotation lengthens":       {testJob(ns, "pi", succeeded, withAnnotation(deckhandbatchv1.TTLAnnotation, "36h")), []*policy{short, clusterWide}, verdictExpires, "short", 36 * time.Hour},
+			withAnnotation(deckhandbatchv1.TTLAnnotation, "1s")), []*compiledWatcher{short}, verdictKeep, "", 0},
+		"ttl annotation shortens":        {testJob(ns, "pi", succeeded, withAnnotation(deckhandbatchv1.TTLAnnotation, "2s")), []*compiledWatcher{long}, verdictExpires, "long", 2 * time.Second},
+		"ttl annotation lengthens":       {testJob(ns, "pi", succeeded, withAnnotation(deckhandbatchv1.TTLAnnotation, "36h")), []*compiledWatcher{short, clusterWide}, verdictExpires, "short", 36 * time.Hour},
 		"ttl annotation needs a watcher": {testJob(ns, "pi", succeeded, withAnnotation(deckhandbatchv1.TTLAnnotation, "1s")), nil, verdictUnwatched, "", 0},
 		"ttl annotation covers an outcome no watcher has": {
-			testJob(ns, "pi", failed, withAnnotation(deckhandbatchv1.TTLAnnotation, "1m")), []*policy{long}, verdictExpires, "long", time.Minute},
-		"bad ttl annotation keeps":          {testJob(ns, "pi", succeeded, withAnnotation(deckhandbatchv1.TTLAnnotation, "soon")), []*policy{short}, verdictBadAnnotation, "", 0},
-		"negative ttl annotation keeps":     {testJob(ns, "pi", succeeded, withAnnotation(deckhandbatchv1.TTLAnnotation, "-1s")), []*policy{short}, verdictBadAnnotation, "", 0},
-		"dry-run watcher competes like any": {testJob(ns, "pi", succeeded), []*policy{short, dry}, verdictExpires, "dry", 30 * time.Second},
+			testJob(ns, "pi", failed, withAnnotation(deckhandbatchv1.TTLAnnotation, "1m")), []*compiledWatcher{long}, verdictExpires, "long", time.Minute},
+		"bad ttl annotation keeps":          {testJob(ns, "pi", succeeded, withAnnotation(deckhandbatchv1.TTLAnnotation, "soon")), []*compiledWatcher{short}, verdictBadAnnotation, "", 0},
+		"negative ttl annotation keeps":     {testJob(ns, "pi", succeeded, withAnnotation(deckhandbatchv1.TTLAnnotation, "-1s")), []*compiledWatcher{short}, verdictBadAnnotation, "", 0},
+		"dry-run watcher competes like any": {testJob(ns, "pi", succeeded), []*compiledWatcher{short, dry}, verdictExpires, "dry", 30 * time.Second},
 		"name-pattern miss falls to cluster": {testJob(ns, "other", succeeded),
-			[]*policy{jw(ns, "pi-only", ptr.To[int32](1), nil, names("pi")), clusterWide}, verdictExpires, "cluster", 10 * time.Minute},
+			[]*compiledWatcher{jw(ns, "pi-only", ptr.To[int32](1), nil, names("pi")), clusterWide}, verdictExpires, "cluster", 10 * time.Minute},
 		"tie goes to the first by name": {testJob(ns, "pi", succeeded),
-			[]*policy{jw(ns, "b", ptr.To[int32](5), nil), jw(ns, "a", ptr.To[int32](5), nil)}, verdictExpires, "a", 5 * time.Second},
+			[]*compiledWatcher{jw(ns, "b", ptr.To[int32](5), nil), jw(ns, "a", ptr.To[int32](5), nil)}, verdictExpires, "a", 5 * time.Second},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			d := decide(tc.job, tc.policies, nil)
+			d := decide(tc.job, tc.watchers, nil)
 			if d.Verdict != tc.verdict {
 				t.Fatalf("verdict = %s, want %s", d.Verdict, tc.verdict)
 			}
@@ -198,7 +198,7 @@ func TestSummarize(t *testing.T) {
 	ns := "a"
 	live := jw(ns, "live", ptr.To[int32](60), nil)
 	dry := jw(ns, "dry", ptr.To[int32](10), ptr.To[int32](10), func(p *deckhandbatchv1.JobPolicy) { p.DryRun = true })
-	policies := []*policy{live, dry}
+	watchers := []*compiledWatcher{live, dry}
 	jobs := []batchv1.Job{
 		*testJob(ns, "running"),
 		*testJob(ns, "ok-1", succeeded),
@@ -209,11 +209,11 @@ func TestSummarize(t *testing.T) {
 	}
 	now := finishedAt.Add(30 * time.Second)
 
-	got := summarize(live, policies, jobs, now)
+	got := summarize(live, watchers, jobs, now)
 	if got.Matched != 5 || got.Pending != 2 || got.Next == nil || !got.Next.Equal(finishedAt.Add(time.Minute)) || len(got.WouldDelete) != 0 {
 		t.Errorf("live watcher: %+v", got)
 	}
-	got = summarize(dry, policies, jobs, now)
+	got = summarize(dry, watchers, jobs, now)
 	if got.Matched != 5 || got.Pending != 0 || got.Expired != 0 || got.Next != nil || len(got.WouldDelete) != 1 || got.WouldDelete[0] != "a/bad-1" {
 		t.Errorf("dry-run watcher: %+v", got)
 	}
@@ -221,14 +221,14 @@ func TestSummarize(t *testing.T) {
 	// Past their TTL, the live watcher's two succeeded Jobs are expired, as
 	// long as it is not suspended.
 	later := finishedAt.Add(2 * time.Minute)
-	if got = summarize(live, policies, jobs, later); got.Pending != 2 || got.Expired != 2 {
+	if got = summarize(live, watchers, jobs, later); got.Pending != 2 || got.Expired != 2 {
 		t.Errorf("live watcher after the TTL: %+v", got)
 	}
-	if got = summarize(live, policies, jobs, now); got.Expired != 0 {
+	if got = summarize(live, watchers, jobs, now); got.Expired != 0 {
 		t.Errorf("live watcher before the TTL: %+v", got)
 	}
 	live.spec.Suspend = true
-	if got = summarize(live, policies, jobs, later); got.Pending != 2 || got.Expired != 0 {
+	if got = summarize(live, watchers, jobs, later); got.Pending != 2 || got.Expired != 0 {
 		t.Errorf("suspended watcher after the TTL: %+v", got)
 	}
 }
@@ -241,14 +241,14 @@ func TestWatcherCompiledOncePerGeneration(t *testing.T) {
 	w.Spec.TTLSecondsAfterSucceeded = ptr.To[int32](1)
 	w.Spec.JobNamePatterns = []string{"pi-.*"}
 	compilations := func() int {
-		compiledPolicies.mu.Lock()
-		defer compiledPolicies.mu.Unlock()
-		return compiledPolicies.compilations
+		compiledSpecs.mu.Lock()
+		defer compiledSpecs.mu.Unlock()
+		return compiledSpecs.compilations
 	}
-	defer compiledPolicies.forget(false, types.NamespacedName{Namespace: "compile", Name: "w"})
+	defer compiledSpecs.forget(false, types.NamespacedName{Namespace: "compile", Name: "w"})
 	start := compilations()
 	for range 100 {
-		if !newJobWatcherPolicy(w.DeepCopy()).matches(testJob("compile", "pi-1", succeeded)) {
+		if !compileJobWatcher(w.DeepCopy()).matches(testJob("compile", "pi-1", succeeded)) {
 			t.Fatal("generation 1 does not match pi-1")
 		}
 	}
@@ -256,22 +256,22 @@ func TestWatcherCompiledOncePerGeneration(t *testing.T) {
 		t.Fatalf("100 reads of one generation compiled %d times, want 1", n)
 	}
 	w.Generation, w.Spec.JobNamePatterns = 2, []string{"other"}
-	if newJobWatcherPolicy(w.DeepCopy()).matches(testJob("compile", "pi-1", succeeded)) {
+	if compileJobWatcher(w.DeepCopy()).matches(testJob("compile", "pi-1", succeeded)) {
 		t.Fatal("generation 2 matches with generation 1's patterns")
 	}
 	// A stale read of generation 1 compiles it, but does not replace 2.
 	stale := w.DeepCopy()
 	stale.Generation, stale.Spec.JobNamePatterns = 1, []string{"pi-.*"}
-	newJobWatcherPolicy(stale)
-	newJobWatcherPolicy(w.DeepCopy())
+	compileJobWatcher(stale)
+	compileJobWatcher(w.DeepCopy())
 	if n := compilations() - start; n != 3 {
 		t.Fatalf("compiled %d times, want 3 (generations 1, 2 and the stale 1)", n)
 	}
 	// The same name, another object.
 	w.UID = "uid-2"
-	newJobWatcherPolicy(w.DeepCopy())
-	compiledPolicies.forget(false, types.NamespacedName{Namespace: "compile", Name: "w"})
-	newJobWatcherPolicy(w.DeepCopy())
+	compileJobWatcher(w.DeepCopy())
+	compiledSpecs.forget(false, types.NamespacedName{Namespace: "compile", Name: "w"})
+	compileJobWatcher(w.DeepCopy())
 	if n := compilations() - start; n != 5 {
 		t.Fatalf("compiled %d times, want 5", n)
 	}

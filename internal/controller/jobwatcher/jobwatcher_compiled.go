@@ -18,11 +18,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
+	jobwatcherpolicy "github.com/deckhand-dev/deckhand/internal/controller/jobwatcher/policy"
 )
 
-// policy is one watcher, compiled: what it matches and how long the Jobs it
+// compiledWatcher is one watcher, compiled: what it matches and how long the Jobs it
 // governs stay.
-type policy struct {
+type compiledWatcher struct {
 	// watcher is the JobWatcher or ClusterJobWatcher itself.
 	watcher client.Object
 	// cluster is true for a ClusterJobWatcher.
@@ -34,27 +35,27 @@ type policy struct {
 	*compiled
 }
 
-func newJobWatcherPolicy(w *deckhandbatchv1.JobWatcher) *policy {
-	p := &policy{watcher: w, spec: &w.Spec.JobPolicy}
-	p.compiled = compiledPolicies.get(w, func() *compiled { return compile(p.spec, nil, nil) })
+func compileJobWatcher(w *deckhandbatchv1.JobWatcher) *compiledWatcher {
+	p := &compiledWatcher{watcher: w, spec: &w.Spec.JobPolicy}
+	p.compiled = compiledSpecs.get(w, func() *compiled { return compile(p.spec, nil, nil) })
 	return p
 }
 
-func newClusterJobWatcherPolicy(w *deckhandbatchv1.ClusterJobWatcher) *policy {
-	p := &policy{watcher: w, cluster: true, spec: &w.Spec.JobPolicy}
-	p.compiled = compiledPolicies.get(w, func() *compiled {
+func compileClusterJobWatcher(w *deckhandbatchv1.ClusterJobWatcher) *compiledWatcher {
+	p := &compiledWatcher{watcher: w, cluster: true, spec: &w.Spec.JobPolicy}
+	p.compiled = compiledSpecs.get(w, func() *compiled {
 		return compile(p.spec, w.Spec.NamespacePatterns, w.Spec.ExcludeNamespacePatterns)
 	})
 	return p
 }
 
-// policyOf compiles a JobWatcher or ClusterJobWatcher; nil for anything else.
-func policyOf(obj client.Object) *policy {
+// compiledWatcherOf compiles a JobWatcher or ClusterJobWatcher; nil for anything else.
+func compiledWatcherOf(obj client.Object) *compiledWatcher {
 	switch w := obj.(type) {
 	case *deckhandbatchv1.JobWatcher:
-		return newJobWatcherPolicy(w)
+		return compileJobWatcher(w)
 	case *deckhandbatchv1.ClusterJobWatcher:
-		return newClusterJobWatcherPolicy(w)
+		return compileClusterJobWatcher(w)
 	}
 	return nil
 }
@@ -65,7 +66,7 @@ func policyOf(obj client.Object) *policy {
 // of costing the manager what it would compile to.
 func compile(spec *deckhandbatchv1.JobPolicy, namespaces, excludeNamespaces []string) *compiled {
 	c := &compiled{selector: labels.Everything()}
-	res, perrs := deckhandbatchv1.CompilePatterns(deckhandbatchv1.WatcherPatterns(spec, namespaces, excludeNamespaces)...)
+	res, perrs := jobwatcherpolicy.CompilePatterns(jobwatcherpolicy.WatcherPatterns(spec, namespaces, excludeNamespaces)...)
 	c.names, c.excludeNames, c.namespaces, c.excludeNamespaces = res[0], res[1], res[2], res[3]
 	c.literalNamespaces = literals(namespaces)
 	errs := make([]error, 0, len(perrs)+1)
@@ -97,9 +98,9 @@ type compiled struct {
 	err error
 }
 
-// compiledPolicies holds each watcher's compiled spec, so that a watcher is
+// compiledSpecs holds each watcher's compiled spec, so that a watcher is
 // compiled once per generation, not on every Job event.
-var compiledPolicies = &compileCache{entries: map[compileKey]compileEntry{}}
+var compiledSpecs = &compileCache{entries: map[compileKey]compileEntry{}}
 
 // compileCache holds the compiled spec of each watcher for the latest
 // generation seen: one entry per watcher, dropped when its status
@@ -157,7 +158,7 @@ func (c *compileCache) forget(cluster bool, name types.NamespacedName) {
 // reaches reports whether the watcher may act in namespace ns: a JobWatcher
 // only in its own, a ClusterJobWatcher where its patterns say, and in a
 // protected namespace only when a pattern names it exactly.
-func (p *policy) reaches(ns string) bool {
+func (p *compiledWatcher) reaches(ns string) bool {
 	if p.err != nil {
 		return false
 	}
@@ -219,7 +220,7 @@ func literals(patterns []string) map[string]bool {
 }
 
 // matches reports whether the watcher selects the Job.
-func (p *policy) matches(job *batchv1.Job) bool {
+func (p *compiledWatcher) matches(job *batchv1.Job) bool {
 	return p.reaches(job.Namespace) &&
 		matchesAny(p.names, job.Name, true) && !matchesAny(p.excludeNames, job.Name, false) &&
 		p.selector.Matches(labels.Set(job.Labels))
@@ -234,7 +235,7 @@ func matchesAny(res []*regexp.Regexp, s string, empty bool) bool {
 }
 
 // ttl is the watcher's TTL for Jobs with outcome o; false when it has none.
-func (p *policy) ttl(o outcome) (time.Duration, bool) {
+func (p *compiledWatcher) ttl(o outcome) (time.Duration, bool) {
 	s := p.spec.TTLSecondsAfterSucceeded
 	if o == outcomeFailed {
 		s = p.spec.TTLSecondsAfterFailed
@@ -245,7 +246,7 @@ func (p *policy) ttl(o outcome) (time.Duration, bool) {
 	return time.Duration(*s) * time.Second, true
 }
 
-func (p *policy) propagation() metav1.DeletionPropagation {
+func (p *compiledWatcher) propagation() metav1.DeletionPropagation {
 	if p.spec.PropagationPolicy == nil {
 		return metav1.DeletePropagationBackground
 	}
@@ -253,7 +254,7 @@ func (p *policy) propagation() metav1.DeletionPropagation {
 }
 
 // key names the watcher in logs, Events, metrics and status lists.
-func (p *policy) key() watcherKey {
+func (p *compiledWatcher) key() watcherKey {
 	k := watcherKey{Kind: "JobWatcher", Namespace: p.watcher.GetNamespace(), Name: p.watcher.GetName(), UID: p.watcher.GetUID()}
 	if p.cluster {
 		k.Kind = "ClusterJobWatcher"
@@ -334,7 +335,7 @@ type decision struct {
 	Outcome outcome
 	// Governor is the watcher whose rules apply (its dry run, suspension and
 	// propagation policy, and who is credited with the deletion).
-	Governor *policy
+	Governor *compiledWatcher
 	TTL      time.Duration
 	Expiry   time.Time
 	// BeyondHistory: the Job goes at once because it is beyond the
@@ -354,9 +355,9 @@ func (d decision) due(now time.Time) bool {
 // policy allows. A watcher beyond whose history limit the Job is (h) allows
 // it to go at once; a watcher with a limit and no TTL keeps the Jobs within
 // it. The ttl annotation overrides both, as it overrides TTLs. Annotations only apply to Jobs some watcher reaches: a Job
-// no watcher matches is never Deckhand's to delete. policies may hold
+// no watcher matches is never Deckhand's to delete. watchers may hold
 // watchers of any namespace; the ones that do not match the Job are skipped.
-func decide(job *batchv1.Job, policies []*policy, h history) decision {
+func decide(job *batchv1.Job, watchers []*compiledWatcher, h history) decision {
 	o, at, ok := finished(job)
 	switch {
 	case job.Spec.TTLSecondsAfterFinished != nil:
@@ -369,8 +370,8 @@ func decide(job *batchv1.Job, policies []*policy, h history) decision {
 		return decision{Verdict: verdictKeep, Outcome: o}
 	}
 
-	var namespaced, cluster []*policy
-	for _, p := range policies {
+	var namespaced, cluster []*compiledWatcher
+	for _, p := range watchers {
 		if !p.matches(job) {
 			continue
 		}
@@ -388,7 +389,7 @@ func decide(job *batchv1.Job, policies []*policy, h history) decision {
 	}
 
 	d := decision{Verdict: verdictExpires, Outcome: o}
-	beyond := func(p *policy) bool { return h.beyond(p, job) }
+	beyond := func(p *compiledWatcher) bool { return h.beyond(p, job) }
 	var forever bool
 	if g, a, ok := longest(namespaced, o, beyond); ok {
 		d.Governor, d.TTL, d.BeyondHistory, forever = g, a.ttl, a.beyond, a.forever
@@ -435,7 +436,7 @@ func (a allowance) longer(b allowance) bool {
 
 // allows is how long p lets a Job with outcome o stay (beyond says whether
 // it is beyond p's history limit); false when p has no say over o.
-func (p *policy) allows(o outcome, beyond bool) (allowance, bool) {
+func (p *compiledWatcher) allows(o outcome, beyond bool) (allowance, bool) {
 	ttl, hasTTL := p.ttl(o)
 	_, hasLimit := p.historyLimit(o)
 	switch {
@@ -453,8 +454,8 @@ func (p *policy) allows(o outcome, beyond bool) (allowance, bool) {
 // o stay longest, and how long: no policy lets it go sooner than any other
 // with a say allows. A history limit shortens only its own watcher's
 // allowance. Ties go to the first, so every reader picks the same governor.
-func longest(ps []*policy, o outcome, beyond func(*policy) bool) (*policy, allowance, bool) {
-	var best *policy
+func longest(ps []*compiledWatcher, o outcome, beyond func(*compiledWatcher) bool) (*compiledWatcher, allowance, bool) {
+	var best *compiledWatcher
 	var bestA allowance
 	for _, p := range ps {
 		a, ok := p.allows(o, beyond(p))
@@ -468,7 +469,7 @@ func longest(ps []*policy, o outcome, beyond func(*policy) bool) (*policy, allow
 	return best, bestA, best != nil
 }
 
-func comparePolicies(a, b *policy) int {
+func comparePolicies(a, b *compiledWatcher) int {
 	return cmp.Or(
 		cmp.Compare(a.watcher.GetNamespace(), b.watcher.GetNamespace()),
 		cmp.Compare(a.watcher.GetName(), b.watcher.GetName()))

@@ -1,7 +1,12 @@
-package v1
+// Package policy holds the rules of JobWatchers and ClusterJobWatchers that
+// their admission webhook and the controller both apply: how a watcher's
+// patterns compile, and what one may cost. A pattern admitted is a pattern
+// the controller can use; with webhooks off, the controller refuses the same.
+package policy
 
 import (
 	"fmt"
+	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
 	"regexp"
 	"regexp/syntax"
 )
@@ -176,7 +181,7 @@ func CompilePatterns(lists ...PatternList) ([][]*regexp.Regexp, []PatternError) 
 // WatcherPatterns lists a watcher's pattern lists in the order the webhook
 // and the controller compile them: a JobWatcher's or ClusterJobWatcher's
 // job name patterns, then a ClusterJobWatcher's namespace patterns.
-func WatcherPatterns(p *JobPolicy, namespaces, excludeNamespaces []string) []PatternList {
+func WatcherPatterns(p *deckhandbatchv1.JobPolicy, namespaces, excludeNamespaces []string) []PatternList {
 	return []PatternList{
 		{Field: "jobNamePatterns", Patterns: p.JobNamePatterns},
 		{Field: "excludeJobNamePatterns", Patterns: p.ExcludeJobNamePatterns},
