@@ -22,7 +22,7 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/status"
 )
 
-// +kubebuilder:rbac:groups=batch.deckhand.dev,resources=jobwatchers/status;clusterjobwatchers/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=batch.deckhand.dev,resources=jobwatchers/status;clusterjobwatchers/status,verbs=get;patch
 
 // StatusInterval is the least time between two evaluations of one
 // watcher's Jobs. The Job events in between are coalesced into one

@@ -91,9 +91,9 @@ func NewPodBuggerReconciler(c client.Client, apiReader client.Reader, recorder e
 // The controller reads pods and adds ephemeral containers to them; it never
 // creates, updates or deletes a pod. It reads namespaces for the opt-in label.
 // +kubebuilder:rbac:groups=debug.deckhand.dev,resources=podbuggers,verbs=get;list;watch
-// +kubebuilder:rbac:groups=debug.deckhand.dev,resources=podbuggers/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=debug.deckhand.dev,resources=podbuggers/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=pods/ephemeralcontainers,verbs=update;patch
+// +kubebuilder:rbac:groups="",resources=pods/ephemeralcontainers,verbs=update
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // Reconcile adds pb's container to the running pods it selects that lack it,

@@ -112,7 +112,7 @@ func Setup(mgr ctrl.Manager, _ setupoptions.Options) error {
 }
 
 // +kubebuilder:rbac:groups=apps.deckhand.dev,resources=podsets,verbs=get;list;watch
-// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=podsets/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=apps.deckhand.dev,resources=podsets/status,verbs=get;patch
 // +kubebuilder:rbac:groups=apps.deckhand.dev,resources=podsets/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
 
