@@ -62,37 +62,11 @@ func shapeProblems(kind string) []string {
 	if f := files["suite_test.go"]; f != nil && findFunc(f, "TestMain") == nil {
 		problems = append(problems, kind+": suite_test.go has no TestMain")
 	}
-	var events int
+	events := 0
 	for name, f := range files {
-		if want := kind; !strings.HasSuffix(name, "_test.go") && f.Name.Name != want {
-			problems = append(problems, fmt.Sprintf("%s/%s: package %s, want %s", kind, name, f.Name.Name, want))
-		}
-		for _, imp := range f.Imports {
-			if imp.Path.Value == `"sigs.k8s.io/controller-runtime/pkg/log"` && (imp.Name == nil || imp.Name.Name != "logf") {
-				problems = append(problems, fmt.Sprintf("%s/%s: controller-runtime's log imported other than as logf", kind, name))
-			}
-		}
-		for _, d := range f.Decls {
-			switch d := d.(type) {
-			case *ast.FuncDecl:
-				problems = append(problems, funcProblems(kind, name, d)...)
-			case *ast.GenDecl:
-				for _, s := range d.Specs {
-					v, ok := s.(*ast.ValueSpec)
-					if !ok || d.Tok != token.CONST || strings.HasSuffix(name, "_test.go") {
-						continue
-					}
-					for _, n := range v.Names {
-						switch {
-						case strings.HasPrefix(n.Name, "Event"):
-							events++
-						case strings.HasPrefix(n.Name, "Reason"):
-							problems = append(problems, fmt.Sprintf("%s/%s: Event reason %s: name it Event…", kind, name, n.Name))
-						}
-					}
-				}
-			}
-		}
+		p, n := fileProblems(kind, name, f)
+		problems = append(problems, p...)
+		events += n
 	}
 	if events == 0 {
 		problems = append(problems, kind+": no Event* reason constants")
@@ -111,6 +85,41 @@ func shapeProblems(kind string) []string {
 	return problems
 }
 
+// fileProblems checks one file of the package in directory kind, and counts
+// its Event* constants.
+func fileProblems(kind, name string, f *ast.File) (problems []string, events int) {
+	if want := kind; !strings.HasSuffix(name, "_test.go") && f.Name.Name != want {
+		problems = append(problems, fmt.Sprintf("%s/%s: package %s, want %s", kind, name, f.Name.Name, want))
+	}
+	for _, imp := range f.Imports {
+		if imp.Path.Value == `"sigs.k8s.io/controller-runtime/pkg/log"` && (imp.Name == nil || imp.Name.Name != "logf") {
+			problems = append(problems, fmt.Sprintf("%s/%s: controller-runtime's log imported other than as logf", kind, name))
+		}
+	}
+	for _, d := range f.Decls {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			problems = append(problems, funcProblems(kind, name, d)...)
+		case *ast.GenDecl:
+			for _, s := range d.Specs {
+				v, ok := s.(*ast.ValueSpec)
+				if !ok || d.Tok != token.CONST || strings.HasSuffix(name, "_test.go") {
+					continue
+				}
+				for _, n := range v.Names {
+					switch {
+					case strings.HasPrefix(n.Name, "Event"):
+						events++
+					case strings.HasPrefix(n.Name, "Reason"):
+						problems = append(problems, fmt.Sprintf("%s/%s: Event reason %s: name it Event…", kind, name, n.Name))
+					}
+				}
+			}
+		}
+	}
+	return problems, events
+}
+
 // funcProblems checks one top-level function of file name against the
 // contract: Setup's signature, the constructors' signatures, and where
 // Needs, CacheByObject and TestMain live.
@@ -125,19 +134,7 @@ func funcProblems(kind, name string, d *ast.FuncDecl) []string {
 	}
 	switch {
 	case fn == "Setup":
-		if got := params(d); !slices.Equal(got, []string{"ctrl.Manager", "setupoptions.Options"}) || results(d) != "error" || name != kind+"_controller.go" {
-			problems = append(problems, fmt.Sprintf("%s/%s: Setup%v %s: want Setup(ctrl.Manager, setupoptions.Options) error in %s_controller.go", kind, name, got, results(d), kind))
-		}
-		ast.Inspect(d.Body, func(n ast.Node) bool {
-			if a, ok := n.(*ast.AssignStmt); ok {
-				for _, l := range a.Lhs {
-					if sel, ok := l.(*ast.SelectorExpr); ok {
-						problems = append(problems, fmt.Sprintf("%s/%s: Setup sets %s.%s after construction: pass it to the constructor", kind, name, typeString(sel.X), sel.Sel.Name))
-					}
-				}
-			}
-			return true
-		})
+		problems = append(problems, setupProblems(kind, name, d)...)
 	case fn == "Needs" || fn == "CacheByObject":
 		if name != kind+"_cache.go" {
 			problems = append(problems, fmt.Sprintf("%s/%s: %s belongs in %s_cache.go", kind, name, fn, kind))
@@ -212,4 +209,24 @@ func typeString(e ast.Expr) string {
 		return "[]" + typeString(e.Elt)
 	}
 	return fmt.Sprintf("%T", e)
+}
+
+// setupProblems checks Setup: its signature, and that it sets no field of
+// what a constructor returned.
+func setupProblems(kind, name string, d *ast.FuncDecl) []string {
+	var problems []string
+	if got := params(d); !slices.Equal(got, []string{"ctrl.Manager", "setupoptions.Options"}) || results(d) != "error" || name != kind+"_controller.go" {
+		problems = append(problems, fmt.Sprintf("%s/%s: Setup%v %s: want Setup(ctrl.Manager, setupoptions.Options) error in %s_controller.go", kind, name, got, results(d), kind))
+	}
+	ast.Inspect(d.Body, func(n ast.Node) bool {
+		if a, ok := n.(*ast.AssignStmt); ok {
+			for _, l := range a.Lhs {
+				if sel, ok := l.(*ast.SelectorExpr); ok {
+					problems = append(problems, fmt.Sprintf("%s/%s: Setup sets %s.%s after construction: pass it to the constructor", kind, name, typeString(sel.X), sel.Sel.Name))
+				}
+			}
+		}
+		return true
+	})
+	return problems
 }

@@ -6,9 +6,10 @@ package policy
 
 import (
 	"fmt"
-	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
 	"regexp"
 	"regexp/syntax"
+
+	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
 )
 
 // Bounds on what a watcher's patterns may cost once compiled. A pattern's
