@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	lua "github.com/yuin/gopher-lua"
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/yaml"
 
 	"github.com/deckhand-dev/deckhand/internal/manager"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
@@ -64,7 +66,7 @@ func judge(t testing.TB, obj client.Object) verdict {
 	if err != nil {
 		t.Fatalf("kstatus: %v", err)
 	}
-	argo, msg, err := argoHealth(healthScript(t), u)
+	argo, msg, err := argoHealth(healthScript(t, u), u)
 	if err != nil {
 		t.Fatalf("Argo CD health check: %v", err)
 	}
@@ -109,17 +111,29 @@ func waitReturns(u *unstructured.Unstructured) bool {
 	return false
 }
 
-func healthScript(t testing.TB) string {
+// healthScript is the health check Argo CD runs for u's kind once
+// config/argocd's patch is in its argocd-cm.
+func healthScript(t testing.TB, u *unstructured.Unstructured) string {
 	t.Helper()
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(root, "config", "argocd", "health.lua"))
+	b, err := os.ReadFile(filepath.Join(root, "config", "argocd", "argocd-cm.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
+	cm := &corev1.ConfigMap{}
+	if err := yaml.Unmarshal(b, cm); err != nil {
+		t.Fatal(err)
+	}
+	gvk := u.GroupVersionKind()
+	key := "resource.customizations.health." + gvk.Group + "_" + gvk.Kind
+	script, ok := cm.Data[key]
+	if !ok {
+		t.Fatalf("config/argocd/argocd-cm.yaml has no %s: Argo CD would not know the health of a %s", key, gvk.Kind)
+	}
+	return script
 }
 
 // argoHealth runs a health check as Argo CD does (util/lua): a Lua state

@@ -67,7 +67,7 @@ func judgeUnstructured(t *testing.T, u *unstructured.Unstructured) verdict {
 	if err != nil {
 		t.Fatal(err)
 	}
-	argo, msg, err := argoHealth(healthScript(t), u)
+	argo, msg, err := argoHealth(healthScript(t, u), u)
 	if err != nil {
 		t.Fatal(err)
 	}
