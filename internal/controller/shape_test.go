@@ -54,7 +54,7 @@ func shapeProblems(kind string) []string {
 		}
 		files[filepath.Base(p)] = f
 	}
-	for _, want := range []string{kind + "_controller.go", kind + "_status.go", kind + "_cache.go", "metrics.go", "suite_test.go"} {
+	for _, want := range []string{kind + "_controller.go", kind + "_status.go", kind + "_health.go", kind + "_cache.go", "metrics.go", "suite_test.go"} {
 		if files[want] == nil {
 			problems = append(problems, fmt.Sprintf("%s: no file %s", kind, want))
 		}
@@ -81,6 +81,9 @@ func shapeProblems(kind string) []string {
 	}
 	if f := files[kind+"_status.go"]; f != nil && findFunc(f, "computeStatus") == nil {
 		problems = append(problems, fmt.Sprintf("%s: no pure computeStatus in %s_status.go", kind, kind))
+	}
+	if f := files[kind+"_health.go"]; f != nil && findFunc(f, "health") == nil {
+		problems = append(problems, fmt.Sprintf("%s: no health judgement (Ready, Stalled) in %s_health.go", kind, kind))
 	}
 	return problems
 }

@@ -77,21 +77,7 @@ func computeStatus(old deckhandbatchv1.JobWatcherStatus, self *compiledWatcher, 
 	st.WouldDelete = s.WouldDelete
 	st.ResumeDeletions = resumeToken(self.watcher)
 
-	ready := metav1.Condition{Type: deckhandbatchv1.ConditionReady, Status: metav1.ConditionTrue,
-		ObservedGeneration: st.ObservedGeneration}
-	switch {
-	case self.err != nil:
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, deckhandbatchv1.ReasonInvalidSpec, self.err.Error()+"; the watcher matches no Job"
-	case self.spec.Suspend:
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, deckhandbatchv1.ReasonSuspended, "suspended: the Jobs this watcher governs are kept until it resumes"
-	case s.Breaker.tripped:
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, deckhandbatchv1.ReasonTooManyDeletions, s.Breaker.message
-	case self.spec.DryRun:
-		ready.Reason, ready.Message = deckhandbatchv1.ReasonDryRun, "dry run: expired Jobs are listed in status.wouldDelete, none is deleted"
-	default:
-		ready.Reason, ready.Message = deckhandbatchv1.ReasonActive, "deleting the finished Jobs this watcher governs when they expire"
-	}
-	status.SetCondition(&st.Conditions, ready, metav1.NewTime(start))
+	status.SetHealth(&st.Conditions, st.ObservedGeneration, health(self, s), metav1.NewTime(start))
 	setPaused(&st, s.Breaker, metav1.NewTime(start))
 	if !equalButRunTimes(&old, &st) {
 		st.LastRunStartTime, st.LastRunEndTime = ptrTime(start), ptrTime(end)

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
+	"github.com/deckhand-dev/deckhand/internal/status"
 )
 
 func TestComputeStatus(t *testing.T) {
@@ -18,9 +19,17 @@ func TestComputeStatus(t *testing.T) {
 	next := start.Add(90*time.Second + 500*time.Millisecond)
 	active := jw("ns", "w", ptr.To[int32](60), nil)
 	active.watcher.SetGeneration(3)
+	notStalled := func(gen int64, at metav1.Time) metav1.Condition {
+		return metav1.Condition{Type: status.ConditionStalled, Status: metav1.ConditionFalse, Reason: status.ReasonNotStalled,
+			Message: "nothing stops it from converging", ObservedGeneration: gen, LastTransitionTime: at}
+	}
+	stalled := func(reason, msg string, gen int64, at metav1.Time) metav1.Condition {
+		return metav1.Condition{Type: status.ConditionStalled, Status: metav1.ConditionTrue, Reason: reason, Message: msg,
+			ObservedGeneration: gen, LastTransitionTime: at}
+	}
 	ready := func(st metav1.ConditionStatus, reason, msg string, at metav1.Time) []metav1.Condition {
 		return []metav1.Condition{{Type: deckhandbatchv1.ConditionReady, Status: st, Reason: reason, Message: msg,
-			ObservedGeneration: 3, LastTransitionTime: at}}
+			ObservedGeneration: 3, LastTransitionTime: at}, notStalled(3, at)}
 	}
 	activeReady := ready(metav1.ConditionTrue, deckhandbatchv1.ReasonActive, "deleting the finished Jobs this watcher governs when they expire", metav1.NewTime(start))
 	settled := deckhandbatchv1.JobWatcherStatus{MatchedJobs: 2, PendingDeletions: 1, ObservedGeneration: 3,
@@ -58,15 +67,18 @@ func TestComputeStatus(t *testing.T) {
 			want: deckhandbatchv1.JobWatcherStatus{MatchedJobs: 1, WouldDelete: []string{"ns/pi"},
 				LastRunStartTime: ptr.To(metav1.NewTime(start)), LastRunEndTime: ptr.To(metav1.NewTime(end)),
 				Conditions: []metav1.Condition{{Type: deckhandbatchv1.ConditionReady, Status: metav1.ConditionTrue, Reason: deckhandbatchv1.ReasonDryRun,
-					Message: "dry run: expired Jobs are listed in status.wouldDelete, none is deleted", LastTransitionTime: metav1.NewTime(start)}}},
+					Message: "dry run: expired Jobs are listed in status.wouldDelete, none is deleted", LastTransitionTime: metav1.NewTime(start)},
+					notStalled(0, metav1.NewTime(start))}},
 		},
 		"suspended": {
 			self: jw("ns", "w", ptr.To[int32](60), nil, func(p *deckhandbatchv1.JobPolicy) { p.Suspend = true }),
 			s:    summary{Matched: 1, Pending: 1}, deleted: deletions{instance: "me", n: 0},
 			want: deckhandbatchv1.JobWatcherStatus{MatchedJobs: 1, PendingDeletions: 1,
 				LastRunStartTime: ptr.To(metav1.NewTime(start)), LastRunEndTime: ptr.To(metav1.NewTime(end)),
-				Conditions: []metav1.Condition{{Type: deckhandbatchv1.ConditionReady, Status: metav1.ConditionFalse, Reason: deckhandbatchv1.ReasonSuspended,
-					Message: "suspended: the Jobs this watcher governs are kept until it resumes", LastTransitionTime: metav1.NewTime(start)}}},
+				// Settled: it does what its spec asks (kstatus Current, Argo CD Suspended).
+				Conditions: []metav1.Condition{{Type: deckhandbatchv1.ConditionReady, Status: metav1.ConditionTrue, Reason: deckhandbatchv1.ReasonSuspended,
+					Message: "suspended: the Jobs this watcher governs are kept until it resumes", LastTransitionTime: metav1.NewTime(start)},
+					notStalled(0, metav1.NewTime(start))}},
 		},
 		"breaker tripped": {
 			old: settled, self: active, s: summary{Matched: 2, Pending: 1, Next: &next, Breaker: breakerState{tripped: true, message: "paused"}},
@@ -77,6 +89,7 @@ func TestComputeStatus(t *testing.T) {
 				Conditions: []metav1.Condition{
 					{Type: deckhandbatchv1.ConditionReady, Status: metav1.ConditionFalse, Reason: deckhandbatchv1.ReasonTooManyDeletions,
 						Message: "paused", ObservedGeneration: 3, LastTransitionTime: metav1.NewTime(start)},
+					stalled(deckhandbatchv1.ReasonTooManyDeletions, "paused", 3, metav1.NewTime(start)),
 					{Type: deckhandbatchv1.ConditionDeletionsPaused, Status: metav1.ConditionTrue, Reason: deckhandbatchv1.ReasonTooManyDeletions,
 						Message: "paused", ObservedGeneration: 3, LastTransitionTime: metav1.NewTime(start)}}},
 		},
@@ -85,7 +98,8 @@ func TestComputeStatus(t *testing.T) {
 			want: deckhandbatchv1.JobWatcherStatus{
 				LastRunStartTime: ptr.To(metav1.NewTime(start)), LastRunEndTime: ptr.To(metav1.NewTime(end)),
 				Conditions: []metav1.Condition{{Type: deckhandbatchv1.ConditionReady, Status: metav1.ConditionFalse, Reason: deckhandbatchv1.ReasonInvalidSpec,
-					Message: "spec.jobNamePatterns[0]: error parsing regexp: missing closing ]: `[a-z`; the watcher matches no Job", LastTransitionTime: metav1.NewTime(start)}}},
+					Message: "spec.jobNamePatterns[0]: error parsing regexp: missing closing ]: `[a-z`; the watcher matches no Job", LastTransitionTime: metav1.NewTime(start)},
+					stalled(deckhandbatchv1.ReasonInvalidSpec, "spec.jobNamePatterns[0]: error parsing regexp: missing closing ]: `[a-z`; the watcher matches no Job", 0, metav1.NewTime(start))}},
 		},
 	}
 	for name, tc := range tests {

@@ -48,6 +48,7 @@ func computeStatus(box *modelv1.ModelBox, obs observed, syncErr error, now metav
 		c.ObservedGeneration = box.Generation
 		status.SetCondition(&st.Conditions, c, now)
 	}
+	status.SetHealth(&st.Conditions, box.Generation, health(&st), now)
 	return st
 }
 

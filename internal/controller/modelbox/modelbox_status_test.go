@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
+	"github.com/deckhand-dev/deckhand/internal/status"
 )
 
 func TestComputeStatus(t *testing.T) {
@@ -60,6 +61,12 @@ func TestComputeStatus(t *testing.T) {
 	rollingOut := func(msg string) metav1.Condition {
 		return cond(modelv1.ConditionProgressing, T, modelv1.ReasonRollingOut, msg)
 	}
+	// The health conditions GitOps tools read: Ready, and Stalled with it.
+	ready := func(st metav1.ConditionStatus, reason, msg string) metav1.Condition {
+		return cond(status.ConditionReady, st, reason, msg)
+	}
+	moving := cond(status.ConditionStalled, F, status.ReasonNotStalled, "nothing stops it from converging")
+	stalled := func(reason, msg string) metav1.Condition { return cond(status.ConditionStalled, T, reason, msg) }
 	allUp := avail(T, modelv1.ReasonMinimumReplicasAvailable, "4 of 4 pods available")
 	done := cond(modelv1.ConditionProgressing, F, modelv1.ReasonRolloutComplete, "4 of 4 pods updated, 4 available, 4 in total")
 	tests := map[string]struct {
@@ -68,24 +75,31 @@ func TestComputeStatus(t *testing.T) {
 		want    modelv1.ModelBoxStatus
 	}{
 		"nothing yet": {want: modelv1.ModelBoxStatus{ObservedGeneration: 3, Conditions: []metav1.Condition{
-			avail(F, modelv1.ReasonDeploymentMissing, "the Deployment does not exist yet"), rollingOut("creating the Deployment"), asExpected}}},
+			avail(F, modelv1.ReasonDeploymentMissing, "the Deployment does not exist yet"), rollingOut("creating the Deployment"), asExpected,
+			ready(F, modelv1.ReasonDeploymentMissing, "the Deployment does not exist yet"), moving}}},
 		"no Service yet": {obs: observed{deployment: deploy(4, 4, 4, 4, available)},
 			want: modelv1.ModelBoxStatus{ObservedGeneration: 3, Replicas: 4, UpdatedReplicas: 4, ReadyReplicas: 4, AvailableReplicas: 4,
-				Conditions: []metav1.Condition{avail(F, modelv1.ReasonServiceMissing, "the Service does not exist yet"), done, asExpected}}},
+				Conditions: []metav1.Condition{avail(F, modelv1.ReasonServiceMissing, "the Service does not exist yet"), done, asExpected,
+					ready(F, modelv1.ReasonServiceMissing, "the Service does not exist yet"), moving}}},
 		"all available": {obs: observed{deployment: deploy(4, 4, 4, 4, available), service: svc},
-			want: fromChildren(4, 4, 4, allUp, done, asExpected)},
+			want: fromChildren(4, 4, 4, allUp, done, asExpected, ready(T, modelv1.ReasonRolloutComplete, "4 of 4 pods available"), moving)},
 		"rolling out: old pods remain": {obs: observed{deployment: deploy(4, 5, 2, 4, available), service: svc},
-			want: fromChildren(5, 2, 4, allUp, rollingOut("2 of 4 pods updated, 4 available, 5 in total"), asExpected)},
+			want: fromChildren(5, 2, 4, allUp, rollingOut("2 of 4 pods updated, 4 available, 5 in total"), asExpected,
+				ready(F, modelv1.ReasonRollingOut, "2 of 4 pods updated, 4 available, 5 in total"), moving)},
 		"scaling up": {obs: observed{deployment: deploy(4, 2, 2, 2, unavailable), service: svc},
 			want: fromChildren(2, 2, 2, avail(F, modelv1.ReasonReplicasUnavailable, "2 of 4 pods available"),
-				rollingOut("2 of 4 pods updated, 2 available, 2 in total"), asExpected)},
+				rollingOut("2 of 4 pods updated, 2 available, 2 in total"), asExpected,
+				ready(F, modelv1.ReasonReplicasUnavailable, "2 of 4 pods available"), moving)},
 		"stuck rollout": {obs: observed{deployment: deploy(4, 5, 1, 4, available, stuck), service: svc},
 			want: fromChildren(5, 1, 4, allUp, rollingOut("1 of 4 pods updated, 4 available, 5 in total"),
-				cond(modelv1.ConditionDegraded, T, modelv1.ReasonProgressDeadlineExceeded, stuck.Message))},
+				cond(modelv1.ConditionDegraded, T, modelv1.ReasonProgressDeadlineExceeded, stuck.Message),
+				ready(F, modelv1.ReasonProgressDeadlineExceeded, stuck.Message), stalled(modelv1.ReasonProgressDeadlineExceeded, stuck.Message))},
 		"apply failed": {obs: observed{deployment: deploy(4, 4, 4, 4, available), service: svc},
 			syncErr: errors.New("applying Service: port is already allocated"),
 			want: fromChildren(4, 4, 4, allUp, done,
-				cond(modelv1.ConditionDegraded, T, modelv1.ReasonApplyFailed, "applying Service: port is already allocated"))},
+				cond(modelv1.ConditionDegraded, T, modelv1.ReasonApplyFailed, "applying Service: port is already allocated"),
+				ready(F, modelv1.ReasonApplyFailed, "applying Service: port is already allocated"),
+				stalled(modelv1.ReasonApplyFailed, "applying Service: port is already allocated"))},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -105,8 +119,10 @@ func TestComputeStatus(t *testing.T) {
 			t.Errorf("a status computed twice from the same children changed (-first +second):\n%s", cmp.Diff(first, second))
 		}
 		third := computeStatus(again, observed{deployment: deploy(4, 4, 4, 4, unavailable), service: svc}, nil, later)
-		want := fromChildren(4, 4, 4, avail(F, modelv1.ReasonReplicasUnavailable, "4 of 4 pods available"), done, asExpected)
+		want := fromChildren(4, 4, 4, avail(F, modelv1.ReasonReplicasUnavailable, "4 of 4 pods available"), done, asExpected,
+			ready(F, modelv1.ReasonReplicasUnavailable, "4 of 4 pods available"), moving)
 		want.Conditions[0].LastTransitionTime = later
+		want.Conditions[3].LastTransitionTime = later
 		if !equality.Semantic.DeepEqual(third, want) {
 			t.Errorf("status differs (-want +got):\n%s", cmp.Diff(want, third))
 		}

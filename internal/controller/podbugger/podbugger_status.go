@@ -100,10 +100,11 @@ func computeStatus(pb *debugv1beta1.PodBugger, o observation) debugv1beta1.PodBu
 		Pods:               debuggedPods(pb.Status.Pods, o),
 		Conditions:         slices.Clone(pb.Status.Conditions),
 	}
-	for _, c := range []metav1.Condition{blockedCondition(o), readyCondition(pb, o, s.Installed), startedCondition(o)} {
+	for _, c := range []metav1.Condition{blockedCondition(o), startedCondition(o)} {
 		c.ObservedGeneration = pb.Generation
 		status.SetCondition(&s.Conditions, c, metav1.NewTime(o.now))
 	}
+	status.SetHealth(&s.Conditions, pb.Generation, health(pb, o, s.Installed), metav1.NewTime(o.now))
 	return s
 }
 
@@ -142,26 +143,6 @@ func blockedCondition(o observation) metav1.Condition {
 	}
 	return metav1.Condition{Type: debugv1beta1.ConditionBlocked, Status: metav1.ConditionFalse,
 		Reason: debugv1beta1.ReasonAllowed, Message: "no safety rule stops this PodBugger"}
-}
-
-func readyCondition(pb *debugv1beta1.PodBugger, o observation, installed int32) metav1.Condition {
-	c := metav1.Condition{Type: debugv1beta1.ConditionReady, Status: metav1.ConditionFalse}
-	switch {
-	case len(o.violations) > 0:
-		c.Reason, c.Message = o.violations[0].Reason, "blocked: "+o.violations[0].Err.Error()
-	case o.injectErr != nil:
-		c.Reason, c.Message = debugv1beta1.ReasonInjectionFailed, o.injectErr.Error()
-	case len(o.refused) > 0:
-		c.Reason, c.Message = debugv1beta1.ReasonInjectionFailed, refusedMessage(o.refused)
-	case pb.Spec.Suspend:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, debugv1beta1.ReasonSuspended, "suspended: no new pod gets the container"
-	case installed >= pb.Spec.MaxPods:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, debugv1beta1.ReasonMaxPodsReached,
-			fmt.Sprintf("%d pods carry the container, the most spec.maxPods allows", installed)
-	default:
-		c.Status, c.Reason, c.Message = metav1.ConditionTrue, debugv1beta1.ReasonActive, "matching running pods get the container"
-	}
-	return c
 }
 
 // refusedMessage names the refused pods, at most three, with the

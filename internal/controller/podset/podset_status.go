@@ -86,6 +86,7 @@ func computeStatus(set *appsv1beta1.PodSet, pods []*corev1.Pod, hash string, syn
 	case synced:
 		meta.RemoveStatusCondition(&st.Conditions, appsv1beta1.ConditionReplicaFailure)
 	}
+	status.SetHealth(&st.Conditions, set.Generation, health(set, &st), now)
 	return st
 }
 
