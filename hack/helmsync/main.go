@@ -53,7 +53,47 @@ func run() error {
 	if err := copyFile("config/grafana/deckhand-dashboard.json", filepath.Join(chart, "files", "grafana-dashboard.json")); err != nil {
 		return err
 	}
+	if err := syncArgoCD(); err != nil {
+		return err
+	}
 	return syncWebhooks()
+}
+
+// syncArgoCD writes config/argocd/health.lua, the Argo CD health check every
+// kind shares, under the argocd-cm key of each kind of config/crd/bases:
+// as a patch of Argo CD's argocd-cm (config/argocd/argocd-cm.yaml, which
+// the kustomize component applies) and as the chart's data
+// (files/argocd-health.yaml).
+func syncArgoCD() error {
+	script, err := os.ReadFile("config/argocd/health.lua")
+	if err != nil {
+		return err
+	}
+	crds, err := filepath.Glob("config/crd/bases/*.yaml")
+	if err != nil {
+		return err
+	}
+	data := map[string]string{}
+	for _, f := range crds {
+		objs, err := readAll(f)
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
+			kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
+			data["resource.customizations.health."+group+"_"+kind] = string(script)
+		}
+	}
+	cm := map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "argocd-cm", "namespace": "argocd"},
+		"data":     data,
+	}
+	if err := writeYAMLFrom("config/argocd/argocd-cm.yaml", cm, "config/argocd/health.lua"); err != nil {
+		return err
+	}
+	return writeYAMLFrom(filepath.Join(chart, "files", "argocd-health.yaml"), data, "config/argocd/health.lua")
 }
 
 // syncKindRoles writes the editor and viewer ClusterRoles of

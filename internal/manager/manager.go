@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/deckhand-dev/deckhand/internal/eventnote"
 	"github.com/deckhand-dev/deckhand/internal/metricsauth"
-	"github.com/deckhand-dev/deckhand/internal/notes"
 	"github.com/deckhand-dev/deckhand/internal/scopedcache"
 	"github.com/deckhand-dev/deckhand/internal/webhookcert"
 )
@@ -242,12 +242,12 @@ func cacheSynced(mgr ctrl.Manager) healthz.Checker {
 }
 
 // boundedNotes gives every controller an Event recorder whose notes fit
-// what the apiserver takes (notes.Recorder): a note built from an error or
+// what the apiserver takes (eventnote.Recorder): a note built from an error or
 // a list is cut, not lost.
 type boundedNotes struct{ ctrl.Manager }
 
 func (m boundedNotes) GetEventRecorder(name string) recorder.EventRecorder {
-	return notes.Recorder(m.Manager.GetEventRecorder(name))
+	return eventnote.Recorder(m.Manager.GetEventRecorder(name))
 }
 
 // setupControllers registers every enabled controller of the registry and,

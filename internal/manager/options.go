@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/deckhand-dev/deckhand/internal/controller/debug/policy"
-	"github.com/deckhand-dev/deckhand/internal/setup"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
+	"github.com/deckhand-dev/deckhand/internal/setupoptions"
 )
 
 // Options are the manager's settings, bound to command-line flags by BindFlags.
@@ -101,7 +101,7 @@ type Options struct {
 
 	// Options are what controllers and webhooks are set up with (the
 	// PodBugger policy flags).
-	setup.Options
+	setupoptions.Options
 }
 
 // DefaultReconcileTimeout is how long a reconcile may run: far beyond what

@@ -41,7 +41,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/deckhand-dev/deckhand/internal/devwebhook"
+	"github.com/deckhand-dev/deckhand/internal/localwebhooks"
 	"github.com/deckhand-dev/deckhand/internal/manager"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
@@ -415,7 +415,7 @@ func (c *Cluster) installWebhooks(t testing.TB, webhookManifests string) int {
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	if err := devwebhook.Install(context.Background(), c.Client, manifests, "127.0.0.1", port); err != nil {
+	if err := localwebhooks.Install(context.Background(), c.Client, manifests, "127.0.0.1", port); err != nil {
 		t.Fatalf("installing webhooks: %v", err)
 	}
 	return port

@@ -34,8 +34,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
-	appscontroller "github.com/deckhand-dev/deckhand/internal/controller/apps"
-	"github.com/deckhand-dev/deckhand/internal/setup"
+	podsetcontroller "github.com/deckhand-dev/deckhand/internal/controller/podset"
+	"github.com/deckhand-dev/deckhand/internal/setupoptions"
 )
 
 // SetupConversion registers the PodSet conversion webhook (/convert): v1beta1
@@ -47,7 +47,7 @@ func SetupConversion(mgr ctrl.Manager) error {
 }
 
 // Setup registers the PodSet validating webhook.
-func Setup(mgr ctrl.Manager, _ setup.Options) error {
+func Setup(mgr ctrl.Manager, _ setupoptions.Options) error {
 	return ctrl.NewWebhookManagedBy(mgr, &appsv1beta1.PodSet{}).
 		WithValidator(&Validator{Client: mgr.GetClient()}).Complete()
 }
@@ -93,7 +93,7 @@ func (v *Validator) validate(ctx context.Context, set *appsv1beta1.PodSet) (admi
 		return nil, err
 	}
 	errs := ValidateTemplate(set)
-	pod := appscontroller.PodFor(set)
+	pod := podsetcontroller.PodFor(set)
 	// A new PodSet has no UID yet; the owner reference is not what is
 	// being checked.
 	pod.OwnerReferences = nil

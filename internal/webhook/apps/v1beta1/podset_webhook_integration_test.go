@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
-	appscontroller "github.com/deckhand-dev/deckhand/internal/controller/apps"
+	podsetcontroller "github.com/deckhand-dev/deckhand/internal/controller/podset"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
@@ -45,7 +45,7 @@ func podSet(ns string, mutate func(*corev1.PodSpec)) *appsv1beta1.PodSet {
 // the template's field; no copy of the pod rules is involved.
 func TestWebhookRefusesTemplatesWhosePodsTheApiserverWouldRefuse(t *testing.T) {
 	opts := env.ManagerOptions()
-	opts.Controllers = []string{appscontroller.ControllerName}
+	opts.Controllers = []string{podsetcontroller.ControllerName}
 	env.StartManager(t, opts)
 	ns := env.Namespace(t)
 	ctx := context.Background()
@@ -99,7 +99,7 @@ func resourceMust(s string) resource.Quantity { return resource.MustParse(s) }
 // refusing the pod, which the dry-run would have reported as a warning).
 func TestAReviewNamingAnotherNamespaceIsRefusedWithoutADryRun(t *testing.T) {
 	opts := env.ManagerOptions()
-	opts.Controllers = []string{appscontroller.ControllerName}
+	opts.Controllers = []string{podsetcontroller.ControllerName}
 	env.StartManager(t, opts)
 	g := testenv.NewG(t)
 	mine := env.Namespace(t)
