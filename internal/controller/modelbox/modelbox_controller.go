@@ -55,14 +55,17 @@ type ModelBoxReconciler struct {
 // NewModelBoxReconciler returns a reconciler that writes through c, reads
 // through c's cache and, for what the cache does not show, apiReader.
 func NewModelBoxReconciler(c client.Client, apiReader client.Reader, rec events.EventRecorder) *ModelBoxReconciler {
-	return &ModelBoxReconciler{
+	r := &ModelBoxReconciler{
 		Client:    c,
 		APIReader: apiReader,
 		Recorder:  rec,
 		Now:       time.Now,
-		status:    status.NewWriter(c, status.ConditionMetrics("ModelBox", func(s *modelv1.ModelBoxStatus) []metav1.Condition { return s.Conditions })),
 		verified:  newVerified(),
 	}
+	r.status = status.NewWriter(c,
+		status.ConditionMetrics("ModelBox", func(s *modelv1.ModelBoxStatus) []metav1.Condition { return s.Conditions }),
+		status.Paced(statusInterval, func() time.Time { return r.Now() }, urgentStatus))
+	return r
 }
 
 // +kubebuilder:rbac:groups=model.deckhand.dev,resources=modelboxes,verbs=get;list;watch
@@ -123,15 +126,14 @@ func (r *ModelBoxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if apierrors.IsConflict(syncErr) {
 		shown = nil
 	}
-	now := r.Now()
-	want := computeStatus(box, obs, shown, metav1.NewTime(now))
-	paced, err := r.status.WritePaced(ctx, box, &box.Status, want, now, statusInterval, urgentStatus)
+	want := computeStatus(box, obs, shown, metav1.NewTime(r.Now()))
+	wait, err := r.status.Write(ctx, box, &box.Status, want)
 	if err != nil {
-		return ctrl.Result{}, errors.Join(syncErr, fmt.Errorf("ModelBox %s: %w", req.NamespacedName, err))
+		return ctrl.Result{}, errors.Join(syncErr, fmt.Errorf("writing status of ModelBox %s: %w", req.NamespacedName, err))
 	}
 	// Refusals are retried with backoff too, not made terminal: some (a
 	// node port another Service holds) clear up without any change we watch.
-	return ctrl.Result{RequeueAfter: paced}, syncErr
+	return ctrl.Result{RequeueAfter: wait}, syncErr
 }
 
 // forget drops what the controller keeps about a ModelBox that is gone.

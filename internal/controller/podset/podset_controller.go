@@ -74,9 +74,19 @@ type PodSetReconciler struct {
 // NewPodSetReconciler returns a reconciler that writes through c, reads
 // through c's cache and, before it adopts pods, apiReader.
 func NewPodSetReconciler(c client.Client, apiReader client.Reader, rec events.EventRecorder) *PodSetReconciler {
-	r := &PodSetReconciler{Client: c, APIReader: apiReader, Recorder: rec, Now: time.Now, status: status.NewWriter(c, status.ConditionMetrics("PodSet", func(s *appsv1beta1.PodSetStatus) []metav1.Condition { return s.Conditions })),
-		backoff: newFinishedBackoff(), podName: newPodName}
-	r.expectations = newExpectations(func() time.Time { return r.Now() })
+	r := &PodSetReconciler{
+		Client:    c,
+		APIReader: apiReader,
+		Recorder:  rec,
+		Now:       time.Now,
+		backoff:   newFinishedBackoff(),
+		podName:   newPodName,
+	}
+	clock := func() time.Time { return r.Now() }
+	r.status = status.NewWriter(c,
+		status.ConditionMetrics("PodSet", func(s *appsv1beta1.PodSetStatus) []metav1.Condition { return s.Conditions }),
+		status.Paced(statusInterval, clock, urgentStatus))
+	r.expectations = newExpectations(clock)
 	return r
 }
 
@@ -164,11 +174,11 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	now := r.Now()
 	want := computeStatus(set, pods, hash, synced, failure, metav1.NewTime(now))
-	paced, err := r.status.WritePaced(ctx, set, &set.Status, want, now, statusInterval, urgentStatus(set.Spec.Replicas))
+	wait, err := r.status.Write(ctx, set, &set.Status, want)
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("PodSet %s: %w", req.NamespacedName, err)
+		return ctrl.Result{}, fmt.Errorf("writing status of PodSet %s: %w", req.NamespacedName, err)
 	}
-	return resultOf(failure, requeue, untilAvailable(pods, set.Spec.MinReadySeconds, now), paced)
+	return resultOf(failure, requeue, untilAvailable(pods, set.Spec.MinReadySeconds, now), wait)
 }
 
 // settleUnsure asks the apiserver about the pods whose creation failed
