@@ -50,6 +50,8 @@ type jobCase struct {
 	role        jobRole
 }
 
+var _ = scenariosOf(jobwatchercontroller.ControllerName, jobWatcherScenarios)
+
 func jobWatcherScenarios() []scenario {
 	due := []jobCase{
 		{ns: "a", name: "batch-succeeded", finished: batchv1.JobComplete, ago: time.Minute, role: roleDue},

@@ -38,6 +38,8 @@ type podSetCase struct {
 	rollout bool
 }
 
+var _ = scenariosOf(podsetcontroller.ControllerName, podSetScenarios)
+
 func podSetScenarios() []scenario {
 	cases := []struct {
 		name string
