@@ -57,12 +57,38 @@ type Controller struct {
 }
 
 // controllers lists every controller Deckhand can run, in start order.
-// A new kind adds one line here (docs/contributing.md has the checklist).
+// A new kind adds one entry here (docs/contributing.md has the checklist).
 var controllers = []Controller{
-	{Name: podsetcontroller.ControllerName, AddToScheme: versions(appsv1beta1.AddToScheme, appsv1alpha1.AddToScheme), Setup: podsetcontroller.Setup, Needs: podsetcontroller.Needs, SetupWebhooks: appswebhook.Setup, SetupConversion: appswebhook.SetupConversion},
-	{Name: modelboxcontroller.ControllerName, AddToScheme: modelv1.AddToScheme, Setup: modelboxcontroller.Setup, CacheByObject: modelboxcontroller.CacheByObject},
-	{Name: jobwatchercontroller.ControllerName, AddToScheme: deckhandbatchv1.AddToScheme, Setup: jobwatchercontroller.Setup, SetupWebhooks: batchwebhook.Setup, CacheByObject: jobwatchercontroller.CacheByObject, Needs: jobwatchercontroller.Needs},
-	{Name: podbuggercontroller.ControllerName, AddToScheme: versions(debugv1beta1.AddToScheme, debugv1alpha1.AddToScheme), Setup: podbuggercontroller.Setup, SetupWebhooks: debugwebhook.Setup, Needs: podbuggercontroller.Needs, SetupConversion: debugwebhook.SetupConversion},
+	{
+		Name:            podsetcontroller.ControllerName,
+		AddToScheme:     versions(appsv1beta1.AddToScheme, appsv1alpha1.AddToScheme),
+		Setup:           podsetcontroller.Setup,
+		SetupWebhooks:   appswebhook.Setup,
+		SetupConversion: appswebhook.SetupConversion,
+		Needs:           podsetcontroller.Needs,
+	},
+	{
+		Name:          modelboxcontroller.ControllerName,
+		AddToScheme:   modelv1.AddToScheme,
+		Setup:         modelboxcontroller.Setup,
+		CacheByObject: modelboxcontroller.CacheByObject,
+	},
+	{
+		Name:          jobwatchercontroller.ControllerName,
+		AddToScheme:   deckhandbatchv1.AddToScheme,
+		Setup:         jobwatchercontroller.Setup,
+		SetupWebhooks: batchwebhook.Setup,
+		CacheByObject: jobwatchercontroller.CacheByObject,
+		Needs:         jobwatchercontroller.Needs,
+	},
+	{
+		Name:            podbuggercontroller.ControllerName,
+		AddToScheme:     versions(debugv1beta1.AddToScheme, debugv1alpha1.AddToScheme),
+		Setup:           podbuggercontroller.Setup,
+		SetupWebhooks:   debugwebhook.Setup,
+		SetupConversion: debugwebhook.SetupConversion,
+		Needs:           podbuggercontroller.Needs,
+	},
 }
 
 // versions registers every version of an API group.
