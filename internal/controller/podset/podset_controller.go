@@ -127,6 +127,20 @@ func Setup(mgr ctrl.Manager, _ setupoptions.Options) error {
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
 
 // Reconcile brings one PodSet's pods to its spec and reports what it sees.
+//
+// A PodSet being deleted is left alone: the garbage collector removes its
+// pods, and creating more would only race it.
+//
+// While the cache has not shown this PodSet's last creations and deletions
+// (its expectations are not satisfied), what it shows is stale: act on it
+// and pods would be created twice, report it and status would go back in
+// time. Until it catches up (a few pod events; expectationsTTL bounds the
+// wait if one was lost) only a new spec generation is acknowledged. Without
+// this early return each pod event of a 1,000-pod scale-up would list and
+// judge every pod again. It is checked before the list, as the ReplicaSet
+// controller does: checked after, an event handled in between would let an
+// older list pass as synced. Pods whose creation ended without an answer
+// are settled first (settleUnsure).
 func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	set := &appsv1beta1.PodSet{}
 	if err := r.Get(ctx, req.NamespacedName, set); err != nil {
@@ -137,24 +151,13 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, fmt.Errorf("getting PodSet %s: %w", req.NamespacedName, err)
 	}
 	if set.DeletionTimestamp != nil {
-		// The garbage collector removes the pods; creating more now would
-		// only race it.
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, nil // the garbage collector removes the pods
 	}
-	// While the cache has not shown this PodSet's last creations and
-	// deletions, what it shows is stale: act on it and pods would be
-	// created twice, report it and status would go back in time. Until it
-	// catches up (a few pod events; expectationsTTL bounds the wait if one
-	// was lost) only a new spec generation is acknowledged. Without this
-	// early return each pod event of a 1,000-pod scale-up would list and
-	// judge every pod again. Checked before the list, as the ReplicaSet
-	// controller does: checked after, an event handled in between would
-	// let an older list pass as synced.
 	if err := r.settleUnsure(ctx, set); err != nil {
 		return ctrl.Result{}, err
 	}
 	synced := r.expectations.satisfied(set.UID)
-	if !synced && set.Status.ObservedGeneration == set.Generation {
+	if !synced && set.Status.ObservedGeneration == set.Generation { // the cache is behind our own writes
 		return ctrl.Result{RequeueAfter: expectationsTTL}, nil
 	}
 	pods, err := r.podsOf(ctx, set)
