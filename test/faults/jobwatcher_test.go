@@ -50,7 +50,7 @@ type jobCase struct {
 	role        jobRole
 }
 
-var _ = scenariosOf(jobwatchercontroller.ControllerName, jobWatcherScenarios)
+func init() { scenariosOf(jobwatchercontroller.ControllerName, jobWatcherScenarios) }
 
 func jobWatcherScenarios() []scenario {
 	due := []jobCase{

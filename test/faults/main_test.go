@@ -399,12 +399,11 @@ func ignoreExists(err error) error {
 var kindScenarios = map[string]func() []scenario{}
 
 // scenariosOf registers the scenarios of the controller named controller.
-func scenariosOf(controller string, scenarios func() []scenario) bool {
+func scenariosOf(controller string, scenarios func() []scenario) {
 	if _, dup := kindScenarios[controller]; dup {
 		panic("fault scenarios of " + controller + " registered twice")
 	}
 	kindScenarios[controller] = scenarios
-	return true
 }
 
 // allScenarios are the scenarios of every controller of the registry, in

@@ -32,7 +32,7 @@ const (
 	checkModelBoxForeign  = "never writes to an object it does not own"
 )
 
-var _ = scenariosOf(modelboxcontroller.ControllerName, modelBoxScenarios)
+func init() { scenariosOf(modelboxcontroller.ControllerName, modelBoxScenarios) }
 
 func modelBoxScenarios() []scenario {
 	return []scenario{{name: "ModelBox hands replicas 4 to an autoscaler", controllers: []string{modelboxcontroller.ControllerName},

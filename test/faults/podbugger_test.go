@@ -32,7 +32,7 @@ const (
 	maxPods        = 3
 )
 
-var _ = scenariosOf(podbuggercontroller.ControllerName, podBuggerScenarios)
+func init() { scenariosOf(podbuggercontroller.ControllerName, podBuggerScenarios) }
 
 func podBuggerScenarios() []scenario {
 	return []scenario{{name: "PodBugger inject into 3 of 5 pods", controllers: []string{podbuggercontroller.ControllerName},

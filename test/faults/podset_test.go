@@ -38,7 +38,7 @@ type podSetCase struct {
 	rollout bool
 }
 
-var _ = scenariosOf(podsetcontroller.ControllerName, podSetScenarios)
+func init() { scenariosOf(podsetcontroller.ControllerName, podSetScenarios) }
 
 func podSetScenarios() []scenario {
 	cases := []struct {
