@@ -17,14 +17,30 @@ func counts(replicas, ready, available, updated int32) *appsv1beta1.PodSetStatus
 	return &appsv1beta1.PodSetStatus{Replicas: replicas, ReadyReplicas: ready, AvailableReplicas: available, UpdatedReplicas: updated}
 }
 
+// conditionCase is one case of a condition function: a set of size pods
+// with the counts of st, and the condition it should get.
+type conditionCase struct {
+	size       int32
+	st         *appsv1beta1.PodSetStatus
+	wantStatus metav1.ConditionStatus
+	wantReason string
+	wantMsg    string
+}
+
+// testCondition runs fn, which computes the condition of type typ, on each case.
+func testCondition(t *testing.T, typ string, fn func(*appsv1beta1.PodSet, *appsv1beta1.PodSetStatus) metav1.Condition, tests map[string]conditionCase) {
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := fn(testSet(tc.size), tc.st)
+			if c.Type != typ || c.Status != tc.wantStatus || c.Reason != tc.wantReason || c.Message != tc.wantMsg {
+				t.Errorf("got %s/%s/%s %q, want %s/%s/%s %q", c.Type, c.Status, c.Reason, c.Message, typ, tc.wantStatus, tc.wantReason, tc.wantMsg)
+			}
+		})
+	}
+}
+
 func TestAvailableCondition(t *testing.T) {
-	tests := map[string]struct {
-		size       int32
-		st         *appsv1beta1.PodSetStatus
-		wantStatus metav1.ConditionStatus
-		wantReason string
-		wantMsg    string
-	}{
+	testCondition(t, appsv1beta1.ConditionAvailable, availableCondition, map[string]conditionCase{
 		"size 0 is available": {0, counts(0, 0, 0, 0), metav1.ConditionTrue, appsv1beta1.ReasonMinimumReplicasAvailable,
 			"0 of 0 pods are available (at least 0 needed)"},
 		"all but maxUnavailable (1) is enough": {3, counts(3, 2, 2, 3), metav1.ConditionTrue, appsv1beta1.ReasonMinimumReplicasAvailable,
@@ -33,40 +49,18 @@ func TestAvailableCondition(t *testing.T) {
 			"1 of 3 pods are available (at least 2 needed)"},
 		"a single pod may be missing": {1, counts(0, 0, 0, 0), metav1.ConditionTrue, appsv1beta1.ReasonMinimumReplicasAvailable,
 			"0 of 1 pods are available (at least 0 needed)"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			c := availableCondition(testSet(tc.size), tc.st)
-			if c.Type != appsv1beta1.ConditionAvailable || c.Status != tc.wantStatus || c.Reason != tc.wantReason || c.Message != tc.wantMsg {
-				t.Errorf("availableCondition = %s/%s/%s %q, want Available/%s/%s %q", c.Type, c.Status, c.Reason, c.Message, tc.wantStatus, tc.wantReason, tc.wantMsg)
-			}
-		})
-	}
+	})
 }
 
 func TestProgressingCondition(t *testing.T) {
-	tests := map[string]struct {
-		size       int32
-		st         *appsv1beta1.PodSetStatus
-		wantStatus metav1.ConditionStatus
-		wantReason string
-		wantMsg    string
-	}{
+	testCondition(t, appsv1beta1.ConditionProgressing, progressingCondition, map[string]conditionCase{
 		"too few pods":                      {3, counts(2, 2, 2, 2), metav1.ConditionTrue, appsv1beta1.ReasonScalingUp, "2 of 3 pods exist"},
 		"too many pods, even outdated ones": {1, counts(2, 0, 0, 0), metav1.ConditionTrue, appsv1beta1.ReasonScalingDown, "2 pods exist, 1 wanted"},
 		"outdated pods, even unready ones":  {2, counts(2, 0, 0, 1), metav1.ConditionTrue, appsv1beta1.ReasonUpdating, "1 of 2 pods run the current template"},
 		"unready pods":                      {2, counts(2, 1, 1, 2), metav1.ConditionTrue, appsv1beta1.ReasonWaitingForReady, "1 of 2 pods are ready"},
 		"there":                             {2, counts(2, 2, 0, 2), metav1.ConditionFalse, appsv1beta1.ReasonUpToDate, "all 2 pods run the current template and are ready"},
 		"size 0, there":                     {0, counts(0, 0, 0, 0), metav1.ConditionFalse, appsv1beta1.ReasonUpToDate, "all 0 pods run the current template and are ready"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			c := progressingCondition(testSet(tc.size), tc.st)
-			if c.Type != appsv1beta1.ConditionProgressing || c.Status != tc.wantStatus || c.Reason != tc.wantReason || c.Message != tc.wantMsg {
-				t.Errorf("progressingCondition = %s/%s/%s %q, want Progressing/%s/%s %q", c.Type, c.Status, c.Reason, c.Message, tc.wantStatus, tc.wantReason, tc.wantMsg)
-			}
-		})
-	}
+	})
 }
 
 func TestReplicaFailureCondition(t *testing.T) {
@@ -101,11 +95,11 @@ func TestCountPods(t *testing.T) {
 }
 
 // podsForCount are three active pods (web-c ready for an hour but outdated,
-// web-a ready for half an hour, web-b pending), one terminating and one
-// finished, given out of order.
+// web-a ready for half an hour, web-b pending), one terminating, one
+// finished and one both (not counted as terminating), given out of order.
 func podsForCount() []*corev1.Pod {
 	return []*corev1.Pod{testPod("web-c", ready, outdated), testPod("web-a", readySince(30*time.Minute)), testPod("web-b", pending),
-		testPod("web-d", ready, terminating), testPod("web-e", succeeded)}
+		testPod("web-d", ready, terminating), testPod("web-e", succeeded), testPod("web-f", failed, terminating)}
 }
 
 func TestUrgentStatus(t *testing.T) {
