@@ -5,49 +5,46 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 )
 
-// podCache is how the manager's cache holds pods. Two controllers read them:
-// PodSet (its own pods, in full) and PodBugger (any pod of a namespace with a
-// PodBugger, to pick the ones to inject into). A cluster holds many more pods
-// than Deckhand ever acts on, and a full pod is several kilobytes in memory,
-// so every pod that no PodSet controls is cached slimmed by SlimPod.
+// podCache is how the manager's cache holds pods. A cluster holds many more
+// pods than Deckhand ever acts on, and a full pod is several kilobytes in
+// memory, so every pod that no controller keeps whole (its registry entry's
+// KeepPod: PodSet keeps the pods it controls) is cached slimmed by SlimPod.
 func podCache() map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
 		&corev1.Pod{}: {Transform: SlimPod},
 	}
 }
 
-// SlimPod is the cache transform for pods. A pod controlled by a PodSet is
-// kept whole (without managedFields): the PodSet controller reads its status,
-// annotations and spec. Any other pod keeps only what a controller decides on
-// from the cache:
-//
-//   - metadata: name, namespace, UID, resourceVersion, generation, creation
-//     and deletion timestamps, labels (selectors), owner references (adoption
-//     and release) and finalizers; annotations are dropped;
-//   - spec: nodeName, and the names of its containers, init containers and
-//     ephemeral containers (PodBugger: carriers, targetContainerName, name
-//     clashes);
-//   - status: phase (PodBugger injects into Running pods only) and the
-//     ephemeral containers' statuses (PodBugger reports whether its
-//     debugger started).
-//
-// A reader that needs more of a pod it does not control reads it from the
-// apiserver (PodBugger plans every injection on an uncached list). Adding a
-// field a controller reads from the cache means adding it here.
+// SlimPod is the cache transform for pods. A pod some controller of the
+// registry keeps whole (KeepPod) is kept so, without managedFields. Any
+// other pod keeps its metadata, which every reader decides on (name,
+// namespace, UID, resourceVersion, generation, creation and deletion
+// timestamps, labels for selectors, owner references for adoption and
+// release, finalizers; annotations are dropped), and the fields each
+// controller of the registry reads from the cache (SlimPod of its entry:
+// PodBugger's names of containers, node, phase and ephemeral container
+// statuses). A reader that needs more of a pod no one keeps whole reads it
+// from the apiserver (PodBugger plans every injection on an uncached list).
+// A controller that reads another field from the cache adds it to its
+// entry's SlimPod.
 func SlimPod(obj any) (any, error) {
+	return slimPod(controllers, obj)
+}
+
+func slimPod(registry []Controller, obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil // a tombstone (cache.DeletedFinalStateUnknown) or metadata
 	}
 	pod.ManagedFields = nil
-	if appsv1beta1.ControllerRef(pod) != nil {
-		return pod, nil
+	for _, c := range registry {
+		if c.KeepPod != nil && c.KeepPod(pod) {
+			return pod, nil
+		}
 	}
-	return &corev1.Pod{
+	slim := &corev1.Pod{
 		TypeMeta: pod.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{
 			Name:                       pod.Name,
@@ -62,35 +59,11 @@ func SlimPod(obj any) (any, error) {
 			OwnerReferences:            pod.OwnerReferences,
 			Finalizers:                 pod.Finalizers,
 		},
-		Spec: corev1.PodSpec{
-			NodeName:            pod.Spec.NodeName,
-			Containers:          containerNames(pod.Spec.Containers),
-			InitContainers:      containerNames(pod.Spec.InitContainers),
-			EphemeralContainers: ephemeralContainerNames(pod.Spec.EphemeralContainers),
-		},
-		// PodBugger reports whether its debug containers started.
-		Status: corev1.PodStatus{Phase: pod.Status.Phase, EphemeralContainerStatuses: pod.Status.EphemeralContainerStatuses},
-	}, nil
-}
-
-func containerNames(cs []corev1.Container) []corev1.Container {
-	if len(cs) == 0 {
-		return nil
 	}
-	out := make([]corev1.Container, len(cs))
-	for i, c := range cs {
-		out[i] = corev1.Container{Name: c.Name}
+	for _, c := range registry {
+		if c.SlimPod != nil {
+			c.SlimPod(pod, slim)
+		}
 	}
-	return out
-}
-
-func ephemeralContainerNames(cs []corev1.EphemeralContainer) []corev1.EphemeralContainer {
-	if len(cs) == 0 {
-		return nil
-	}
-	out := make([]corev1.EphemeralContainer, len(cs))
-	for i, c := range cs {
-		out[i] = corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: c.Name}}
-	}
-	return out
+	return slim, nil
 }

@@ -15,3 +15,10 @@ func Needs() []scopedcache.Need {
 	return []scopedcache.Need{{Object: &corev1.Pod{}, Triggers: []client.Object{&appsv1beta1.PodSet{}},
 		Namespaces: scopedcache.NamespacesOf(&appsv1beta1.PodSetList{})}}
 }
+
+// KeepPod says whether the manager's cache keeps pod whole: the pods a
+// PodSet controls are, as the controller reads their status, annotations
+// and spec (other pods are slimmed to what the registry's controllers read).
+func KeepPod(pod *corev1.Pod) bool {
+	return appsv1beta1.ControllerRef(pod) != nil
+}
