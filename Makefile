@@ -193,7 +193,7 @@ helm-lint: $(HELM) ## Lint the Helm chart.
 tools: k8s-tools $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(HELM) $(PROMTOOL) ## Build every pinned tool into bin/ (minutes the first time, seconds after).
 
 .PHONY: node-tools
-node-tools: ## As root: install containerd, runc, CNI plugins, busybox-static; build the kubelet (bin/node) and the test images.
+node-tools: ## As root: install containerd, runc, CNI plugins, busybox-static; build the kubelet and metrics-server (bin/node) and the test images.
 	hack/realnode.sh prepare || echo "the real node is not prepared: 'make cluster' will say why" >&2
 
 .PHONY: k8s-tools

@@ -150,6 +150,9 @@ dead_components() {
 #    interface: etcd, plain HTTP without authentication, answered anyone
 #    who could reach the machine); the real node's pods reach the
 #    apiserver through a DNAT to loopback (hack/realnode.sh);
+#  - HorizontalPodAutoscalers (on metrics-server, which hack/realnode.sh
+#    runs for the real node) look every 5 s and scale in after 30 s of lower
+#    use rather than 5 minutes, so that tests see them act;
 #  - the controller-manager and scheduler run without leader election: alone
 #    in the cluster they gain nothing from it, and on a loaded machine a
 #    missed lease renewal made them exit, leaving every later pod Pending.
@@ -181,6 +184,8 @@ componentsPatches:
     extraArgs:
       - {key: leader-elect, value: "false"}
       - {key: service-cluster-ip-range, value: "$service_range"}
+      - {key: horizontal-pod-autoscaler-sync-period, value: "5s"}
+      - {key: horizontal-pod-autoscaler-downscale-stabilization, value: "30s"}
   - name: kube-scheduler
     extraArgs:
       - {key: leader-elect, value: "false"}

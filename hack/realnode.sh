@@ -27,6 +27,11 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${K8S_BIN:-$root/bin/k8s}
 export KWOK_WORKDIR=${KWOK_WORKDIR:-$root/bin/kwok}
 kubelet_bin=${KUBELET:-$root/bin/node/kubelet}
+# metrics-server, built from its Go module at this version (its own go.mod:
+# it does not share the toolchain module's Kubernetes libraries), reads the
+# real node's kubelet so that HorizontalPodAutoscalers act on real CPU use.
+METRICS_SERVER_VERSION=v0.8.0
+metrics_server_bin=${METRICS_SERVER:-$root/bin/node/metrics-server-$METRICS_SERVER_VERSION}
 images=$root/bin/images
 
 NODE=real-node
@@ -86,7 +91,7 @@ stop_pid() {
 
 logs() {
   local state=$1
-  for f in kubelet containerd; do
+  for f in kubelet containerd metrics-server; do
     [ -f "$state/$f.log" ] || continue
     echo "----- last 40 lines of $state/$f.log"
     tail -n 40 "$state/$f.log"
@@ -97,6 +102,7 @@ logs() {
 teardown() {
   local state=$1
   [ -d "$state" ] || return 0
+  stop_pid "$state/metrics-server.pid"
   stop_pid "$state/kubelet.pid"
   # Containers go first: runc keeps its state in the node's own root.
   if [ -d "$state/runc" ]; then
@@ -177,6 +183,67 @@ certs() {
     -days 30 -extfile <(printf 'subjectAltName=IP:%s,DNS:%s\nextendedKeyUsage=serverAuth\n' "$GATEWAY" "$NODE") \
     -out "$out/serving.crt" 2>/dev/null
   cp "$pki/ca.crt" "$out/ca.crt"
+  # metrics-server's serving certificate, for the name the aggregator
+  # verifies (its Service's, metrics-server.kube-system.svc).
+  openssl req -new -newkey rsa:2048 -nodes -subj "/CN=metrics-server" \
+    -keyout "$out/metrics-server.key" -out "$out/metrics-server.csr" 2>/dev/null
+  openssl x509 -req -in "$out/metrics-server.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
+    -days 30 -extfile <(printf 'subjectAltName=DNS:metrics-server.kube-system.svc,IP:%s\nextendedKeyUsage=serverAuth\n' "$GATEWAY") \
+    -out "$out/metrics-server.crt" 2>/dev/null
+}
+
+# start_metrics_server runs metrics-server on the node's bridge address
+# (where the kubelet listens: reachable from this machine only), reading
+# the real node's kubelet only (kwok's nodes have none), and registers it
+# as the metrics.k8s.io API: a Service without selector whose
+# EndpointSlice names that address (the apiserver routes aggregated APIs
+# to endpoints, and an endpoint may not be loopback), and an APIService
+# trusting the cluster CA. It waits until the node's metrics are served (a
+# scrape or two).
+start_metrics_server() {
+  local port
+  for port in $(seq 40443 40543); do
+    ss -Hltn "sport = :$port" 2>/dev/null | grep -q . || break
+  done
+  setsid "$metrics_server_bin" --bind-address "$GATEWAY" --secure-port "$port" \
+    --tls-cert-file "$state/pki/metrics-server.crt" --tls-private-key-file "$state/pki/metrics-server.key" \
+    --kubeconfig "$kubeconfig" --authentication-kubeconfig "$kubeconfig" --authorization-kubeconfig "$kubeconfig" \
+    --kubelet-preferred-address-types InternalIP --kubelet-use-node-status-port \
+    --kubelet-certificate-authority "$state/pki/ca.crt" --node-selector "$TAINT=true" \
+    --metric-resolution 15s </dev/null >"$state/metrics-server.log" 2>&1 &
+  echo $! > "$state/metrics-server.pid"
+  "$bin/kubectl" --kubeconfig "$kubeconfig" apply -f - >/dev/null <<YAML || return 1
+apiVersion: v1
+kind: Service
+metadata: {name: metrics-server, namespace: kube-system}
+spec: {ports: [{name: https, port: 443, targetPort: $port}]}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: metrics-server, namespace: kube-system, labels: {kubernetes.io/service-name: metrics-server}}
+addressType: IPv4
+ports: [{name: https, port: $port, protocol: TCP}]
+endpoints: [{addresses: ["$GATEWAY"], conditions: {ready: true}}]
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1beta1.metrics.k8s.io}
+spec:
+  group: metrics.k8s.io
+  version: v1beta1
+  groupPriorityMinimum: 100
+  versionPriority: 100
+  service: {namespace: kube-system, name: metrics-server, port: 443}
+  caBundle: $(base64 -w0 < "$state/pki/ca.crt")
+YAML
+  local _
+  for _ in $(seq 1 90); do
+    "$bin/kubectl" --kubeconfig "$kubeconfig" get --raw "/apis/metrics.k8s.io/v1beta1/nodes/$NODE" >/dev/null 2>&1 && return 0
+    alive "$state/metrics-server.pid" || { log "metrics-server exited"; return 1; }
+    sleep 1
+  done
+  log "metrics-server served no metrics of $NODE within 90 s"
+  return 1
 }
 
 # The bridge exists before the first pod so that its address can be the
@@ -343,6 +410,14 @@ prepare() {
     log "building the kubelet (minutes the first time)"
     "$root/hack/k8s/build.sh" "$(dirname "$kubelet_bin")" kubelet || return 1
   fi
+  if [ ! -x "$metrics_server_bin" ]; then
+    log "building metrics-server $METRICS_SERVER_VERSION (a few minutes the first time)"
+    local tmp
+    tmp=$(mktemp -d)
+    GOBIN=$tmp go install -trimpath "sigs.k8s.io/metrics-server/cmd/metrics-server@$METRICS_SERVER_VERSION" || { rm -rf "$tmp"; return 1; }
+    mv "$tmp/metrics-server" "$metrics_server_bin"
+    rm -rf "$tmp"
+  fi
   "$root/hack/images.sh" test 2>/dev/null || return 1
 }
 
@@ -379,6 +454,7 @@ up() {
     sleep 1
   done
   $ready || fail "node $NODE did not become Ready within 2 minutes"
+  start_metrics_server || fail "metrics-server did not start"
   log "node $NODE is Ready after $((SECONDS - started)) s (containerd and kubelet state in $state; 'hack/realnode.sh logs $name')"
 }
 

@@ -85,11 +85,16 @@ func syncArgoCD() error {
 			data["resource.customizations.health."+group+"_"+kind] = string(script)
 		}
 	}
-	cm := map[string]any{
-		"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": "argocd-cm", "namespace": "argocd"},
-		"data":     data,
+	type meta struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
 	}
+	cm := struct {
+		APIVersion string            `json:"apiVersion"`
+		Kind       string            `json:"kind"`
+		Metadata   meta              `json:"metadata"`
+		Data       map[string]string `json:"data"`
+	}{"v1", "ConfigMap", meta{"argocd-cm", "argocd"}, data}
 	if err := writeYAMLFrom("config/argocd/argocd-cm.yaml", cm, "config/argocd/health.lua"); err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
@@ -28,7 +29,7 @@ func main() {
 		err = writeCRDKustomization("config/crd/kustomization.yaml", crds)
 	}
 	if err == nil {
-		err = check(crds)
+		err = check(".", crds, manager.Registry(), manager.ConvertedCRDs())
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "kindcheck: %v\n", err)
@@ -131,17 +132,24 @@ spec:
 `
 }
 
-// check reports every kind that misses one of the places a kind must be.
-func check(crds []crd) error {
-	project, err := os.ReadFile("PROJECT")
+// check reports every kind that misses one of the places a kind must be,
+// in the tree at root: crds are its CRDs, registry the manager's registry of
+// controllers and converted the CRDs the manager converts.
+func check(root string, crds []crd, registry []manager.Controller, converted []string) error {
+	read := func(path string) ([]byte, error) { return os.ReadFile(filepath.Join(root, path)) }
+	project, err := read("PROJECT")
 	if err != nil {
 		return err
 	}
-	samples, err := os.ReadFile("config/samples/kustomization.yaml")
+	samples, err := read("config/samples/kustomization.yaml")
 	if err != nil {
 		return err
 	}
-	readme, err := os.ReadFile("README.md")
+	roles, err := read("config/rbac/kustomization.yaml")
+	if err != nil {
+		return err
+	}
+	readme, err := read("README.md")
 	if err != nil {
 		return err
 	}
@@ -150,25 +158,48 @@ func check(crds []crd) error {
 		kind, lower := c.gvk.Kind, strings.ToLower(c.gvk.Kind)
 		group := strings.TrimSuffix(c.gvk.Group, ".deckhand.dev")
 		sample := fmt.Sprintf("%s_%s_%s.yaml", group, c.gvk.Version, lower)
+		editor, viewer := lower+"_editor_role.yaml", lower+"_viewer_role.yaml"
+		entry, registered := entryOf(registry, c.gvk)
 		for _, gap := range []struct {
 			missing bool
 			what    string
 		}{
-			{!manager.Scheme.Recognizes(c.gvk), "no controller in internal/manager/controllers.go registers " + c.gvk.String()},
+			{!registered, "no controller in internal/manager/controllers.go registers " + c.gvk.String()},
+			{registered && entry.Setup == nil, "the entry " + entry.Name + " in internal/manager/controllers.go has no Setup"},
+			{c.versions > 1 && !slices.Contains(converted, c.name), "served in " + fmt.Sprint(c.versions) +
+				" versions, but manager.ConvertedCRDs does not name " + c.name + " (its entry needs SetupConversion and a Convertible version)"},
 			{!strings.Contains(string(project), "kind: "+kind+"\n"), "PROJECT has no resource of kind " + kind},
-			{!exists(filepath.Join("config", "samples", sample)), "no sample config/samples/" + sample},
+			{!exists(filepath.Join(root, "config", "samples", sample)), "no sample config/samples/" + sample},
 			{!slices.Contains(strings.Fields(string(samples)), sample), "config/samples/kustomization.yaml does not list " + sample},
 			{!strings.Contains(string(readme), kind), "README.md does not mention " + kind},
-			{!docMentions(kind), "no page in docs/ is about " + kind},
-			{!exists(filepath.Join("config", "rbac", lower+"_editor_role.yaml")), "no editor ClusterRole config/rbac/" + lower + "_editor_role.yaml"},
-			{!exists(filepath.Join("config", "rbac", lower+"_viewer_role.yaml")), "no viewer ClusterRole config/rbac/" + lower + "_viewer_role.yaml"},
+			{!docMentions(root, kind), "no page in docs/ is about " + kind},
+			{!exists(filepath.Join(root, "config", "rbac", editor)), "no editor ClusterRole config/rbac/" + editor},
+			{!exists(filepath.Join(root, "config", "rbac", viewer)), "no viewer ClusterRole config/rbac/" + viewer},
+			{!slices.Contains(strings.Fields(string(roles)), editor), "config/rbac/kustomization.yaml does not list " + editor},
+			{!slices.Contains(strings.Fields(string(roles)), viewer), "config/rbac/kustomization.yaml does not list " + viewer},
 		} {
 			if gap.missing {
 				errs = append(errs, fmt.Errorf("%s: %s", kind, gap.what))
 			}
 		}
 	}
+	for _, name := range converted {
+		if !slices.ContainsFunc(crds, func(c crd) bool { return c.name == name && c.versions > 1 }) {
+			errs = append(errs, fmt.Errorf("manager.ConvertedCRDs names %s, which config/crd/bases does not serve in more than one version", name))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// entryOf is the registry entry whose AddToScheme registers gvk.
+func entryOf(registry []manager.Controller, gvk schema.GroupVersionKind) (manager.Controller, bool) {
+	for _, c := range registry {
+		s := runtime.NewScheme()
+		if c.AddToScheme != nil && c.AddToScheme(s) == nil && s.Recognizes(gvk) {
+			return c, true
+		}
+	}
+	return manager.Controller{}, false
 }
 
 func exists(path string) bool {
@@ -177,8 +208,8 @@ func exists(path string) bool {
 }
 
 // docMentions reports whether a page in docs/ has the kind in a heading.
-func docMentions(kind string) bool {
-	pages, _ := filepath.Glob("docs/*.md")
+func docMentions(root, kind string) bool {
+	pages, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	for _, p := range pages {
 		data, err := os.ReadFile(p)
 		if err != nil {

@@ -1,10 +1,18 @@
 package manager
 
 import (
+	"flag"
+	"fmt"
+	"reflect"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/conversion"
 
 	appsv1alpha1 "github.com/deckhand-dev/deckhand/api/apps/v1alpha1"
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
@@ -54,21 +62,94 @@ type Controller struct {
 	// them in (pods, Jobs: internal/scopedcache), and how to find those
 	// namespaces. A kind any controller names is scoped for every reader.
 	Needs func() []scopedcache.Need
+	// SlimPod, when set, copies into slim the fields of pod that this
+	// controller reads from the cache, beyond the metadata every cached pod
+	// keeps: the cache keeps no pod whole (a PodSet's template, sized by a
+	// namespace editor, would be held once per pod), so a controller that
+	// reads pods from the cache says here what of them it reads.
+	SlimPod func(pod, slim *corev1.Pod)
+	// BindFlags, when set, registers the kind's own flags (named after it,
+	// setting the fields of setupoptions.Options named after it).
+	BindFlags func(*flag.FlagSet, *setupoptions.Options)
 }
 
 // controllers lists every controller Deckhand can run, in start order.
-// A new kind adds one line here (docs/contributing.md has the checklist).
+// A new kind adds one entry here (docs/contributing.md has the checklist).
 var controllers = []Controller{
-	{Name: podsetcontroller.ControllerName, AddToScheme: versions(appsv1beta1.AddToScheme, appsv1alpha1.AddToScheme), Setup: podsetcontroller.Setup, Needs: podsetcontroller.Needs, SetupWebhooks: appswebhook.Setup, SetupConversion: appswebhook.SetupConversion},
-	{Name: modelboxcontroller.ControllerName, AddToScheme: modelv1.AddToScheme, Setup: modelboxcontroller.Setup, CacheByObject: modelboxcontroller.CacheByObject},
-	{Name: jobwatchercontroller.ControllerName, AddToScheme: deckhandbatchv1.AddToScheme, Setup: jobwatchercontroller.Setup, SetupWebhooks: batchwebhook.Setup, CacheByObject: jobwatchercontroller.CacheByObject, Needs: jobwatchercontroller.Needs},
-	{Name: podbuggercontroller.ControllerName, AddToScheme: versions(debugv1beta1.AddToScheme, debugv1alpha1.AddToScheme), Setup: podbuggercontroller.Setup, SetupWebhooks: debugwebhook.Setup, Needs: podbuggercontroller.Needs, SetupConversion: debugwebhook.SetupConversion},
+	{
+		Name:            podsetcontroller.ControllerName,
+		AddToScheme:     versions(appsv1beta1.AddToScheme, appsv1alpha1.AddToScheme),
+		Setup:           podsetcontroller.Setup,
+		SetupWebhooks:   appswebhook.Setup,
+		SetupConversion: appswebhook.SetupConversion,
+		Needs:           podsetcontroller.Needs,
+		SlimPod:         podsetcontroller.SlimPod,
+	},
+	{
+		Name:          modelboxcontroller.ControllerName,
+		AddToScheme:   modelv1.AddToScheme,
+		Setup:         modelboxcontroller.Setup,
+		CacheByObject: modelboxcontroller.CacheByObject,
+	},
+	{
+		Name:          jobwatchercontroller.ControllerName,
+		AddToScheme:   deckhandbatchv1.AddToScheme,
+		Setup:         jobwatchercontroller.Setup,
+		SetupWebhooks: batchwebhook.Setup,
+		CacheByObject: jobwatchercontroller.CacheByObject,
+		Needs:         jobwatchercontroller.Needs,
+	},
+	{
+		Name:            podbuggercontroller.ControllerName,
+		AddToScheme:     versions(debugv1beta1.AddToScheme, debugv1alpha1.AddToScheme),
+		Setup:           podbuggercontroller.Setup,
+		SetupWebhooks:   debugwebhook.Setup,
+		SetupConversion: debugwebhook.SetupConversion,
+		Needs:           podbuggercontroller.Needs,
+		SlimPod:         podbuggercontroller.SlimPod,
+		BindFlags:       podbuggercontroller.BindFlags,
+	},
 }
 
 // versions registers every version of an API group.
 func versions(addToScheme ...func(*runtime.Scheme) error) func(*runtime.Scheme) error {
 	b := runtime.NewSchemeBuilder(addToScheme...)
 	return b.AddToScheme
+}
+
+// ConvertedCRDs are the CRDs served in more than one version, whose
+// conversion webhook's caBundle the self-signed mode keeps at its CA (the
+// RBAC for it, in internal/webhookcert, names them too): those of the kinds
+// of every entry with SetupConversion that have a version converting to
+// their hub. hack/kindcheck checks them against the CRDs in config/crd.
+func ConvertedCRDs() []string {
+	var out []string
+	for _, c := range controllers {
+		if c.SetupConversion == nil {
+			continue
+		}
+		s := runtime.NewScheme()
+		if err := c.AddToScheme(s); err != nil {
+			panic(fmt.Sprintf("registering the API of controller %s: %v", c.Name, err))
+		}
+		for gvk, typ := range s.AllKnownTypes() {
+			if _, ok := reflect.New(typ).Interface().(conversion.Convertible); !ok {
+				continue
+			}
+			plural, _ := meta.UnsafeGuessKindToResource(gvk)
+			if name := plural.Resource + "." + gvk.Group; !slices.Contains(out, name) {
+				out = append(out, name)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Registry returns a copy of the registry of controllers, for checks
+// (hack/kindcheck).
+func Registry() []Controller {
+	return slices.Clone(controllers)
 }
 
 // KnownControllers returns the names --controllers accepts.

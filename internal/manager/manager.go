@@ -159,7 +159,7 @@ func selfSignedCerts(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, op
 		Hosts:                    certHosts(opts),
 		CertDir:                  opts.WebhookCertDir,
 		ValidatingConfigurations: []string{ValidatingWebhookConfiguration},
-		CRDs:                     ConvertedCRDs,
+		CRDs:                     ConvertedCRDs(),
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()

@@ -127,11 +127,6 @@ const (
 	ValidatingWebhookConfiguration = "deckhand-validating-webhook-configuration"
 )
 
-// ConvertedCRDs are the CRDs served in more than one version, whose
-// conversion webhook's caBundle the self-signed mode keeps at its CA (the
-// RBAC for it, in internal/webhookcert, names them too).
-var ConvertedCRDs = []string{"podsets.apps.deckhand.dev", "podbuggers.debug.deckhand.dev"}
-
 // BindFlags registers the options on fs with their defaults.
 func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8443",
@@ -166,10 +161,10 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"How often candidates try to acquire or renew the Lease.")
 	fs.Func("watch-namespace",
 		"Comma-separated namespaces the namespaced kinds are watched in; empty watches all namespaces.",
-		func(v string) error { o.WatchNamespaces = splitList(v); return nil })
+		func(v string) error { o.WatchNamespaces = setupoptions.SplitList(v); return nil })
 	fs.Func("controllers",
 		fmt.Sprintf("Comma-separated controllers to run, or \"*\" for all. Known: %s.", strings.Join(KnownControllers(), ", ")),
-		func(v string) error { o.Controllers = splitList(v); return nil })
+		func(v string) error { o.Controllers = setupoptions.SplitList(v); return nil })
 	fs.StringVar(&o.Namespace, "namespace", os.Getenv("POD_NAMESPACE"),
 		"The manager's own namespace (holds the Lease and the webhook certificate Secret); defaults to $POD_NAMESPACE.")
 	fs.StringVar(&o.WebhookCertMode, "webhook-cert-mode", CertModeSelfSigned,
@@ -178,7 +173,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"Secret in --namespace holding the self-signed webhook CA and certificate.")
 	fs.Func("webhook-cert-hosts",
 		"Comma-separated DNS names or IPs for the self-signed webhook certificate; default deckhand-webhook-service.<namespace>.svc.",
-		func(v string) error { o.WebhookCertHosts = splitList(v); return nil })
+		func(v string) error { o.WebhookCertHosts = setupoptions.SplitList(v); return nil })
 	o.DisableWebhooks = os.Getenv("ENABLE_WEBHOOKS") == "false"
 	fs.BoolFunc("enable-webhooks",
 		"Serve the admission webhooks (default true, or false when the environment has ENABLE_WEBHOOKS=false). "+
@@ -194,24 +189,11 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"Directory with tls.crt and tls.key for the webhook server (written there in self-signed mode); empty is $TMPDIR/deckhand-webhook-certs.")
 	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second,
 		"How long running reconciles may take to finish after a stop signal.")
-	fs.Func("podbugger-allowed-images",
-		"Images PodBuggers may run; repeatable. Each value is a comma-separated list of globs (path.Match: '*' does not cross '/', "+
-			"e.g. 'docker.io/library/busybox:*'), or one Go regular expression prefixed with 're:' that must match the whole image. "+
-			"Images and globs are compared in full ('busybox:1.36' is 'docker.io/library/busybox:1.36'); write a regular expression in full. "+
-			"Empty allows no image.",
-		func(v string) error {
-			if strings.HasPrefix(v, policy.RegexpPrefix) {
-				o.PodBuggerAllowedImages = append(o.PodBuggerAllowedImages, v)
-			} else {
-				o.PodBuggerAllowedImages = append(o.PodBuggerAllowedImages, splitList(v)...)
-			}
-			return nil
-		})
-	fs.BoolVar(&o.PodBuggerAllowGeneralProfile, "podbugger-allow-general-profile", false,
-		"Let PodBuggers use the general profile, which gives the debug container the SYS_PTRACE capability.")
-	fs.BoolVar(&o.PodBuggerAllowHostAccess, "podbugger-allow-host-access", false,
-		"Let PodBuggers inject into pods that reach into their node (hostPID, hostNetwork, hostIPC, privileged containers, hostPath volumes); "+
-			"without it such pods are skipped, with an Event.")
+	for _, c := range controllers {
+		if c.BindFlags != nil {
+			c.BindFlags(fs, &o.Options)
+		}
+	}
 }
 
 // Validate reports every option that cannot work, each naming its flag.
@@ -270,14 +252,4 @@ func (o *Options) WebhooksEnabled() bool {
 		}
 	}
 	return false
-}
-
-func splitList(v string) []string {
-	var out []string
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
 }

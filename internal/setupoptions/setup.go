@@ -4,6 +4,8 @@
 // webhook packages (which read it), so neither imports the other.
 package setupoptions
 
+import "strings"
+
 // Options are the settings controllers and webhooks are set up with.
 type Options struct {
 	// PodBuggerAllowedImages are the image patterns a PodBugger may use
@@ -18,4 +20,16 @@ type Options struct {
 	// which ClusterJobWatchers do not reach unless a pattern names it
 	// exactly; empty when it has none (out of cluster).
 	ManagerNamespace string
+}
+
+// SplitList splits a flag's comma-separated value into its items, trimmed,
+// empty ones dropped.
+func SplitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }

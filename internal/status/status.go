@@ -57,6 +57,9 @@ type Writer[S any] struct {
 	kind       string
 	conditions func(*S) []metav1.Condition
 	shown      map[types.NamespacedName]map[string]string
+
+	// pace is set by Paced.
+	pace *pacing[S]
 }
 
 // record is the last status a Writer wrote for one object.
@@ -69,7 +72,7 @@ type record[S any] struct {
 	// another writer's status nor what the apiserver holds.
 	earlier []string
 	status  S
-	// at is when WritePaced wrote it (zero for Write).
+	// at is when a Paced Writer wrote it (zero for one not paced).
 	at time.Time
 }
 
@@ -89,28 +92,12 @@ func NewWriter[S any](c client.StatusClient, opts ...Option[S]) *Writer[S] {
 // reflect what the apiserver now holds. An object deleted meanwhile is no
 // error. With ConditionMetrics, the conditions the apiserver then holds are
 // shown in the deckhand_status_condition gauge.
-func (w *Writer[S]) Write(ctx context.Context, obj client.Object, current *S, want S) error {
-	key := client.ObjectKeyFromObject(obj)
-	held, err := w.confirmedHeld(ctx, obj, *current, want)
-	if err != nil {
-		return err
-	}
-	if equality.Semantic.DeepEqual(held, want) {
-		w.showConditions(key, &want)
-		return nil
-	}
-	return w.write(ctx, key, obj, current, want, time.Time{})
-}
-
-// WritePaced is Write for a status that changes with nearly every event of
-// a burst, as a PodSet's counts do while a thousand pods start: each write
-// costs the apiserver a patch and every watcher a copy of the whole object.
-// A change is written at once when it is the first, when urgent says so
-// (held is what the apiserver holds), or when interval has passed since
-// WritePaced last wrote the object's status; otherwise nothing is sent and
-// WritePaced returns how long is left, for the caller to look again then
-// with what is current then. now is the caller's clock.
-func (w *Writer[S]) WritePaced(ctx context.Context, obj client.Object, current *S, want S, now time.Time, interval time.Duration, urgent func(held, want *S) bool) (time.Duration, error) {
+//
+// A Writer built with Paced may hold a change back instead: then it sends
+// nothing and returns how long is left until the change is due, for the
+// caller to look again then with what is current then. Otherwise the
+// duration is zero.
+func (w *Writer[S]) Write(ctx context.Context, obj client.Object, current *S, want S) (time.Duration, error) {
 	key := client.ObjectKeyFromObject(obj)
 	held, err := w.confirmedHeld(ctx, obj, *current, want)
 	if err != nil {
@@ -120,15 +107,39 @@ func (w *Writer[S]) WritePaced(ctx context.Context, obj client.Object, current *
 		w.showConditions(key, &want)
 		return 0, nil
 	}
-	if last := w.lastWritten(obj); !last.IsZero() && !urgent(&held, &want) {
-		if wait := last.Add(interval).Sub(now); wait > 0 {
-			return wait, nil
+	var now time.Time
+	if w.pace != nil {
+		now = w.pace.now()
+		if last := w.lastWritten(obj); !last.IsZero() && !w.pace.urgent(obj, &held, &want) {
+			if wait := last.Add(w.pace.interval).Sub(now); wait > 0 {
+				return wait, nil
+			}
 		}
 	}
 	return 0, w.write(ctx, key, obj, current, want, now)
 }
 
-// lastWritten is when WritePaced last wrote obj's status, zero if never.
+// pacing is how a Paced Writer spaces its writes of one object's status.
+type pacing[S any] struct {
+	interval time.Duration
+	now      func() time.Time
+	urgent   func(obj client.Object, held, want *S) bool
+}
+
+// Paced makes a Writer pace the writes of a status that changes with nearly
+// every event of a burst, as a PodSet's counts do while a thousand pods
+// start: each write costs the apiserver a patch and every watcher a copy of
+// the whole object. A change is written at once when it is the first, when
+// urgent says so (obj is the object being written, held what the apiserver
+// holds), or when interval has passed since the Writer last wrote the
+// object's status by now, the caller's clock; otherwise Write holds it back.
+func Paced[S any](interval time.Duration, now func() time.Time, urgent func(obj client.Object, held, want *S) bool) Option[S] {
+	return func(w *Writer[S]) {
+		w.pace = &pacing[S]{interval: interval, now: now, urgent: urgent}
+	}
+}
+
+// lastWritten is when a Paced Writer last wrote obj's status, zero if never.
 func (w *Writer[S]) lastWritten(obj client.Object) time.Time {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -157,7 +168,7 @@ func (w *Writer[S]) write(ctx context.Context, key types.NamespacedName, obj cli
 			w.Forget(key)
 			return nil
 		}
-		return fmt.Errorf("writing status: %w", err)
+		return fmt.Errorf("patching the status: %w", err)
 	}
 	// obj, and with it *current, now holds what the apiserver answered.
 	w.mu.Lock()

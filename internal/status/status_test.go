@@ -64,12 +64,12 @@ func TestWriteIsNotFooledByACacheThatLooksEqual(t *testing.T) {
 	a := appsv1beta1.PodSetStatus{Replicas: 1, PodNames: []string{"a"}}
 	b := appsv1beta1.PodSetStatus{Replicas: 2, PodNames: []string{"a", "b"}}
 
-	g.Expect(w.Write(ctx, set, &set.Status, a)).To(Succeed())
+	g.Expect(w.Write(ctx, set, &set.Status, a)).Error().To(Succeed())
 	stale := set.DeepCopy() // what the cache shows for a while: status A
-	g.Expect(w.Write(ctx, set, &set.Status, b)).To(Succeed())
+	g.Expect(w.Write(ctx, set, &set.Status, b)).Error().To(Succeed())
 	g.Expect(serverStatus(g, set)).To(Equal(b))
 
-	g.Expect(w.Write(ctx, stale, &stale.Status, a)).To(Succeed())
+	g.Expect(w.Write(ctx, stale, &stale.Status, a)).Error().To(Succeed())
 	g.Expect(serverStatus(g, set)).To(Equal(a), "the stale copy's status was taken for the server's")
 }
 
@@ -83,7 +83,7 @@ func TestWriteLeavesNoStaleField(t *testing.T) {
 	g.Expect(env.Client.Status().Update(ctx, set)).To(Succeed())
 
 	want := appsv1beta1.PodSetStatus{Replicas: 2}
-	g.Expect(status.NewWriter[appsv1beta1.PodSetStatus](env.Client).Write(ctx, stale, &stale.Status, want)).To(Succeed())
+	g.Expect(status.NewWriter[appsv1beta1.PodSetStatus](env.Client).Write(ctx, stale, &stale.Status, want)).Error().To(Succeed())
 	g.Expect(serverStatus(g, set)).To(Equal(want))
 	g.Expect(stale.Status).To(Equal(want), "the copy shows what the server answered")
 }
@@ -98,25 +98,32 @@ func TestWriteSendsNothingWhenNothingChanged(t *testing.T) {
 	want := appsv1beta1.PodSetStatus{Replicas: 3, PodNames: []string{"a", "b", "c"}}
 
 	stale := set.DeepCopy()
-	g.Expect(w.Write(ctx, set, &set.Status, want)).To(Succeed())
-	g.Expect(w.Write(ctx, set, &set.Status, want)).To(Succeed())
-	g.Expect(w.Write(ctx, stale, &stale.Status, want)).To(Succeed())
+	g.Expect(w.Write(ctx, set, &set.Status, want)).Error().To(Succeed())
+	g.Expect(w.Write(ctx, set, &set.Status, want)).Error().To(Succeed())
+	g.Expect(w.Write(ctx, stale, &stale.Status, want)).Error().To(Succeed())
 	g.Expect(c.patches).To(Equal(1))
 }
 
-// WritePaced writes the first change at once, holds back later ones until
-// the interval has passed (saying how long is left), writes an urgent one at
-// once, and never holds back the change the caller comes back with.
-func TestWritePacedHoldsBackChangesWithinTheInterval(t *testing.T) {
+// A Paced Writer writes the first change at once, holds back later ones
+// until the interval has passed (saying how long is left), writes an urgent
+// one at once, and never holds back the change the caller comes back with.
+func TestPacedWriterHoldsBackChangesWithinTheInterval(t *testing.T) {
 	g := NewWithT(t)
 	set := newSet(t)
 	c := &patchCounter{Client: env.Client}
-	w := status.NewWriter[appsv1beta1.PodSetStatus](c)
 	const interval = time.Second
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var now time.Time
+	var urgentNow func(held, want *appsv1beta1.PodSetStatus) bool
+	w := status.NewWriter(c, status.Paced(interval, func() time.Time { return now },
+		func(obj client.Object, held, want *appsv1beta1.PodSetStatus) bool {
+			g.Expect(obj.GetUID()).To(Equal(set.UID), "urgent is asked about the object written")
+			return urgentNow(held, want)
+		}))
 	notUrgent := func(_, _ *appsv1beta1.PodSetStatus) bool { return false }
-	write := func(replicas int32, at time.Duration, urgent func(_, _ *appsv1beta1.PodSetStatus) bool) time.Duration {
-		wait, err := w.WritePaced(ctx, set, &set.Status, appsv1beta1.PodSetStatus{Replicas: replicas}, t0.Add(at), interval, urgent)
+	write := func(replicas int32, at time.Duration, u func(_, _ *appsv1beta1.PodSetStatus) bool) time.Duration {
+		now, urgentNow = t0.Add(at), u
+		wait, err := w.Write(ctx, set, &set.Status, appsv1beta1.PodSetStatus{Replicas: replicas})
 		g.Expect(err).NotTo(HaveOccurred())
 		return wait
 	}
@@ -144,7 +151,7 @@ func TestWriteToADeletedObjectIsNoError(t *testing.T) {
 	set := newSet(t)
 	g.Expect(env.Client.Delete(ctx, set)).To(Succeed())
 	w := status.NewWriter[appsv1beta1.PodSetStatus](env.Client)
-	g.Expect(w.Write(ctx, set, &set.Status, appsv1beta1.PodSetStatus{Replicas: 1})).To(Succeed())
+	g.Expect(w.Write(ctx, set, &set.Status, appsv1beta1.PodSetStatus{Replicas: 1})).Error().To(Succeed())
 }
 
 func TestSetCondition(t *testing.T) {
@@ -224,7 +231,7 @@ func TestConditionMetrics(t *testing.T) {
 		cond(appsv1beta1.ConditionAvailable, metav1.ConditionFalse, "MinimumReplicasUnavailable"),
 		cond(appsv1beta1.ConditionProgressing, metav1.ConditionUnknown, "Waiting"),
 	}}
-	g.Expect(w.Write(ctx, set, &set.Status, failing)).To(Succeed())
+	g.Expect(w.Write(ctx, set, &set.Status, failing)).Error().To(Succeed())
 	g.Expect(value(appsv1beta1.ConditionReplicaFailure, "FailedCreate")).To(Equal(1.0))
 	g.Expect(value(appsv1beta1.ConditionAvailable, "MinimumReplicasUnavailable")).To(Equal(0.0))
 	g.Expect(series(appsv1beta1.ConditionAvailable, "")).To(Equal(1))
@@ -235,7 +242,7 @@ func TestConditionMetrics(t *testing.T) {
 	w2 := status.NewWriter(env.Client, status.ConditionMetrics("PodSet", func(s *appsv1beta1.PodSetStatus) []metav1.Condition { return s.Conditions }))
 	w.Forget(key)
 	g.Expect(series("", "")).To(BeZero())
-	g.Expect(w2.Write(ctx, set, &set.Status, failing)).To(Succeed())
+	g.Expect(w2.Write(ctx, set, &set.Status, failing)).Error().To(Succeed())
 	g.Expect(series("", "")).To(Equal(3))
 
 	// Recovered: the old reason's series goes, and a type the status no
@@ -243,7 +250,7 @@ func TestConditionMetrics(t *testing.T) {
 	healthy := appsv1beta1.PodSetStatus{Conditions: []metav1.Condition{
 		cond(appsv1beta1.ConditionAvailable, metav1.ConditionTrue, "MinimumReplicasAvailable"),
 	}}
-	g.Expect(w2.Write(ctx, set, &set.Status, healthy)).To(Succeed())
+	g.Expect(w2.Write(ctx, set, &set.Status, healthy)).Error().To(Succeed())
 	g.Expect(series("", "")).To(Equal(1))
 	g.Expect(value(appsv1beta1.ConditionAvailable, "MinimumReplicasAvailable")).To(Equal(1.0))
 
@@ -261,7 +268,7 @@ func TestWriteRestoresAStatusSomeoneElseWrote(t *testing.T) {
 	c := &patchCounter{Client: env.Client}
 	w := status.NewWriter[appsv1beta1.PodSetStatus](c)
 	want := appsv1beta1.PodSetStatus{Replicas: 2, PodNames: []string{"a", "b"}}
-	g.Expect(w.Write(ctx, set, &set.Status, want)).To(Succeed())
+	g.Expect(w.Write(ctx, set, &set.Status, want)).Error().To(Succeed())
 
 	other := set.DeepCopy()
 	other.Status = appsv1beta1.PodSetStatus{Replicas: 7}
@@ -269,7 +276,7 @@ func TestWriteRestoresAStatusSomeoneElseWrote(t *testing.T) {
 	cached := &appsv1beta1.PodSet{} // what the cache shows once it caught up
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(set), cached)).To(Succeed())
 
-	g.Expect(w.Write(ctx, cached, &cached.Status, want)).To(Succeed())
+	g.Expect(w.Write(ctx, cached, &cached.Status, want)).Error().To(Succeed())
 	g.Expect(serverStatus(g, set)).To(Equal(want), "another writer's status was taken for the Writer's own")
 	g.Expect(c.patches).To(Equal(2))
 }
@@ -283,7 +290,7 @@ func TestWrittenByOthers(t *testing.T) {
 	w := status.NewWriter[appsv1beta1.PodSetStatus](env.Client)
 	p := w.WrittenByOthers()
 	before := set.DeepCopy()
-	g.Expect(w.Write(ctx, set, &set.Status, appsv1beta1.PodSetStatus{Replicas: 1})).To(Succeed())
+	g.Expect(w.Write(ctx, set, &set.Status, appsv1beta1.PodSetStatus{Replicas: 1})).Error().To(Succeed())
 	g.Expect(p.Update(event.UpdateEvent{ObjectOld: before, ObjectNew: set})).To(BeFalse(), "its own write")
 
 	labelled := set.DeepCopy()
@@ -307,8 +314,8 @@ func TestAnEarlierOwnWriteDeliveredLateIsNotAnothersWrite(t *testing.T) {
 	w := status.NewWriter[appsv1beta1.PodSetStatus](env.Client)
 	p := w.WrittenByOthers()
 	before := set.DeepCopy()
-	g.Expect(w.Write(ctx, set, &set.Status, appsv1beta1.PodSetStatus{Replicas: 1})).To(Succeed())
+	g.Expect(w.Write(ctx, set, &set.Status, appsv1beta1.PodSetStatus{Replicas: 1})).Error().To(Succeed())
 	first := set.DeepCopy()
-	g.Expect(w.Write(ctx, set, &set.Status, appsv1beta1.PodSetStatus{Replicas: 2})).To(Succeed())
+	g.Expect(w.Write(ctx, set, &set.Status, appsv1beta1.PodSetStatus{Replicas: 2})).Error().To(Succeed())
 	g.Expect(p.Update(event.UpdateEvent{ObjectOld: before, ObjectNew: first})).To(BeFalse(), "its own first write, delivered late")
 }

@@ -50,6 +50,8 @@ type jobCase struct {
 	role        jobRole
 }
 
+func init() { scenariosOf(jobwatchercontroller.ControllerName, jobWatcherScenarios) }
+
 func jobWatcherScenarios() []scenario {
 	due := []jobCase{
 		{ns: "a", name: "batch-succeeded", finished: batchv1.JobComplete, ago: time.Minute, role: roleDue},

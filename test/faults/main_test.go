@@ -391,10 +391,53 @@ func ignoreExists(err error) error {
 	return err
 }
 
+// kindScenarios are, per controller of the registry (its --controllers
+// name), the scenarios of what it does; each kind's file adds its own with
+// scenariosOf in an init function, and TestFaults fails naming a controller
+// of the registry that has none, so a new kind's scenarios cannot be left
+// out of the run.
+var kindScenarios = map[string]func() []scenario{}
+
+// scenariosOf registers the scenarios of the controller named controller.
+func scenariosOf(controller string, scenarios func() []scenario) {
+	if _, dup := kindScenarios[controller]; dup {
+		panic("fault scenarios of " + controller + " registered twice")
+	}
+	kindScenarios[controller] = scenarios
+}
+
+// allScenarios are the scenarios of every controller of the registry, in
+// its order, then those of the fault classes that span controllers; an
+// error names each controller without scenarios, and each registered name
+// the registry does not know.
+func allScenarios() ([]scenario, error) {
+	var out []scenario
+	var errs []error
+	known := manager.KnownControllers()
+	for _, name := range known {
+		scenarios, ok := kindScenarios[name]
+		if !ok {
+			errs = append(errs, fmt.Errorf("controller %q of internal/manager/controllers.go has no fault scenarios: register them with scenariosOf", name))
+			continue
+		}
+		out = append(out, scenarios()...)
+	}
+	for name := range kindScenarios {
+		if !slices.Contains(known, name) {
+			errs = append(errs, fmt.Errorf("fault scenarios registered for %q, which internal/manager/controllers.go does not know", name))
+		}
+	}
+	return append(out, faultClassScenarios()...), errors.Join(errs...)
+}
+
 func TestFaults(t *testing.T) {
 	cs = kubernetes.NewForConfigOrDie(env.Config)
 	t.Cleanup(printTable)
-	for _, sc := range slices.Concat(podSetScenarios(), jobWatcherScenarios(), podBuggerScenarios(), modelBoxScenarios(), faultClassScenarios()) {
+	scenarios, err := allScenarios()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range scenarios {
 		if filter := os.Getenv("FAULTS_SCENARIO"); filter != "" && !strings.Contains(sc.name, filter) {
 			continue
 		}

@@ -32,6 +32,8 @@ const (
 	checkModelBoxForeign  = "never writes to an object it does not own"
 )
 
+func init() { scenariosOf(modelboxcontroller.ControllerName, modelBoxScenarios) }
+
 func modelBoxScenarios() []scenario {
 	return []scenario{{name: "ModelBox hands replicas 4 to an autoscaler", controllers: []string{modelboxcontroller.ControllerName},
 		start: modelBoxPlan}}

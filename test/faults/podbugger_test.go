@@ -32,6 +32,8 @@ const (
 	maxPods        = 3
 )
 
+func init() { scenariosOf(podbuggercontroller.ControllerName, podBuggerScenarios) }
+
 func podBuggerScenarios() []scenario {
 	return []scenario{{name: "PodBugger inject into 3 of 5 pods", controllers: []string{podbuggercontroller.ControllerName},
 		staleCrashes: true, start: podBuggerPlan}, podBuggerAllowListScenario(), podBuggerSuspendedScenario()}

@@ -38,6 +38,8 @@ type podSetCase struct {
 	rollout bool
 }
 
+func init() { scenariosOf(podsetcontroller.ControllerName, podSetScenarios) }
+
 func podSetScenarios() []scenario {
 	cases := []struct {
 		name string

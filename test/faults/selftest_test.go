@@ -4,6 +4,7 @@ package faults_test
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
+	podsetcontroller "github.com/deckhand-dev/deckhand/internal/controller/podset"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 	"github.com/deckhand-dev/deckhand/internal/testenv/faultinject"
 )
@@ -157,5 +159,27 @@ func TestForeignCheckCatchesAWriteToAUsersObject(t *testing.T) {
 	check(watch.Event{Type: watch.Deleted, Object: obj("user")})
 	if len(f.violations) != 2 || f.violations[0].check != checkModelBoxForeign {
 		t.Errorf("violations %v, want 2 of %q", f.violations, checkModelBoxForeign)
+	}
+}
+
+// A controller of the registry without fault scenarios, or scenarios
+// registered under a name the registry does not know, fail the run before
+// any scenario starts: a fifth kind's scenarios cannot compile and never
+// run.
+func TestEveryControllerHasFaultScenarios(t *testing.T) {
+	if _, err := allScenarios(); err != nil {
+		t.Fatalf("on the tree: %v", err)
+	}
+	saved := maps.Clone(kindScenarios)
+	t.Cleanup(func() { kindScenarios = saved })
+
+	delete(kindScenarios, podsetcontroller.ControllerName)
+	if _, err := allScenarios(); err == nil || !strings.Contains(err.Error(), `"podset"`) {
+		t.Errorf("without PodSet's scenarios: %v, want an error naming podset", err)
+	}
+	kindScenarios = maps.Clone(saved)
+	kindScenarios["fifth"] = func() []scenario { return nil }
+	if _, err := allScenarios(); err == nil || !strings.Contains(err.Error(), `"fifth"`) {
+		t.Errorf("with scenarios of an unknown controller: %v, want an error naming it", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,7 @@ import (
 	modelboxcontroller "github.com/deckhand-dev/deckhand/internal/controller/modelbox"
 	podbuggercontroller "github.com/deckhand-dev/deckhand/internal/controller/podbugger"
 	podsetcontroller "github.com/deckhand-dev/deckhand/internal/controller/podset"
+	"github.com/deckhand-dev/deckhand/internal/manager"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
@@ -104,6 +106,11 @@ func writerCases() []writerCase {
 // write); each time the computed status must be back within restoreBound,
 // with every failure record.
 func secondStatusWriter(t *testing.T) {
+	for _, name := range manager.KnownControllers() {
+		if !slices.ContainsFunc(writerCases(), func(c writerCase) bool { return slices.Contains(c.controllers, name) }) {
+			t.Errorf("controller %q of internal/manager/controllers.go has no case in writerCases", name)
+		}
+	}
 	for _, c := range writerCases() {
 		if filter := os.Getenv("FAULTS_SCENARIO"); filter != "" && !strings.Contains(c.kind+" status", filter) {
 			continue

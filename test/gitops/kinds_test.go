@@ -77,7 +77,10 @@ func TestPodSetHealth(t *testing.T) {
 	judgedAs(t, set, progressing, conds)
 	// The kubelet reports them Ready: healthy.
 	pods := &corev1.PodList{}
-	g.Eventually(func() (int, error) { err := env.Client.List(ctx, pods, client.InNamespace(ns)); return len(pods.Items), err }).Should(Equal(2))
+	g.Eventually(func() (int, error) {
+		err := env.Client.List(ctx, pods, client.InNamespace(ns))
+		return len(pods.Items), err
+	}).Should(Equal(2))
 	for i := range pods.Items {
 		markReady(t, &pods.Items[i])
 	}
@@ -244,4 +247,3 @@ func finishedJob(t *testing.T, ns, name string) {
 		t.Fatal(err)
 	}
 }
-

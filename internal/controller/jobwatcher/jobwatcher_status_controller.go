@@ -83,7 +83,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	expiredJobs.WithLabelValues(r.kind(), req.Namespace, req.Name).Set(float64(s.Expired))
 	deleted := r.deleted.count(w.obj, w.status.RecentFailures)
 	want := computeStatus(*w.status, w.compiled, s, deleted, start, r.Now())
-	if err := r.status.Write(ctx, w.obj, w.status, want); err != nil {
+	if _, err := r.status.Write(ctx, w.obj, w.status, want); err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing status of %s: %w", w.compiled.key(), err)
 	}
 	r.deleted.saved(deleted.failures)

@@ -55,14 +55,17 @@ type ModelBoxReconciler struct {
 // NewModelBoxReconciler returns a reconciler that writes through c, reads
 // through c's cache and, for what the cache does not show, apiReader.
 func NewModelBoxReconciler(c client.Client, apiReader client.Reader, rec events.EventRecorder) *ModelBoxReconciler {
-	return &ModelBoxReconciler{
+	r := &ModelBoxReconciler{
 		Client:    c,
 		APIReader: apiReader,
 		Recorder:  rec,
 		Now:       time.Now,
-		status:    status.NewWriter(c, status.ConditionMetrics("ModelBox", func(s *modelv1.ModelBoxStatus) []metav1.Condition { return s.Conditions })),
 		verified:  newVerified(),
 	}
+	r.status = status.NewWriter(c,
+		status.ConditionMetrics("ModelBox", func(s *modelv1.ModelBoxStatus) []metav1.Condition { return s.Conditions }),
+		status.Paced(statusInterval, func() time.Time { return r.Now() }, urgentStatus))
+	return r
 }
 
 // +kubebuilder:rbac:groups=model.deckhand.dev,resources=modelboxes,verbs=get;list;watch
@@ -91,6 +94,14 @@ func Setup(mgr ctrl.Manager, _ setupoptions.Options) error {
 
 // Reconcile makes one ModelBox's children match its spec, then records what
 // it saw in the status.
+//
+// A pass that is outdated (what it saw predates children it just created,
+// or the cache has not shown them yet) writes no status: it would say they
+// are missing, and their creation events bring the next pass. A conflict
+// only means another writer got there first: it is retried without calling
+// the ModelBox degraded. Refusals are retried with backoff too, not made
+// terminal: some (a node port another Service holds) clear up without any
+// change the controller watches.
 func (r *ModelBoxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	box := &modelv1.ModelBox{}
 	if err := r.Get(ctx, req.NamespacedName, box); err != nil {
@@ -111,27 +122,18 @@ func (r *ModelBoxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	outdated, syncErr := r.sync(ctx, box, obs)
 	if outdated && syncErr == nil {
-		// What this pass saw predates children it just created, or the
-		// cache has not shown them yet: a status from it would say they
-		// are missing. Their creation events bring the next pass.
-		return ctrl.Result{RequeueAfter: statusInterval}, nil
+		return ctrl.Result{RequeueAfter: statusInterval}, nil // the creation events bring the next pass
 	}
-
-	// A conflict only means another writer got there first: retry without
-	// calling the ModelBox degraded.
-	shown := syncErr
+	shown := syncErr // a conflict is not shown as Degraded
 	if apierrors.IsConflict(syncErr) {
 		shown = nil
 	}
-	now := r.Now()
-	want := computeStatus(box, obs, shown, metav1.NewTime(now))
-	paced, err := r.status.WritePaced(ctx, box, &box.Status, want, now, statusInterval, urgentStatus)
+	want := computeStatus(box, obs, shown, metav1.NewTime(r.Now()))
+	wait, err := r.status.Write(ctx, box, &box.Status, want)
 	if err != nil {
-		return ctrl.Result{}, errors.Join(syncErr, fmt.Errorf("ModelBox %s: %w", req.NamespacedName, err))
+		return ctrl.Result{}, errors.Join(syncErr, fmt.Errorf("writing status of ModelBox %s: %w", req.NamespacedName, err))
 	}
-	// Refusals are retried with backoff too, not made terminal: some (a
-	// node port another Service holds) clear up without any change we watch.
-	return ctrl.Result{RequeueAfter: paced}, syncErr
+	return ctrl.Result{RequeueAfter: wait}, syncErr
 }
 
 // forget drops what the controller keeps about a ModelBox that is gone.

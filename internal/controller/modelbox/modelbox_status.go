@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
 	"github.com/deckhand-dev/deckhand/internal/status"
@@ -142,7 +143,7 @@ const statusInterval = time.Second
 // generation, the Service, a condition's status or reason: Available turning
 // True, say), or the rollout has settled, every replica updated, ready and
 // available.
-func urgentStatus(held, want *modelv1.ModelBoxStatus) bool {
+func urgentStatus(_ client.Object, held, want *modelv1.ModelBoxStatus) bool {
 	return status.ConditionsChanged(held.Conditions, want.Conditions) ||
 		!equality.Semantic.DeepEqual(withoutCounts(*held), withoutCounts(*want)) ||
 		want.UpdatedReplicas == want.Replicas && want.ReadyReplicas == want.Replicas && want.AvailableReplicas == want.Replicas

@@ -151,7 +151,7 @@ func TestUrgentStatus(t *testing.T) {
 		"every replica available": {changed(func(st *modelv1.ModelBoxStatus) { st.ReadyReplicas, st.UpdatedReplicas, st.AvailableReplicas = 3, 3, 3 }), true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if got := urgentStatus(&held, &tc.want); got != tc.urgent {
+			if got := urgentStatus(nil, &held, &tc.want); got != tc.urgent {
 				t.Errorf("urgentStatus = %v, want %v", got, tc.urgent)
 			}
 		})

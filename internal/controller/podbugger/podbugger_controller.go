@@ -116,11 +116,12 @@ func (r *PodBuggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if o.superseded {
 		return ctrl.Result{RequeueAfter: supersededDelay}, nil
 	}
-	result, err := r.inject(ctx, pb, p, &o)
-	if werr := r.status.Write(ctx, pb, &pb.Status, computeStatus(pb, o)); werr != nil {
-		return ctrl.Result{}, errors.Join(err, fmt.Errorf("writing status of PodBugger %s: %w", req, werr))
+	result, injectErr := r.inject(ctx, pb, p, &o)
+	want := computeStatus(pb, o)
+	if _, err := r.status.Write(ctx, pb, &pb.Status, want); err != nil {
+		return ctrl.Result{}, errors.Join(injectErr, fmt.Errorf("writing status of PodBugger %s: %w", req.NamespacedName, err))
 	}
-	return result, err
+	return result, injectErr
 }
 
 // supersededDelay is how soon a pass that found its PodBugger changed on

@@ -74,9 +74,19 @@ type PodSetReconciler struct {
 // NewPodSetReconciler returns a reconciler that writes through c, reads
 // through c's cache and, before it adopts pods, apiReader.
 func NewPodSetReconciler(c client.Client, apiReader client.Reader, rec events.EventRecorder) *PodSetReconciler {
-	r := &PodSetReconciler{Client: c, APIReader: apiReader, Recorder: rec, Now: time.Now, status: status.NewWriter(c, status.ConditionMetrics("PodSet", func(s *appsv1beta1.PodSetStatus) []metav1.Condition { return s.Conditions })),
-		backoff: newFinishedBackoff(), podName: newPodName}
-	r.expectations = newExpectations(func() time.Time { return r.Now() })
+	r := &PodSetReconciler{
+		Client:    c,
+		APIReader: apiReader,
+		Recorder:  rec,
+		Now:       time.Now,
+		backoff:   newFinishedBackoff(),
+		podName:   newPodName,
+	}
+	clock := func() time.Time { return r.Now() }
+	r.status = status.NewWriter(c,
+		status.ConditionMetrics("PodSet", func(s *appsv1beta1.PodSetStatus) []metav1.Condition { return s.Conditions }),
+		status.Paced(statusInterval, clock, urgentStatus))
+	r.expectations = newExpectations(clock)
 	return r
 }
 
@@ -117,6 +127,20 @@ func Setup(mgr ctrl.Manager, _ setupoptions.Options) error {
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
 
 // Reconcile brings one PodSet's pods to its spec and reports what it sees.
+//
+// A PodSet being deleted is left alone: the garbage collector removes its
+// pods, and creating more would only race it.
+//
+// While the cache has not shown this PodSet's last creations and deletions
+// (its expectations are not satisfied), what it shows is stale: act on it
+// and pods would be created twice, report it and status would go back in
+// time. Until it catches up (a few pod events; expectationsTTL bounds the
+// wait if one was lost) only a new spec generation is acknowledged. Without
+// this early return each pod event of a 1,000-pod scale-up would list and
+// judge every pod again. It is checked before the list, as the ReplicaSet
+// controller does: checked after, an event handled in between would let an
+// older list pass as synced. Pods whose creation ended without an answer
+// are settled first (settleUnsure).
 func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	set := &appsv1beta1.PodSet{}
 	if err := r.Get(ctx, req.NamespacedName, set); err != nil {
@@ -127,24 +151,13 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, fmt.Errorf("getting PodSet %s: %w", req.NamespacedName, err)
 	}
 	if set.DeletionTimestamp != nil {
-		// The garbage collector removes the pods; creating more now would
-		// only race it.
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, nil // the garbage collector removes the pods
 	}
-	// While the cache has not shown this PodSet's last creations and
-	// deletions, what it shows is stale: act on it and pods would be
-	// created twice, report it and status would go back in time. Until it
-	// catches up (a few pod events; expectationsTTL bounds the wait if one
-	// was lost) only a new spec generation is acknowledged. Without this
-	// early return each pod event of a 1,000-pod scale-up would list and
-	// judge every pod again. Checked before the list, as the ReplicaSet
-	// controller does: checked after, an event handled in between would
-	// let an older list pass as synced.
 	if err := r.settleUnsure(ctx, set); err != nil {
 		return ctrl.Result{}, err
 	}
 	synced := r.expectations.satisfied(set.UID)
-	if !synced && set.Status.ObservedGeneration == set.Generation {
+	if !synced && set.Status.ObservedGeneration == set.Generation { // the cache is behind our own writes
 		return ctrl.Result{RequeueAfter: expectationsTTL}, nil
 	}
 	pods, err := r.podsOf(ctx, set)
@@ -164,11 +177,11 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	now := r.Now()
 	want := computeStatus(set, pods, hash, synced, failure, metav1.NewTime(now))
-	paced, err := r.status.WritePaced(ctx, set, &set.Status, want, now, statusInterval, urgentStatus(set.Spec.Replicas))
+	wait, err := r.status.Write(ctx, set, &set.Status, want)
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("PodSet %s: %w", req.NamespacedName, err)
+		return ctrl.Result{}, fmt.Errorf("writing status of PodSet %s: %w", req.NamespacedName, err)
 	}
-	return resultOf(failure, requeue, untilAvailable(pods, set.Spec.MinReadySeconds, now), paced)
+	return resultOf(failure, requeue, untilAvailable(pods, set.Spec.MinReadySeconds, now), wait)
 }
 
 // settleUnsure asks the apiserver about the pods whose creation failed

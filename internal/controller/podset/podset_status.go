@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/status"
@@ -19,13 +20,36 @@ import (
 // not while the cache lags behind its own writes), failure is the error of
 // those attempts. It reads the old status only to keep the conditions'
 // transition times and, when nothing was tried, the last ReplicaFailure.
-// now stamps changed conditions.
+// now stamps changed conditions. Counts come first, then one function per
+// condition.
 func computeStatus(set *appsv1beta1.PodSet, pods []*corev1.Pod, hash string, synced bool, failure *syncFailure, now metav1.Time) appsv1beta1.PodSetStatus {
-	st := appsv1beta1.PodSetStatus{
-		Selector:           selectorOf(set),
-		ObservedGeneration: set.Generation,
-		Conditions:         slices.Clone(set.Status.Conditions),
+	st := countPods(set, pods, hash, now.Time)
+	st.Selector = selectorOf(set)
+	st.ObservedGeneration = set.Generation
+	st.Conditions = slices.Clone(set.Status.Conditions)
+	for _, c := range []metav1.Condition{
+		availableCondition(set, &st),
+		progressingCondition(set, &st),
+	} {
+		c.ObservedGeneration = set.Generation
+		status.SetCondition(&st.Conditions, c, now)
 	}
+	switch c := replicaFailureCondition(failure); {
+	case c != nil:
+		c.ObservedGeneration = set.Generation
+		status.SetCondition(&st.Conditions, *c, now)
+	case synced:
+		meta.RemoveStatusCondition(&st.Conditions, appsv1beta1.ConditionReplicaFailure)
+	}
+	status.SetHealth(&st.Conditions, set.Generation, health(set, &st), now)
+	return st
+}
+
+// countPods counts set's pods into a status without conditions: the active
+// ones (named, and counted as ready, available at now and running the
+// template of hash) and, apart, the terminating ones that have not finished.
+func countPods(set *appsv1beta1.PodSet, pods []*corev1.Pod, hash string, now time.Time) appsv1beta1.PodSetStatus {
+	var st appsv1beta1.PodSetStatus
 	for _, p := range pods {
 		if p.DeletionTimestamp != nil && !isFinished(p) {
 			st.TerminatingReplicas++
@@ -38,7 +62,7 @@ func computeStatus(set *appsv1beta1.PodSet, pods []*corev1.Pod, hash string, syn
 		if isReady(p) {
 			st.ReadyReplicas++
 		}
-		if isAvailable(p, set.Spec.MinReadySeconds, now.Time) {
+		if isAvailable(p, set.Spec.MinReadySeconds, now) {
 			st.AvailableReplicas++
 		}
 		if isUpdated(p, hash) {
@@ -46,48 +70,54 @@ func computeStatus(set *appsv1beta1.PodSet, pods []*corev1.Pod, hash string, syn
 		}
 	}
 	slices.Sort(st.PodNames)
+	return st
+}
 
+// availableCondition says whether enough of set's pods are available: all
+// but the update strategy's maxUnavailable.
+func availableCondition(set *appsv1beta1.PodSet, st *appsv1beta1.PodSetStatus) metav1.Condition {
 	size := set.Spec.Replicas
 	minAvailable := max(0, int(size)-maxUnavailable(set.Spec.UpdateStrategy, size))
-	setCondition := func(typ string, s metav1.ConditionStatus, reason, msg string) {
-		c := metav1.Condition{Type: typ, Status: s, Reason: reason, Message: msg, ObservedGeneration: set.Generation}
-		status.SetCondition(&st.Conditions, c, now)
-	}
-
+	msg := fmt.Sprintf("%d of %d pods are available (at least %d needed)", st.AvailableReplicas, size, minAvailable)
 	if int(st.AvailableReplicas) >= minAvailable {
-		setCondition(appsv1beta1.ConditionAvailable, metav1.ConditionTrue, appsv1beta1.ReasonMinimumReplicasAvailable,
-			fmt.Sprintf("%d of %d pods are available (at least %d needed)", st.AvailableReplicas, size, minAvailable))
-	} else {
-		setCondition(appsv1beta1.ConditionAvailable, metav1.ConditionFalse, appsv1beta1.ReasonMinimumReplicasUnavailable,
-			fmt.Sprintf("%d of %d pods are available (at least %d needed)", st.AvailableReplicas, size, minAvailable))
+		return metav1.Condition{Type: appsv1beta1.ConditionAvailable, Status: metav1.ConditionTrue,
+			Reason: appsv1beta1.ReasonMinimumReplicasAvailable, Message: msg}
 	}
+	return metav1.Condition{Type: appsv1beta1.ConditionAvailable, Status: metav1.ConditionFalse,
+		Reason: appsv1beta1.ReasonMinimumReplicasUnavailable, Message: msg}
+}
 
+// progressingCondition says what set's pods are on their way to, the first
+// of: scaling up, scaling down, updating to the current template, becoming
+// ready; or that they are there.
+func progressingCondition(set *appsv1beta1.PodSet, st *appsv1beta1.PodSetStatus) metav1.Condition {
+	size := set.Spec.Replicas
+	progressing := func(reason, msg string) metav1.Condition {
+		return metav1.Condition{Type: appsv1beta1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: reason, Message: msg}
+	}
 	switch {
 	case st.Replicas < size:
-		setCondition(appsv1beta1.ConditionProgressing, metav1.ConditionTrue, appsv1beta1.ReasonScalingUp,
-			fmt.Sprintf("%d of %d pods exist", st.Replicas, size))
+		return progressing(appsv1beta1.ReasonScalingUp, fmt.Sprintf("%d of %d pods exist", st.Replicas, size))
 	case st.Replicas > size:
-		setCondition(appsv1beta1.ConditionProgressing, metav1.ConditionTrue, appsv1beta1.ReasonScalingDown,
-			fmt.Sprintf("%d pods exist, %d wanted", st.Replicas, size))
+		return progressing(appsv1beta1.ReasonScalingDown, fmt.Sprintf("%d pods exist, %d wanted", st.Replicas, size))
 	case st.UpdatedReplicas < size:
-		setCondition(appsv1beta1.ConditionProgressing, metav1.ConditionTrue, appsv1beta1.ReasonUpdating,
-			fmt.Sprintf("%d of %d pods run the current template", st.UpdatedReplicas, size))
+		return progressing(appsv1beta1.ReasonUpdating, fmt.Sprintf("%d of %d pods run the current template", st.UpdatedReplicas, size))
 	case st.ReadyReplicas < size:
-		setCondition(appsv1beta1.ConditionProgressing, metav1.ConditionTrue, appsv1beta1.ReasonWaitingForReady,
-			fmt.Sprintf("%d of %d pods are ready", st.ReadyReplicas, size))
-	default:
-		setCondition(appsv1beta1.ConditionProgressing, metav1.ConditionFalse, appsv1beta1.ReasonUpToDate,
-			fmt.Sprintf("all %d pods run the current template and are ready", size))
+		return progressing(appsv1beta1.ReasonWaitingForReady, fmt.Sprintf("%d of %d pods are ready", st.ReadyReplicas, size))
 	}
+	return metav1.Condition{Type: appsv1beta1.ConditionProgressing, Status: metav1.ConditionFalse,
+		Reason: appsv1beta1.ReasonUpToDate, Message: fmt.Sprintf("all %d pods run the current template and are ready", size)}
+}
 
-	switch {
-	case failure != nil:
-		setCondition(appsv1beta1.ConditionReplicaFailure, metav1.ConditionTrue, failure.reason, failure.err.Error())
-	case synced:
-		meta.RemoveStatusCondition(&st.Conditions, appsv1beta1.ConditionReplicaFailure)
+// replicaFailureCondition is the ReplicaFailure condition of a sync that
+// failed to create or delete pods, nil for one that did not fail (or did not
+// try: computeStatus then keeps the last one).
+func replicaFailureCondition(failure *syncFailure) *metav1.Condition {
+	if failure == nil {
+		return nil
 	}
-	status.SetHealth(&st.Conditions, set.Generation, health(set, &st), now)
-	return st
+	return &metav1.Condition{Type: appsv1beta1.ConditionReplicaFailure, Status: metav1.ConditionTrue,
+		Reason: failure.reason, Message: failure.err.Error()}
 }
 
 // statusInterval paces a PodSet's status writes while its pods change: a
@@ -98,14 +128,13 @@ func computeStatus(set *appsv1beta1.PodSet, pods []*corev1.Pod, hash string, syn
 // interval.
 const statusInterval = time.Second
 
-// urgentStatus says whether a change of a status of a PodSet of size pods
-// is written at once rather than paced: a new observedGeneration, a
-// condition whose status or reason changed (a message only counts pods), or
-// a set that has settled, every pod there, ready and available.
-func urgentStatus(size int32) func(held, want *appsv1beta1.PodSetStatus) bool {
-	return func(held, want *appsv1beta1.PodSetStatus) bool {
-		return held.ObservedGeneration != want.ObservedGeneration ||
-			status.ConditionsChanged(held.Conditions, want.Conditions) ||
-			want.Replicas == size && want.UpdatedReplicas == size && want.AvailableReplicas == size && want.TerminatingReplicas == 0
-	}
+// urgentStatus says whether a change of the status of obj, a PodSet, is
+// written at once rather than paced: a new observedGeneration, a condition
+// whose status or reason changed (a message only counts pods), or a set that
+// has settled, every pod there, ready and available.
+func urgentStatus(obj client.Object, held, want *appsv1beta1.PodSetStatus) bool {
+	size := obj.(*appsv1beta1.PodSet).Spec.Replicas
+	return held.ObservedGeneration != want.ObservedGeneration ||
+		status.ConditionsChanged(held.Conditions, want.Conditions) ||
+		want.Replicas == size && want.UpdatedReplicas == size && want.AvailableReplicas == size && want.TerminatingReplicas == 0
 }

@@ -1,0 +1,33 @@
+package podbugger
+
+import (
+	"flag"
+	"strings"
+
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
+	"github.com/deckhand-dev/deckhand/internal/setupoptions"
+)
+
+// BindFlags registers the PodBugger policy flags on fs, into o: the
+// registry entry's BindFlags, which the manager's flags call. Each flag is
+// named podbugger-…, and sets a PodBugger… field of setupoptions.Options.
+func BindFlags(fs *flag.FlagSet, o *setupoptions.Options) {
+	fs.Func("podbugger-allowed-images",
+		"Images PodBuggers may run; repeatable. Each value is a comma-separated list of globs (path.Match: '*' does not cross '/', "+
+			"e.g. 'docker.io/library/busybox:*'), or one Go regular expression prefixed with 're:' that must match the whole image. "+
+			"Images and globs are compared in full ('busybox:1.36' is 'docker.io/library/busybox:1.36'); write a regular expression in full. "+
+			"Empty allows no image.",
+		func(v string) error {
+			if strings.HasPrefix(v, policy.RegexpPrefix) {
+				o.PodBuggerAllowedImages = append(o.PodBuggerAllowedImages, v)
+			} else {
+				o.PodBuggerAllowedImages = append(o.PodBuggerAllowedImages, setupoptions.SplitList(v)...)
+			}
+			return nil
+		})
+	fs.BoolVar(&o.PodBuggerAllowGeneralProfile, "podbugger-allow-general-profile", false,
+		"Let PodBuggers use the general profile, which gives the debug container the SYS_PTRACE capability.")
+	fs.BoolVar(&o.PodBuggerAllowHostAccess, "podbugger-allow-host-access", false,
+		"Let PodBuggers inject into pods that reach into their node (hostPID, hostNetwork, hostIPC, privileged containers, hostPath volumes); "+
+			"without it such pods are skipped, with an Event.")
+}
