@@ -156,7 +156,7 @@ func tail(s string, n int) string {
 // and half a second per compile).
 var bomb = "(?:" + strings.Repeat("a", 1013) + "){1000}"
 
-const hugeReplicas = 180
+const hugeReplicas = 500
 
 func template(app string) *corev1.PodTemplateSpec {
 	return &corev1.PodTemplateSpec{
@@ -221,7 +221,7 @@ func TestAManagerUnderItsLimitSurvivesEveryHostileObject(t *testing.T) {
 	}
 
 	// Admitted and bounded: a huge template at hugeReplicas replicas (about
-	// 160 MiB of templates, which cached once per pod put the manager over
+	// 450 MiB of templates, which cached once per pod put the manager over
 	// its limit), its pods cached without it and created at most 16 MiB of
 	// template at a time.
 	huge := &appsv1beta1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: hostile, Name: "huge"},
