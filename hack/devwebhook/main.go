@@ -1,6 +1,6 @@
 // Command devwebhook installs Deckhand's webhook configurations pointed at a
 // manager running outside the cluster. `make run` uses it; see
-// internal/devwebhook.
+// internal/localwebhooks.
 package main
 
 import (
@@ -15,7 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/deckhand-dev/deckhand/internal/devwebhook"
+	"github.com/deckhand-dev/deckhand/internal/localwebhooks"
 )
 
 func main() {
@@ -37,7 +37,7 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		out, err := devwebhook.PointCRDs(in, fmt.Sprintf("https://%s/convert", net.JoinHostPort(*host, fmt.Sprint(*port))))
+		out, err := localwebhooks.PointCRDs(in, fmt.Sprintf("https://%s/convert", net.JoinHostPort(*host, fmt.Sprint(*port))))
 		if err != nil {
 			return err
 		}
@@ -59,5 +59,5 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	return devwebhook.Install(context.Background(), c, data, *host, *port)
+	return localwebhooks.Install(context.Background(), c, data, *host, *port)
 }

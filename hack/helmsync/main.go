@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	sigsyaml "sigs.k8s.io/yaml"
 )
@@ -86,7 +87,7 @@ func syncKindRoles() error {
 				}
 			}
 			rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
-			roles = append(roles, map[string]any{"name": o.GetName(), "labels": labels, "rules": rules})
+			roles = append(roles, map[string]any{keyName: o.GetName(), "labels": labels, "rules": rules})
 		}
 	}
 	return writeYAMLFrom(filepath.Join(chart, "files", "kind-roles.yaml"), roles, "config/rbac/*_editor_role.yaml and *_viewer_role.yaml")
@@ -199,7 +200,9 @@ func withConversion(data []byte) ([]byte, error) {
 }
 
 // syncRBAC writes the rules of the generated ClusterRole and (namespaced)
-// Role.
+// Role, and the ClusterRole's rules split for a namespaced install: those on
+// cluster-scoped resources (granted cluster-wide) and the others (granted by
+// a Role in each watched namespace).
 func syncRBAC() error {
 	objs, err := readAll("config/rbac/role.yaml")
 	if err != nil {
@@ -214,9 +217,106 @@ func syncRBAC() error {
 		if err := writeYAML(filepath.Join(chart, "files", name), rules); err != nil {
 			return err
 		}
+		if o.GetKind() != kindClusterRole {
+			continue
+		}
+		cluster, namespaced, err := splitRules(rules)
+		if err != nil {
+			return err
+		}
+		if err := writeYAML(filepath.Join(chart, "files", "cluster-scoped-rules.yaml"), cluster); err != nil {
+			return err
+		}
+		if err := writeYAML(filepath.Join(chart, "files", "namespaced-rules.yaml"), namespaced); err != nil {
+			return err
+		}
+		if err := writeNamespacedOverlay(cluster, namespaced); err != nil {
+			return err
+		}
 	}
 	return nil
 }
+
+// clusterScoped are the cluster-scoped resources the manager's rules name. A
+// Role cannot grant them; a namespaced install grants them (and only them)
+// cluster-wide. A new cluster-scoped resource in a marker must be added here,
+// or a namespaced install would grant it nowhere (the namespaced e2e test
+// shows it).
+var clusterScoped = map[string]bool{
+	"namespaces":                      true,
+	"nodes":                           true,
+	"customresourcedefinitions":       true,
+	"validatingwebhookconfigurations": true,
+	"mutatingwebhookconfigurations":   true,
+	"tokenreviews":                    true,
+	"subjectaccessreviews":            true,
+	"clusterjobwatchers":              true,
+	"clusterjobwatchers/status":       true,
+}
+
+// splitRules splits rules into those on cluster-scoped resources and those
+// on namespaced ones; a rule naming both kinds is split in two.
+func splitRules(rules []any) (cluster, namespaced []any, err error) {
+	for _, r := range rules {
+		rule, ok := r.(map[string]any)
+		if !ok {
+			return nil, nil, fmt.Errorf("unexpected rule %v", r)
+		}
+		resources, _, _ := unstructured.NestedStringSlice(rule, "resources")
+		var c, n []any
+		for _, res := range resources {
+			if clusterScoped[res] {
+				c = append(c, res)
+			} else {
+				n = append(n, res)
+			}
+		}
+		for _, part := range []struct {
+			resources []any
+			into      *[]any
+		}{{c, &cluster}, {n, &namespaced}} {
+			if len(part.resources) == 0 {
+				continue
+			}
+			copied := runtime.DeepCopyJSON(rule)
+			copied["resources"] = part.resources
+			*part.into = append(*part.into, copied)
+		}
+	}
+	return cluster, namespaced, nil
+}
+
+// Overlay is config/overlays/namespaced: a namespaced install for
+// OverlayNamespace, whose generated roles writeNamespacedOverlay writes.
+const (
+	Overlay          = "config/overlays/namespaced"
+	OverlayNamespace = "deckhand-tenant"
+)
+
+// writeNamespacedOverlay writes the overlay's ClusterRole (the cluster-scoped
+// rules) and the Role of its watched namespace (the namespaced ones).
+func writeNamespacedOverlay(cluster, namespaced []any) error {
+	if err := writeYAMLFrom(filepath.Join(Overlay, "manager_cluster_role.yaml"),
+		rbacObject(kindClusterRole, "deckhand-manager-role", "", cluster), "config/rbac/role.yaml"); err != nil {
+		return err
+	}
+	return writeYAMLFrom(filepath.Join(Overlay, "manager_watch_role.yaml"),
+		rbacObject("Role", "deckhand-manager-watch-role", OverlayNamespace, namespaced), "config/rbac/role.yaml")
+}
+
+// rbacObject is a ClusterRole or Role with rules.
+func rbacObject(kind, name, namespace string, rules []any) map[string]any {
+	meta := map[string]any{keyName: name}
+	if namespace != "" {
+		meta["namespace"] = namespace
+	}
+	return map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind, "metadata": meta, "rules": rules}
+}
+
+const (
+	kindClusterRole = "ClusterRole"
+	keyName         = "name"
+)
 
 // syncWebhooks writes each generated configuration's webhooks list, with the
 // Service pointed at the chart's webhook Service in the release namespace.

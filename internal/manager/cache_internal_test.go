@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -98,5 +99,18 @@ func TestSlimPod(t *testing.T) {
 				t.Errorf("SlimPod() mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// The self-signed certificate names the metrics Service beside the webhook
+// Service, so a ServiceMonitor verifying it by that name succeeds.
+func TestSelfSignedCertificateNamesBothServices(t *testing.T) {
+	got := certHosts(Options{Namespace: "deckhand-system"})
+	want := []string{"deckhand-webhook-service.deckhand-system.svc", "deckhand-controller-manager-metrics.deckhand-system.svc"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("certHosts = %v, want %v", got, want)
+	}
+	if got := certHosts(Options{Namespace: "x", WebhookCertHosts: []string{"127.0.0.1"}}); !slices.Equal(got, []string{"127.0.0.1"}) {
+		t.Fatalf("explicit hosts: %v", got)
 	}
 }

@@ -12,8 +12,8 @@ import (
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
-	appscontroller "github.com/deckhand-dev/deckhand/internal/controller/apps"
-	debugcontroller "github.com/deckhand-dev/deckhand/internal/controller/debug"
+	podbuggercontroller "github.com/deckhand-dev/deckhand/internal/controller/podbugger"
+	podsetcontroller "github.com/deckhand-dev/deckhand/internal/controller/podset"
 )
 
 // The manager caches pods no PodSet controls without their bodies, and the
@@ -26,7 +26,7 @@ func TestSlimmedPodsStillDriveTheControllers(t *testing.T) {
 	ns := env.NamespaceWithLabels(t, map[string]string{debugv1beta1.NamespaceEnabledLabel: "true"})
 
 	opts := env.ManagerOptions()
-	opts.Controllers = []string{appscontroller.ControllerName, debugcontroller.ControllerName}
+	opts.Controllers = []string{podsetcontroller.ControllerName, podbuggercontroller.ControllerName}
 	opts.PodBuggerAllowedImages = []string{"docker.io/library/busybox:*"}
 	mgr, _ := env.StartManager(t, opts)
 	serving := mgr.GetWebhookServer().StartedChecker()
@@ -65,7 +65,7 @@ func TestSlimmedPodsStillDriveTheControllers(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		got := &corev1.Pod{}
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pod), got)).To(Succeed())
-		g.Expect(got.Spec.EphemeralContainers).To(ConsistOf(HaveField("Name", debugcontroller.ContainerName(pb.Name))))
+		g.Expect(got.Spec.EphemeralContainers).To(ConsistOf(HaveField("Name", podbuggercontroller.ContainerName(pb.Name))))
 	}).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		got := &debugv1beta1.PodBugger{}

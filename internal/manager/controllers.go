@@ -12,12 +12,12 @@ import (
 	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
-	appscontroller "github.com/deckhand-dev/deckhand/internal/controller/apps"
-	batchcontroller "github.com/deckhand-dev/deckhand/internal/controller/batch"
-	debugcontroller "github.com/deckhand-dev/deckhand/internal/controller/debug"
-	modelcontroller "github.com/deckhand-dev/deckhand/internal/controller/model"
+	jobwatchercontroller "github.com/deckhand-dev/deckhand/internal/controller/jobwatcher"
+	modelboxcontroller "github.com/deckhand-dev/deckhand/internal/controller/modelbox"
+	podbuggercontroller "github.com/deckhand-dev/deckhand/internal/controller/podbugger"
+	podsetcontroller "github.com/deckhand-dev/deckhand/internal/controller/podset"
 	"github.com/deckhand-dev/deckhand/internal/scopedcache"
-	"github.com/deckhand-dev/deckhand/internal/setup"
+	"github.com/deckhand-dev/deckhand/internal/setupoptions"
 	appswebhook "github.com/deckhand-dev/deckhand/internal/webhook/apps/v1beta1"
 	batchwebhook "github.com/deckhand-dev/deckhand/internal/webhook/batch/v1"
 	debugwebhook "github.com/deckhand-dev/deckhand/internal/webhook/debug/v1beta1"
@@ -34,11 +34,11 @@ type Controller struct {
 	AddToScheme func(*runtime.Scheme) error
 	// Setup registers the reconcilers with the manager: the controller
 	// package's Setup.
-	Setup func(ctrl.Manager, setup.Options) error
+	Setup func(ctrl.Manager, setupoptions.Options) error
 	// SetupWebhooks registers the kind's admission webhooks: the webhook
 	// package's Setup, nil for a kind without webhooks. The manager is then
 	// only ready once the webhook server serves.
-	SetupWebhooks func(ctrl.Manager, setup.Options) error
+	SetupWebhooks func(ctrl.Manager, setupoptions.Options) error
 	// SetupConversion registers the conversion webhook of a kind served in
 	// more than one version: the webhook package's SetupConversion, nil for
 	// a kind with one version. It runs whenever the manager serves webhooks,
@@ -59,10 +59,10 @@ type Controller struct {
 // controllers lists every controller Deckhand can run, in start order.
 // A new kind adds one line here (docs/contributing.md has the checklist).
 var controllers = []Controller{
-	{Name: appscontroller.ControllerName, AddToScheme: versions(appsv1beta1.AddToScheme, appsv1alpha1.AddToScheme), Setup: appscontroller.Setup, Needs: appscontroller.Needs, SetupWebhooks: appswebhook.Setup, SetupConversion: appswebhook.SetupConversion},
-	{Name: modelcontroller.ControllerName, AddToScheme: modelv1.AddToScheme, Setup: modelcontroller.Setup, CacheByObject: modelcontroller.CacheByObject},
-	{Name: batchcontroller.ControllerName, AddToScheme: deckhandbatchv1.AddToScheme, Setup: batchcontroller.Setup, SetupWebhooks: batchwebhook.Setup, CacheByObject: batchcontroller.CacheByObject, Needs: batchcontroller.Needs},
-	{Name: debugcontroller.ControllerName, AddToScheme: versions(debugv1beta1.AddToScheme, debugv1alpha1.AddToScheme), Setup: debugcontroller.Setup, SetupWebhooks: debugwebhook.Setup, Needs: debugcontroller.Needs, SetupConversion: debugwebhook.SetupConversion},
+	{Name: podsetcontroller.ControllerName, AddToScheme: versions(appsv1beta1.AddToScheme, appsv1alpha1.AddToScheme), Setup: podsetcontroller.Setup, Needs: podsetcontroller.Needs, SetupWebhooks: appswebhook.Setup, SetupConversion: appswebhook.SetupConversion},
+	{Name: modelboxcontroller.ControllerName, AddToScheme: modelv1.AddToScheme, Setup: modelboxcontroller.Setup, CacheByObject: modelboxcontroller.CacheByObject},
+	{Name: jobwatchercontroller.ControllerName, AddToScheme: deckhandbatchv1.AddToScheme, Setup: jobwatchercontroller.Setup, SetupWebhooks: batchwebhook.Setup, CacheByObject: jobwatchercontroller.CacheByObject, Needs: jobwatchercontroller.Needs},
+	{Name: podbuggercontroller.ControllerName, AddToScheme: versions(debugv1beta1.AddToScheme, debugv1alpha1.AddToScheme), Setup: podbuggercontroller.Setup, SetupWebhooks: debugwebhook.Setup, Needs: podbuggercontroller.Needs, SetupConversion: debugwebhook.SetupConversion},
 }
 
 // versions registers every version of an API group.

@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/deckhand-dev/deckhand/internal/eventnote"
 	"github.com/deckhand-dev/deckhand/internal/metricsauth"
-	"github.com/deckhand-dev/deckhand/internal/notes"
 	"github.com/deckhand-dev/deckhand/internal/scopedcache"
 	"github.com/deckhand-dev/deckhand/internal/webhookcert"
 )
@@ -56,6 +56,12 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	if opts.WebhookCertDir == "" {
 		opts.WebhookCertDir = filepath.Join(os.TempDir(), "deckhand-webhook-certs")
 	}
+	if opts.MetricsCertDir == "" && opts.WebhooksEnabled() {
+		// The metrics are served with the webhook certificate, which names
+		// the metrics Service too: a scraper verifies it with the CA in the
+		// certificate Secret (ca.crt) instead of skipping verification.
+		opts.MetricsCertDir = opts.WebhookCertDir
+	}
 	// HTTP/2 is off on both servers: its stream-reset and rapid-reset flaws
 	// (CVE-2023-44487, CVE-2023-39325) are not worth the gain here.
 	noHTTP2 := func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }
@@ -69,7 +75,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		Metrics: metricsserver.Options{
 			BindAddress:    opts.MetricsBindAddress,
 			SecureServing:  true,
-			FilterProvider: metricsauth.Filter,
+			FilterProvider: metricsauth.FilterFor(opts.MetricsTokenAudiences),
 			CertDir:        opts.MetricsCertDir,
 			TLSOpts:        []func(*tls.Config){noHTTP2},
 		},
@@ -146,18 +152,13 @@ func selfSignedCerts(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, op
 	if err != nil {
 		return err
 	}
-	hosts := opts.WebhookCertHosts
-	if len(hosts) == 0 {
-		hosts = []string{fmt.Sprintf("%s.%s.svc", WebhookServiceName, opts.Namespace)}
-	}
 	rotator := &webhookcert.Rotator{
 		Client:                   c,
 		SecretNamespace:          opts.Namespace,
 		SecretName:               opts.WebhookCertSecret,
-		Hosts:                    hosts,
+		Hosts:                    certHosts(opts),
 		CertDir:                  opts.WebhookCertDir,
 		ValidatingConfigurations: []string{ValidatingWebhookConfiguration},
-		MutatingConfigurations:   []string{MutatingWebhookConfiguration},
 		CRDs:                     ConvertedCRDs,
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -166,6 +167,18 @@ func selfSignedCerts(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, op
 		return fmt.Errorf("issuing the webhook serving certificate: %w", err)
 	}
 	return mgr.Add(rotator)
+}
+
+// certHosts are the names the self-signed certificate is for: the webhook
+// Service's and the metrics Service's, unless --webhook-cert-hosts says.
+func certHosts(opts Options) []string {
+	if len(opts.WebhookCertHosts) > 0 {
+		return opts.WebhookCertHosts
+	}
+	return []string{
+		fmt.Sprintf("%s.%s.svc", WebhookServiceName, opts.Namespace),
+		fmt.Sprintf("%s.%s.svc", MetricsServiceName, opts.Namespace),
+	}
 }
 
 // cacheOptions is how the manager's cache holds objects: without
@@ -229,12 +242,12 @@ func cacheSynced(mgr ctrl.Manager) healthz.Checker {
 }
 
 // boundedNotes gives every controller an Event recorder whose notes fit
-// what the apiserver takes (notes.Recorder): a note built from an error or
+// what the apiserver takes (eventnote.Recorder): a note built from an error or
 // a list is cut, not lost.
 type boundedNotes struct{ ctrl.Manager }
 
 func (m boundedNotes) GetEventRecorder(name string) recorder.EventRecorder {
-	return notes.Recorder(m.Manager.GetEventRecorder(name))
+	return eventnote.Recorder(m.Manager.GetEventRecorder(name))
 }
 
 // setupControllers registers every enabled controller of the registry and,

@@ -3,6 +3,7 @@ package manager_test
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"net"
 	"net/http"
@@ -46,7 +47,6 @@ func TestReadyzAnswersOnceCachesSync(t *testing.T) {
 
 func TestMetricsNeedAnAuthorizedToken(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	opts := env.ManagerOptions()
 	opts.MetricsBindAddress = testenv.FreeAddr(t)
 	env.StartManager(t, opts)
@@ -55,19 +55,7 @@ func TestMetricsNeedAnAuthorizedToken(t *testing.T) {
 	ns := env.Namespace(t)
 	reader := serviceAccountToken(t, ns, "metrics-reader")
 	stranger := serviceAccountToken(t, ns, "stranger")
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "metrics-reader-"},
-		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
-	}
-	g.Expect(env.Client.Create(ctx, role)).To(Succeed())
-	t.Cleanup(func() { _ = env.Client.Delete(ctx, role) })
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "metrics-reader-"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "metrics-reader"}},
-	}
-	g.Expect(env.Client.Create(ctx, binding)).To(Succeed())
-	t.Cleanup(func() { _ = env.Client.Delete(ctx, binding) })
+	allowMetrics(t, ns, "metrics-reader")
 
 	// The server is up once an anonymous request gets an answer at all.
 	g.Eventually(scrape).WithArguments(url, "").WithTimeout(30 * time.Second).
@@ -78,6 +66,75 @@ func TestMetricsNeedAnAuthorizedToken(t *testing.T) {
 	g.Eventually(scrape).WithArguments(url, reader).WithTimeout(30 * time.Second).Should(And(
 		HaveField("Code", http.StatusOK),
 		HaveField("Body", ContainSubstring("controller_runtime_"))))
+}
+
+// With --metrics-token-audiences, the reviews ask the apiserver for that
+// audience: a token issued for the apiserver (what every pod mounts, and
+// what a scraper could be tricked into sending elsewhere) is refused even
+// for an allowed reader; the same reader's token for the audience is not.
+func TestMetricsTokensMustBeForTheAudience(t *testing.T) {
+	g := NewWithT(t)
+	opts := env.ManagerOptions()
+	opts.MetricsBindAddress = testenv.FreeAddr(t)
+	opts.MetricsTokenAudiences = []string{"deckhand-metrics"}
+	env.StartManager(t, opts)
+	url := "https://" + opts.MetricsBindAddress + "/metrics"
+
+	ns := env.Namespace(t)
+	apiserverToken := serviceAccountToken(t, ns, "metrics-reader")
+	audienceToken := tokenFor(t, ns, "metrics-reader", "deckhand-metrics")
+	otherAudience := tokenFor(t, ns, "metrics-reader", "somewhere-else")
+	allowMetrics(t, ns, "metrics-reader")
+
+	g.Eventually(scrape).WithArguments(url, audienceToken).WithTimeout(30 * time.Second).Should(And(
+		HaveField("Code", http.StatusOK),
+		HaveField("Body", ContainSubstring("controller_runtime_"))))
+	g.Expect(scrape(url, apiserverToken)).To(HaveField("Code", http.StatusUnauthorized))
+	g.Expect(scrape(url, otherAudience)).To(HaveField("Code", http.StatusUnauthorized))
+}
+
+// allowMetrics lets the ServiceAccount ns/name GET /metrics.
+func allowMetrics(t *testing.T, ns, name string) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "metrics-reader-"},
+		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
+	}
+	g.Expect(env.Client.Create(ctx, role)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, role) })
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "metrics-reader-"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}},
+	}
+	g.Expect(env.Client.Create(ctx, binding)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, binding) })
+}
+
+// With webhooks on, the metrics are served with the webhook certificate, so
+// a scraper verifies them with the CA it trusts for the webhooks (in
+// self-signed mode, ca.crt of the certificate Secret, which names the
+// metrics Service too) instead of skipping verification.
+func TestMetricsServeACertificateTheWebhookCAVouchesFor(t *testing.T) {
+	g := NewWithT(t)
+	opts := env.ManagerOptions()
+	opts.MetricsBindAddress = testenv.FreeAddr(t)
+	env.StartManager(t, opts)
+	roots := x509.NewCertPool()
+	g.Expect(roots.AppendCertsFromPEM(env.WebhookCA())).To(BeTrue())
+	verified := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"},
+	}}
+	g.Eventually(func() error {
+		resp, err := verified.Get("https://" + opts.MetricsBindAddress + "/metrics")
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		return nil
+	}).WithTimeout(30 * time.Second).Should(Succeed())
 }
 
 type scrapeResult struct {
@@ -152,8 +209,16 @@ func serviceAccountToken(t *testing.T, ns, name string) string {
 	if err := env.Client.Create(ctx, sa); err != nil {
 		t.Fatalf("creating service account: %v", err)
 	}
+	return tokenFor(t, ns, name)
+}
+
+// tokenFor is a token of the ServiceAccount ns/name for audiences (the
+// apiserver's own when none).
+func tokenFor(t *testing.T, ns, name string, audiences ...string) string {
+	t.Helper()
 	cs := kubernetes.NewForConfigOrDie(env.Config)
-	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: audiences}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("requesting token for %s/%s: %v", ns, name, err)
 	}

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/deckhand-dev/deckhand/internal/controller/debug/policy"
-	"github.com/deckhand-dev/deckhand/internal/setup"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
+	"github.com/deckhand-dev/deckhand/internal/setupoptions"
 )
 
 // Options are the manager's settings, bound to command-line flags by BindFlags.
@@ -24,6 +24,9 @@ type Options struct {
 	// MetricsCertDir holds tls.crt/tls.key for the metrics server; when empty a
 	// self-signed certificate is generated at start.
 	MetricsCertDir string
+	// MetricsTokenAudiences, when set, are the audiences a scraper's token
+	// must be issued for.
+	MetricsTokenAudiences []string
 	// HealthProbeBindAddress serves /healthz and /readyz over plain HTTP.
 	HealthProbeBindAddress string
 	// PprofBindAddress serves Go's /debug/pprof/ endpoints over plain HTTP,
@@ -98,7 +101,7 @@ type Options struct {
 
 	// Options are what controllers and webhooks are set up with (the
 	// PodBugger policy flags).
-	setup.Options
+	setupoptions.Options
 }
 
 // DefaultReconcileTimeout is how long a reconcile may run: far beyond what
@@ -115,12 +118,13 @@ const (
 	CertModeExternal   = "external"
 )
 
-// The names the installs give the webhook Service and configurations; the
-// self-signed mode's RBAC is limited to these configurations.
+// The names the installs give the webhook Service and configuration; the
+// self-signed mode's RBAC is limited to this configuration (Deckhand has no
+// mutating webhook).
 const (
 	WebhookServiceName             = "deckhand-webhook-service"
+	MetricsServiceName             = "deckhand-controller-manager-metrics"
 	ValidatingWebhookConfiguration = "deckhand-validating-webhook-configuration"
-	MutatingWebhookConfiguration   = "deckhand-mutating-webhook-configuration"
 )
 
 // ConvertedCRDs are the CRDs served in more than one version, whose
@@ -133,7 +137,17 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8443",
 		"Address the HTTPS metrics endpoint binds to (authenticated and authorized through the Kubernetes API); \"0\" disables it.")
 	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "",
-		"Directory with tls.crt and tls.key for the metrics server; empty generates a self-signed certificate.")
+		"Directory with tls.crt and tls.key for the metrics server; empty serves the webhook certificate (its CA is ca.crt of the certificate Secret), or, with webhooks off, a self-signed one.")
+	fs.Func("metrics-token-audiences",
+		"Audiences a scraper's token must be issued for (comma-separated), as a projected ServiceAccount token with that audience; empty accepts any token the apiserver accepts, its own audience included.",
+		func(s string) error {
+			for a := range strings.SplitSeq(s, ",") {
+				if a = strings.TrimSpace(a); a != "" {
+					o.MetricsTokenAudiences = append(o.MetricsTokenAudiences, a)
+				}
+			}
+			return nil
+		})
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081",
 		"Address the /healthz and /readyz probes bind to; \"0\" disables them.")
 	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", "",

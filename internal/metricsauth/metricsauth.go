@@ -53,18 +53,27 @@ var retry = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 
 
 // Filter is a metricsserver.FilterProvider: the manager's Metrics.FilterProvider.
 func Filter(cfg *rest.Config, httpClient *http.Client) (metricsserver.Filter, error) {
-	authn, err := authenticationclient.NewForConfigAndClient(cfg, httpClient)
-	if err != nil {
-		return nil, err
+	return FilterFor(nil)(cfg, httpClient)
+}
+
+// FilterFor is Filter accepting only tokens issued for one of audiences
+// (any token the apiserver accepts when there are none).
+func FilterFor(audiences []string) func(*rest.Config, *http.Client) (metricsserver.Filter, error) {
+	return func(cfg *rest.Config, httpClient *http.Client) (metricsserver.Filter, error) {
+		authn, err := authenticationclient.NewForConfigAndClient(cfg, httpClient)
+		if err != nil {
+			return nil, err
+		}
+		authz, err := authorizationclient.NewForConfigAndClient(cfg, httpClient)
+		if err != nil {
+			return nil, err
+		}
+		g := New(authn.TokenReviews(), authz.SubjectAccessReviews())
+		g.Audiences = audiences
+		return func(log logr.Logger, next http.Handler) (http.Handler, error) {
+			return g.Handler(log, next), nil
+		}, nil
 	}
-	authz, err := authorizationclient.NewForConfigAndClient(cfg, httpClient)
-	if err != nil {
-		return nil, err
-	}
-	g := New(authn.TokenReviews(), authz.SubjectAccessReviews())
-	return func(log logr.Logger, next http.Handler) (http.Handler, error) {
-		return g.Handler(log, next), nil
-	}, nil
 }
 
 // TokenReviews is how a Guard asks who a token belongs to.
@@ -84,6 +93,11 @@ type Guard struct {
 	access SubjectAccessReviews
 	// Now is the clock the caches expire by.
 	Now func() time.Time
+	// Audiences, when set, are the audiences a token must be issued for:
+	// each review asks the apiserver for them, so a token meant for the
+	// apiserver itself (every pod's mounted one) is refused, and a scraper's
+	// token sent here is good for nothing else.
+	Audiences []string
 
 	mu sync.Mutex
 	// users are the tokens the apiserver accepted, by hash; rejected the
@@ -164,13 +178,15 @@ func (g *Guard) authenticate(ctx context.Context, token string) (*authentication
 	}
 	var review *authenticationv1.TokenReview
 	err := withRetries(ctx, func() (err error) {
-		review, err = g.tokens.Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+		review, err = g.tokens.Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: g.Audiences}}, metav1.CreateOptions{})
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reviewing a token: %w", err)
 	}
-	if !review.Status.Authenticated {
+	// An apiserver that ignores the audiences asked for answers with none:
+	// such an answer does not say the token is meant for us.
+	if !review.Status.Authenticated || (len(g.Audiences) > 0 && !slices.ContainsFunc(review.Status.Audiences, func(a string) bool { return slices.Contains(g.Audiences, a) })) {
 		store(g, g.rejected, key, true, tokenTTL)
 		return nil, nil
 	}

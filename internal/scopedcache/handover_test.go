@@ -18,6 +18,7 @@ import (
 
 	"github.com/deckhand-dev/deckhand/internal/scopedcache"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/testenv/faultinject"
 )
 
 // ledger is a handler that checks what it is told forms one history per
@@ -217,7 +218,7 @@ func TestAReaderIsWokenWhenItsInformerStops(t *testing.T) {
 	g := testenv.NewG(t)
 	ns := env.Namespace(t)
 	pod(t, ns, "a", "")
-	outage := testenv.NewOutage("/pods")
+	outage := faultinject.NewOutage("/pods")
 	c, _ := startCacheWith(t, outage.Config(env.Config))
 	outage.Begin()
 

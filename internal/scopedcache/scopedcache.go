@@ -680,9 +680,14 @@ func (k *kind) startLocked(namespace string) (*space, error) {
 	k.joinLocked(s)
 	go func() { _ = c.Start(ctx) }()
 	go func() {
-		if c.WaitForCacheSync(ctx) {
+		// The informer's own signal, not the cache's WaitForCacheSync,
+		// which polls every 100 ms: a new namespace's first reconcile
+		// waits on this.
+		select {
+		case <-inf.HasSyncedChecker().Done():
 			close(s.synced)
 			k.pokeRun() // a handover may be due
+		case <-ctx.Done():
 		}
 	}()
 	k.spaces[namespace] = s

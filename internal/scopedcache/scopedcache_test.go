@@ -228,7 +228,9 @@ func TestManyNeededNamespacesShareOneInformer(t *testing.T) {
 	g.Eventually(func() bool { _, all := c.Namespaces(&corev1.Pod{}); return all }).Should(BeTrue())
 	g.Eventually(func() []string { return namespaces(c) }).Should(BeEmpty(),
 		"the per-namespace informers outlive the switch by keepFor only")
-	g.Expect(s.Keys()).To(ContainElement(spaces[0] + "/p0"))
+	// The handler's initial Adds follow the informer's sync (a controller
+	// waits for its registration, not for the cache).
+	g.Eventually(s.Keys).Should(ContainElement(spaces[0] + "/p0"))
 	g.Expect(podNames(c, client.InNamespace(spaces[3]))()).To(Equal([]string{spaces[3] + "/p3"}))
 
 	// Back under the limit: one informer per namespace again.

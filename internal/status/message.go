@@ -1,6 +1,6 @@
 package status
 
-import "github.com/deckhand-dev/deckhand/internal/notes"
+import "github.com/deckhand-dev/deckhand/internal/eventnote"
 
 // MaxMessage bounds a condition's message, in bytes. The CRDs allow 32,768
 // bytes, and a status write with a longer one fails whole (PodSet's
@@ -10,4 +10,4 @@ const MaxMessage = 4096
 
 // Message returns msg cut to MaxMessage bytes, with a marker saying how much
 // was cut. SetCondition applies it to every condition.
-func Message(msg string) string { return notes.Truncate(msg, MaxMessage) }
+func Message(msg string) string { return eventnote.Truncate(msg, MaxMessage) }

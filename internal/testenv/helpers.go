@@ -3,7 +3,6 @@ package testenv
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"testing"
 	"time"
 
@@ -168,36 +167,4 @@ func HaveCondition(typ string, status metav1.ConditionStatus, reason string) typ
 	return gomega.WithTransform(func(conds []metav1.Condition) *metav1.Condition {
 		return meta.FindStatusCondition(conds, typ)
 	}, gomega.And(want...))
-}
-
-// StaleLists wraps c so that a List into one of the kinds of snapshots
-// returns a copy of that snapshot instead of asking c: a cache that has not
-// caught up. Every other call goes to c.
-func StaleLists(c client.Client, snapshots ...client.ObjectList) client.Client {
-	return &staleLists{Client: c, snapshots: snapshots}
-}
-
-type staleLists struct {
-	client.Client
-	snapshots []client.ObjectList
-}
-
-func (s *staleLists) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	for _, snap := range s.snapshots {
-		if reflect.TypeOf(snap) == reflect.TypeOf(list) {
-			return copyInto(snap, list)
-		}
-	}
-	return s.Client.List(ctx, list, opts...)
-}
-
-// copyInto copies src into dst, two lists of the same type.
-func copyInto(src, dst client.ObjectList) error {
-	d := reflect.ValueOf(dst)
-	c := reflect.ValueOf(src.DeepCopyObject())
-	if d.Kind() != reflect.Pointer || d.Type() != c.Type() {
-		return fmt.Errorf("cannot copy %T into %T", src, dst)
-	}
-	d.Elem().Set(c.Elem())
-	return nil
 }

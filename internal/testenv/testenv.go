@@ -112,6 +112,9 @@ func Start() (*Env, error) {
 // Stop stops the control plane.
 func (e *Env) Stop() error { return e.env.Stop() }
 
+// WebhookCA is the CA of the webhook serving certificate envtest issued.
+func (e *Env) WebhookCA() []byte { return e.env.WebhookInstallOptions.LocalServingCAData }
+
 // ManagerOptions returns manager options that serve webhooks where envtest
 // registered them, with every probe and metrics listener off.
 func (e *Env) ManagerOptions() manager.Options {

@@ -36,11 +36,14 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// The manager reads and writes only its own certificate Secret, and patches
-// only its own webhook configurations and the CRDs it converts.
-// +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=get;create;update
+// The manager reads and writes only its own certificate Secret (by name: the
+// default of --webhook-cert-secret; create cannot be limited by name, the
+// apiserver authorizes it before the object has one), and patches only its
+// own webhook configuration and the CRDs it converts. Deckhand has no
+// mutating webhook, so it has no right on mutating configurations.
+// +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=create
+// +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=get;update,resourceNames=deckhand-webhook-server-cert
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;patch,resourceNames=deckhand-validating-webhook-configuration
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,verbs=get;patch,resourceNames=deckhand-mutating-webhook-configuration
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;patch,resourceNames=podsets.apps.deckhand.dev
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;patch,resourceNames=podbuggers.debug.deckhand.dev
 
@@ -242,14 +245,17 @@ func (r *Rotator) ensureSecret(ctx context.Context) (*corev1.Secret, error) {
 }
 
 // fresh reports whether data holds a CA and a serving certificate signed by
-// it, valid for every host, with more than renewBefore left.
+// it, valid for every host, valid now (not only later: a certificate issued
+// by a clock running ahead, or written by hand, would otherwise be kept
+// until it expires, and every TLS handshake refused meanwhile), with more
+// than renewBefore left.
 func (r *Rotator) fresh(data map[string][]byte) bool {
 	ca, _, err := parsePair(data[CAKey], data[caKey])
-	if err != nil || r.now().Add(renewBefore).After(ca.NotAfter) {
+	if err != nil || !r.usable(ca) {
 		return false
 	}
 	cert, _, err := parsePair(data[CertKey], data[KeyKey])
-	if err != nil || r.now().Add(renewBefore).After(cert.NotAfter) || cert.CheckSignatureFrom(ca) != nil {
+	if err != nil || !r.usable(cert) || cert.CheckSignatureFrom(ca) != nil {
 		return false
 	}
 	for _, h := range r.Hosts {
@@ -260,13 +266,21 @@ func (r *Rotator) fresh(data map[string][]byte) bool {
 	return true
 }
 
+// usable says whether cert is valid now and for more than renewBefore.
+// Certificates are backdated when issued, so a replica whose clock is
+// somewhat behind the issuer's still finds them valid.
+func (r *Rotator) usable(cert *x509.Certificate) bool {
+	now := r.now()
+	return !now.Before(cert.NotBefore) && !now.Add(renewBefore).After(cert.NotAfter)
+}
+
 // issue signs a new serving certificate, with the CA in old when that CA is
 // still good (so caBundle does not change), else with a new CA.
 func (r *Rotator) issue(old map[string][]byte) (map[string][]byte, error) {
 	now := r.now()
 	caCert, caPriv, err := parsePair(old[CAKey], old[caKey])
 	caPEM, caKeyPEM := old[CAKey], old[caKey]
-	if err != nil || now.Add(renewBefore).After(caCert.NotAfter) {
+	if err != nil || !r.usable(caCert) {
 		if caCert, caPriv, caPEM, caKeyPEM, err = newCA(now); err != nil {
 			return nil, err
 		}

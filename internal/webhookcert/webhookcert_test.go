@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/pem"
 	"os"
 	"path/filepath"
 	"sync"
@@ -256,4 +257,34 @@ func TestExpiryGaugeFollowsTheServedCertificate(t *testing.T) {
 	g.Expect(r.Ensure(ctx)).To(Succeed())
 	g.Expect(notAfter()).To(BeNumerically(">", first))
 	g.Expect(gauge()).To(Equal(notAfter()))
+}
+
+// A certificate that is not valid yet (issued by a clock running ahead, or
+// written by hand) is replaced, CA and all, rather than kept until it
+// expires while every handshake fails.
+func TestACertificateNotYetValidIsReplaced(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	cfg := webhookConfig(t)
+	ahead := rotator(t, ns, cfg.Name)
+	ahead.Now = func() time.Time { return time.Now().Add(30 * 24 * time.Hour) }
+	g.Expect(ahead.Ensure(ctx)).To(Succeed())
+
+	r := rotator(t, ns, cfg.Name)
+	g.Expect(r.Ensure(ctx)).To(Succeed())
+	secret := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "webhook-cert"}, secret)).To(Succeed())
+	for _, k := range []string{webhookcert.CAKey, webhookcert.CertKey} {
+		block, _ := pem.Decode(secret.Data[k])
+		g.Expect(block).NotTo(BeNil(), k)
+		cert, err := x509.ParseCertificate(block.Bytes)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(cert.NotBefore).To(BeTemporally("<=", time.Now()), k+" valid now")
+	}
+	pair, err := tls.LoadX509KeyPair(filepath.Join(r.CertDir, "tls.crt"), filepath.Join(r.CertDir, "tls.key"))
+	g.Expect(err).NotTo(HaveOccurred())
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(leaf.NotBefore).To(BeTemporally("<=", time.Now()), "the served certificate is valid now")
 }

@@ -41,7 +41,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/deckhand-dev/deckhand/internal/devwebhook"
+	"github.com/deckhand-dev/deckhand/internal/localwebhooks"
 	"github.com/deckhand-dev/deckhand/internal/manager"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
@@ -206,12 +206,23 @@ func (c *Cluster) Install(installer string) error {
 // WriteManagerKubeconfig writes ManagerKubeconfig: a kubeconfig that
 // authenticates as the installed manager's ServiceAccount.
 func (c *Cluster) WriteManagerKubeconfig() error {
+	path := strings.TrimSuffix(c.Kubeconfig, ".kubeconfig") + ".manager.kubeconfig"
+	if err := c.WriteKubeconfigFor(Namespace, ServiceAccount, path); err != nil {
+		return err
+	}
+	c.ManagerKubeconfig = path
+	return nil
+}
+
+// WriteKubeconfigFor writes to path a kubeconfig that authenticates as the
+// ServiceAccount namespace/name.
+func (c *Cluster) WriteKubeconfigFor(namespace, account, path string) error {
 	ctx := context.Background()
-	tr, err := c.Clientset.CoreV1().ServiceAccounts(Namespace).CreateToken(ctx, ServiceAccount,
+	tr, err := c.Clientset.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, account,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)}},
 		metav1.CreateOptions{})
 	if err != nil {
-		return fmt.Errorf("requesting a token for %s/%s: %w", Namespace, ServiceAccount, err)
+		return fmt.Errorf("requesting a token for %s/%s: %w", namespace, account, err)
 	}
 	admin, err := clientcmd.LoadFromFile(c.Kubeconfig)
 	if err != nil {
@@ -224,8 +235,7 @@ func (c *Cluster) WriteManagerKubeconfig() error {
 	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
 	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
 	cfg.CurrentContext = name
-	c.ManagerKubeconfig = strings.TrimSuffix(c.Kubeconfig, ".kubeconfig") + ".manager.kubeconfig"
-	return clientcmd.WriteToFile(*cfg, c.ManagerKubeconfig)
+	return clientcmd.WriteToFile(*cfg, path)
 }
 
 // WaitForCRDs waits until every Deckhand CRD is Established. (kubectl wait
@@ -405,7 +415,7 @@ func (c *Cluster) installWebhooks(t testing.TB, webhookManifests string) int {
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	if err := devwebhook.Install(context.Background(), c.Client, manifests, "127.0.0.1", port); err != nil {
+	if err := localwebhooks.Install(context.Background(), c.Client, manifests, "127.0.0.1", port); err != nil {
 		t.Fatalf("installing webhooks: %v", err)
 	}
 	return port

@@ -74,7 +74,7 @@ func TestHelmChartInstallsWhatInstallYAMLInstalls(t *testing.T) {
 	// --create-namespace) and, by convention, does not create it.
 	fromInstaller = slices.DeleteFunc(fromInstaller, func(o *unstructured.Unstructured) bool { return o.GetKind() == "Namespace" })
 	g.Expect(identities(fromChart)).To(Equal(identities(fromInstaller)))
-	for _, kind := range []string{"ClusterRole", "Role", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "CustomResourceDefinition"} {
+	for _, kind := range []string{"ClusterRole", "Role", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "CustomResourceDefinition", "NetworkPolicy"} {
 		g.Expect(specs(fromChart, kind)).To(Equal(specs(fromInstaller, kind)), kind)
 	}
 	// The roles aggregate into the same built-in roles.
@@ -145,10 +145,10 @@ func chartDir() string { return filepath.Join(repoRoot(), "charts", "deckhand") 
 
 func repoRoot() string { return filepath.Join("..", "..") }
 
-func helmTemplate(t *testing.T, helm, ns string) []byte {
+func helmTemplate(t *testing.T, helm, ns string, args ...string) []byte {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(helm, "template", "deckhand", chartDir(), "--namespace", ns, "--include-crds", "--kube-version", "v1.37.1")
+	cmd := exec.Command(helm, append([]string{"template", "deckhand", chartDir(), "--namespace", ns, "--include-crds", "--kube-version", "v1.37.1"}, args...)...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("helm template: %v: %s", err, stderr.String())

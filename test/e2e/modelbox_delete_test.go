@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
-	modelcontroller "github.com/deckhand-dev/deckhand/internal/controller/model"
+	modelboxcontroller "github.com/deckhand-dev/deckhand/internal/controller/modelbox"
 )
 
 // Deleting a ModelBox removes its children, their ReplicaSets and pods
@@ -38,10 +38,10 @@ func TestModelBoxDeletionRemovesItsChildrenAndNothingElse(t *testing.T) {
 	here, there := c.Namespace(t, nil), c.Namespace(t, nil)
 	c.RunManager(t, "--controllers", "modelbox")
 
-	labels := map[string]string{modelcontroller.LabelModelBox: "model"}
+	labels := map[string]string{modelboxcontroller.LabelModelBox: "model"}
 	lookalike := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: here, Name: "lookalike", Labels: labels},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "lookalike"}},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "lookalike", modelcontroller.LabelModelBox: "model"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "lookalike", modelboxcontroller.LabelModelBox: "model"}},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "nginx:1.7.9"}}}}}}
 	sameName := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: here, Name: "model", Labels: labels},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "lookalike"}, Ports: []corev1.ServicePort{{Port: 80}}}}

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
-	modelcontroller "github.com/deckhand-dev/deckhand/internal/controller/model"
+	modelboxcontroller "github.com/deckhand-dev/deckhand/internal/controller/modelbox"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
@@ -234,7 +234,7 @@ func deploymentReplicas(ctx context.Context, key client.ObjectKey) func() (int32
 func runningPods(ctx context.Context, ns, image string) func() ([]string, error) {
 	return func() ([]string, error) {
 		pods := &corev1.PodList{}
-		if err := c.Client.List(ctx, pods, client.InNamespace(ns), client.HasLabels{modelcontroller.LabelModelBox}); err != nil {
+		if err := c.Client.List(ctx, pods, client.InNamespace(ns), client.HasLabels{modelboxcontroller.LabelModelBox}); err != nil {
 			return nil, err
 		}
 		var names []string

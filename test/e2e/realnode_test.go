@@ -40,7 +40,7 @@ import (
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
-	modelcontroller "github.com/deckhand-dev/deckhand/internal/controller/model"
+	modelboxcontroller "github.com/deckhand-dev/deckhand/internal/controller/modelbox"
 	"github.com/deckhand-dev/deckhand/test/cluster"
 )
 
@@ -267,7 +267,7 @@ func TestRealNodeModelBoxWaitsForItsReadinessProbe(t *testing.T) {
 	})
 	g.Eventually(func(g Gomega) {
 		pods := &corev1.PodList{}
-		g.Expect(c.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{modelcontroller.LabelModelBox: "not-yet"})).To(Succeed())
+		g.Expect(c.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{modelboxcontroller.LabelModelBox: "not-yet"})).To(Succeed())
 		g.Expect(pods.Items).To(HaveLen(1))
 		pod = pods.Items[0]
 		g.Expect(pod.Status.ContainerStatuses).To(ContainElement(And(

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
-	batchcontroller "github.com/deckhand-dev/deckhand/internal/controller/batch"
+	jobwatchercontroller "github.com/deckhand-dev/deckhand/internal/controller/jobwatcher"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
@@ -82,7 +82,7 @@ func jobWatcherScenarios() []scenario {
 		{ns: "a", name: "batch-local", finished: batchv1.JobComplete, ago: time.Minute, role: roleTTL}, // its namespace's JobWatcher keeps it 1h
 		{ns: "b", name: "batch-succeeded", finished: batchv1.JobComplete, ago: time.Minute, role: roleReach},
 	}
-	controllers := []string{batchcontroller.ControllerName}
+	controllers := []string{jobwatchercontroller.ControllerName}
 	return []scenario{
 		{name: "JobWatcher Jobs finishing and due", controllers: controllers, start: func(t *testing.T, f *fixture) plan {
 			return jobWatcherPlan(t, f, due, func(nss map[string]string) []client.Object {

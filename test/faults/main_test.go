@@ -26,6 +26,7 @@ import (
 
 	"github.com/deckhand-dev/deckhand/internal/manager"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/testenv/faultinject"
 )
 
 var env *testenv.Env
@@ -229,12 +230,12 @@ type cacheFault struct {
 
 // staleCache delays every watch event by cacheLag.
 var staleCache = cacheFault{name: fmt.Sprintf("cache %s behind", cacheLag),
-	wrap: func(cfg *rest.Config) *rest.Config { return testenv.LaggingWatches(cfg, cacheLag) }}
+	wrap: func(cfg *rest.Config) *rest.Config { return faultinject.LaggingWatches(cfg, cacheLag) }}
 
 // flakyWatches cuts every watch stream after watchCut, and refuses every
 // other watch as too old, forcing relists.
 var flakyWatches = cacheFault{name: "watches cut, relists forced",
-	wrap: func(cfg *rest.Config) *rest.Config { return testenv.FlakyWatches(cfg, watchCut) }}
+	wrap: func(cfg *rest.Config) *rest.Config { return faultinject.FlakyWatches(cfg, watchCut) }}
 
 // withCacheFault runs sc once, without a crash, on a manager whose cache
 // suffers cf.
@@ -260,7 +261,7 @@ func crashAt(t *testing.T, sc scenario, k int, cf cacheFault) ([]violation, int,
 	p := sc.start(t, f)
 	panicsBefore := reconcilePanics(t)
 
-	config := func(cp *testenv.CrashPoint) *rest.Config {
+	config := func(cp *faultinject.CrashPoint) *rest.Config {
 		cfg := env.Config
 		if p.wrap != nil {
 			cfg = p.wrap(cfg)
@@ -271,7 +272,7 @@ func crashAt(t *testing.T, sc scenario, k int, cf cacheFault) ([]violation, int,
 		}
 		return cfg
 	}
-	cp := testenv.NewCrashPoint(k)
+	cp := faultinject.NewCrashPoint(k)
 	mgr, stop := env.StartManagerWithConfig(t, config(cp), f.opts)
 	if p.started != nil {
 		p.started(mgr)
@@ -295,7 +296,7 @@ func crashAt(t *testing.T, sc scenario, k int, cf cacheFault) ([]violation, int,
 	if crashed {
 		stop()
 		// A fresh manager: new cache, new expectations, new memory.
-		recovery := testenv.NewCrashPoint(0)
+		recovery := faultinject.NewCrashPoint(0)
 		mgr, stop = env.StartManagerWithConfig(t, config(recovery), f.opts)
 		if p.started != nil {
 			p.started(mgr)
@@ -321,7 +322,7 @@ func crashAt(t *testing.T, sc scenario, k int, cf cacheFault) ([]violation, int,
 // the end state holds and the manager has made no write for a while
 // (false). A scenario that does not reach its end state in time is a
 // violation of its convergence.
-func settle(f *fixture, cp *testenv.CrashPoint, p plan, triggered <-chan struct{}) bool {
+func settle(f *fixture, cp *faultinject.CrashPoint, p plan, triggered <-chan struct{}) bool {
 	deadline := time.Now().Add(settleTimeout)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()

@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
-	modelcontroller "github.com/deckhand-dev/deckhand/internal/controller/model"
+	modelboxcontroller "github.com/deckhand-dev/deckhand/internal/controller/modelbox"
 )
 
 // The ModelBox invariants.
@@ -33,7 +33,7 @@ const (
 )
 
 func modelBoxScenarios() []scenario {
-	return []scenario{{name: "ModelBox hands replicas 4 to an autoscaler", controllers: []string{modelcontroller.ControllerName},
+	return []scenario{{name: "ModelBox hands replicas 4 to an autoscaler", controllers: []string{modelboxcontroller.ControllerName},
 		start: modelBoxPlan}}
 }
 
@@ -94,7 +94,7 @@ func modelBoxPlan(t *testing.T, f *fixture) plan {
 					return fmt.Errorf("autoscaler: %w", err)
 				}
 				for _, m := range d.ManagedFields {
-					if m.Manager == modelcontroller.FieldManager && m.FieldsV1 != nil && containsReplicas(m.FieldsV1.GetRawBytes()) {
+					if m.Manager == modelboxcontroller.FieldManager && m.FieldsV1 != nil && containsReplicas(m.FieldsV1.GetRawBytes()) {
 						return fmt.Errorf("deckhand still owns the replicas")
 					}
 				}
@@ -135,7 +135,7 @@ func containsReplicas(fields []byte) bool {
 // userObjects are objects a user made beside a ModelBox called name in ns:
 // look-alikes that it does not own.
 func userObjects(ns, elsewhere, name string) []client.Object {
-	labels := map[string]string{modelcontroller.LabelModelBox: name}
+	labels := map[string]string{modelboxcontroller.LabelModelBox: name}
 	deployment := func(ns, name string, labels map[string]string) *appsv1.Deployment {
 		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
 			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1),

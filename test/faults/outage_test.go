@@ -18,9 +18,10 @@ import (
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
-	appscontroller "github.com/deckhand-dev/deckhand/internal/controller/apps"
-	batchcontroller "github.com/deckhand-dev/deckhand/internal/controller/batch"
+	jobwatchercontroller "github.com/deckhand-dev/deckhand/internal/controller/jobwatcher"
+	podsetcontroller "github.com/deckhand-dev/deckhand/internal/controller/podset"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/testenv/faultinject"
 )
 
 // The fault class "the apiserver unreachable for longer than the cache's
@@ -42,7 +43,7 @@ const (
 
 func outageScenario() scenario {
 	return scenario{name: "PodSets and a JobWatcher through a pods and Jobs outage",
-		controllers: []string{appscontroller.ControllerName, batchcontroller.ControllerName},
+		controllers: []string{podsetcontroller.ControllerName, jobwatchercontroller.ControllerName},
 		// Each run lasts the outage and the controllers' backoff after it.
 		costly: true, crashPoints: 6, start: outagePlan}
 }
@@ -56,7 +57,7 @@ func outageScenario() scenario {
 func outagePlan(t *testing.T, f *fixture) plan {
 	ctx := context.Background()
 	f.opts.ScopedCacheKeepFor = outageKeep
-	outage := testenv.NewOutage("/pods", "/jobs")
+	outage := faultinject.NewOutage("/pods", "/jobs")
 	a, b, c := env.Namespace(t), env.Namespace(t), env.Namespace(t)
 	foreign, orphan := podSetNeighbours(t, a)
 	startKubelet(t, b)
@@ -83,7 +84,7 @@ func outagePlan(t *testing.T, f *fixture) plan {
 	stop()
 
 	observe(t, podList(a), podSetChecks(f, foreign, orphan, func() int32 { return 4 }))
-	idle := newIdleWorkers(f, appscontroller.ControllerName, batchcontroller.ControllerName)
+	idle := newIdleWorkers(f, podsetcontroller.ControllerName, jobwatchercontroller.ControllerName)
 	var began time.Time
 	var jobUID atomicUID
 	return plan{

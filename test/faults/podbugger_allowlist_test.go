@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
-	debugcontroller "github.com/deckhand-dev/deckhand/internal/controller/debug"
+	podbuggercontroller "github.com/deckhand-dev/deckhand/internal/controller/podbugger"
 )
 
 // The PodBugger allow-list invariants, as docs/podbugger.md promises them:
@@ -47,7 +47,7 @@ var (
 )
 
 func podBuggerAllowListScenario() scenario {
-	return scenario{name: allowListName, controllers: []string{debugcontroller.ControllerName},
+	return scenario{name: allowListName, controllers: []string{podbuggercontroller.ControllerName},
 		staleCrashes: true, start: podBuggerAllowListPlan}
 }
 

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
-	debugcontroller "github.com/deckhand-dev/deckhand/internal/controller/debug"
+	podbuggercontroller "github.com/deckhand-dev/deckhand/internal/controller/podbugger"
 )
 
 // checkPodBuggerStopped: the fault class "the object of record changes
@@ -35,7 +35,7 @@ const checkPodBuggerStopped = "no injection after its PodBugger was suspended"
 // cache behind the apiserver shows the new pods before the suspend. What
 // was injected before the suspend stays; nothing may be injected after it.
 func podBuggerSuspendedScenario() scenario {
-	return scenario{name: "PodBugger suspended as pods start", controllers: []string{debugcontroller.ControllerName},
+	return scenario{name: "PodBugger suspended as pods start", controllers: []string{podbuggercontroller.ControllerName},
 		start: podBuggerSuspendedPlan}
 }
 
@@ -163,7 +163,7 @@ func (a *afterStop) observe(ev watch.Event) {
 	if !ok || ev.Type == watch.Deleted {
 		return
 	}
-	container := debugcontroller.ContainerName(podBuggerName)
+	container := podbuggercontroller.ContainerName(podBuggerName)
 	for _, c := range p.Spec.EphemeralContainers {
 		if c.Name == container {
 			a.carries(p.Name, p.ResourceVersion)

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
-	debugcontroller "github.com/deckhand-dev/deckhand/internal/controller/debug"
+	podbuggercontroller "github.com/deckhand-dev/deckhand/internal/controller/podbugger"
 )
 
 // The PodBugger invariants.
@@ -33,7 +33,7 @@ const (
 )
 
 func podBuggerScenarios() []scenario {
-	return []scenario{{name: "PodBugger inject into 3 of 5 pods", controllers: []string{debugcontroller.ControllerName},
+	return []scenario{{name: "PodBugger inject into 3 of 5 pods", controllers: []string{podbuggercontroller.ControllerName},
 		staleCrashes: true, start: podBuggerPlan}, podBuggerAllowListScenario(), podBuggerSuspendedScenario()}
 }
 
@@ -110,7 +110,7 @@ func podBuggerPlan(t *testing.T, f *fixture) plan {
 // the pods that carry the debugger. The two namespaces' observers call it
 // from their own goroutines.
 func carrierChecks(f *fixture, on, off string, carriers map[types.NamespacedName]bool) func(watch.Event) {
-	container := debugcontroller.ContainerName(podBuggerName)
+	container := podbuggercontroller.ContainerName(podBuggerName)
 	var mu sync.Mutex
 	return func(ev watch.Event) {
 		mu.Lock()

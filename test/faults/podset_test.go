@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
-	appscontroller "github.com/deckhand-dev/deckhand/internal/controller/apps"
+	podsetcontroller "github.com/deckhand-dev/deckhand/internal/controller/podset"
 )
 
 // The PodSet invariants.
@@ -49,7 +49,7 @@ func podSetScenarios() []scenario {
 	}
 	out := make([]scenario, 0, len(cases))
 	for _, c := range cases {
-		out = append(out, scenario{name: c.name, controllers: []string{appscontroller.ControllerName}, staleCrashes: true,
+		out = append(out, scenario{name: c.name, controllers: []string{podsetcontroller.ControllerName}, staleCrashes: true,
 			start: func(t *testing.T, f *fixture) plan { return podSetPlan(t, f, c.c) }})
 	}
 	return out

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/testenv/faultinject"
 )
 
 // The cache faults are real: a flaky watch from a resourceVersion is
@@ -24,7 +25,7 @@ import (
 func TestFlakyWatchesBreakWatches(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
-	flaky := kubernetes.NewForConfigOrDie(testenv.FlakyWatches(env.Config, watchCut))
+	flaky := kubernetes.NewForConfigOrDie(faultinject.FlakyWatches(env.Config, watchCut))
 	list, err := flaky.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +68,7 @@ func TestFlakyWatchesBreakWatches(t *testing.T) {
 func TestLaggingWatchesDelayEvents(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
-	lagging := kubernetes.NewForConfigOrDie(testenv.LaggingWatches(env.Config, cacheLag))
+	lagging := kubernetes.NewForConfigOrDie(faultinject.LaggingWatches(env.Config, cacheLag))
 	list, err := lagging.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
-	appscontroller "github.com/deckhand-dev/deckhand/internal/controller/apps"
+	podsetcontroller "github.com/deckhand-dev/deckhand/internal/controller/podset"
 	"github.com/deckhand-dev/deckhand/internal/scopedcache"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
@@ -51,7 +51,7 @@ func faultClassScenarios() []scenario {
 
 func informerSwitchScenario() scenario {
 	return scenario{name: fmt.Sprintf("PodSet scale up 0→%d→%d across the cache's informer switches", switchScales[0], switchScales[1]),
-		controllers: []string{appscontroller.ControllerName},
+		controllers: []string{podsetcontroller.ControllerName},
 		// Its writes are pod creations, alike: the first few crash points
 		// crash mid-switch, the later ones add minutes and nothing else.
 		crashPoints: 4, costly: true,

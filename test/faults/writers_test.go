@@ -25,10 +25,10 @@ import (
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
-	appscontroller "github.com/deckhand-dev/deckhand/internal/controller/apps"
-	batchcontroller "github.com/deckhand-dev/deckhand/internal/controller/batch"
-	debugcontroller "github.com/deckhand-dev/deckhand/internal/controller/debug"
-	modelcontroller "github.com/deckhand-dev/deckhand/internal/controller/model"
+	jobwatchercontroller "github.com/deckhand-dev/deckhand/internal/controller/jobwatcher"
+	modelboxcontroller "github.com/deckhand-dev/deckhand/internal/controller/modelbox"
+	podbuggercontroller "github.com/deckhand-dev/deckhand/internal/controller/podbugger"
+	podsetcontroller "github.com/deckhand-dev/deckhand/internal/controller/podset"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
@@ -52,14 +52,14 @@ type writerCase struct {
 
 func writerCases() []writerCase {
 	return []writerCase{
-		{kind: "PodSet", controllers: []string{appscontroller.ControllerName},
+		{kind: "PodSet", controllers: []string{podsetcontroller.ControllerName},
 			start: func(t *testing.T) (client.Object, map[string]any, map[types.UID]string) {
 				set := &appsv1beta1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: podSetName},
 					Spec: appsv1beta1.PodSetSpec{Replicas: 2, Template: template()}}
 				env.Create(t, set)
 				return set, nil, nil
 			}},
-		{kind: "JobWatcher", controllers: []string{batchcontroller.ControllerName},
+		{kind: "JobWatcher", controllers: []string{jobwatchercontroller.ControllerName},
 			start: func(t *testing.T) (client.Object, map[string]any, map[types.UID]string) {
 				ctx := context.Background()
 				ns := env.Namespace(t)
@@ -78,7 +78,7 @@ func writerCases() []writerCase {
 				waitFor(t, "the failed Job's record", func() error { return recordsHeld(ctx, []client.Object{w}, records) })
 				return w, early, records
 			}},
-		{kind: "PodBugger", controllers: []string{debugcontroller.ControllerName},
+		{kind: "PodBugger", controllers: []string{podbuggercontroller.ControllerName},
 			start: func(t *testing.T) (client.Object, map[string]any, map[types.UID]string) {
 				ns := env.NamespaceWithLabels(t, map[string]string{debugv1beta1.NamespaceEnabledLabel: "true"})
 				pb := &debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: podBuggerName},
@@ -87,7 +87,7 @@ func writerCases() []writerCase {
 				env.Create(t, pb)
 				return pb, nil, nil
 			}},
-		{kind: "ModelBox", controllers: []string{modelcontroller.ControllerName},
+		{kind: "ModelBox", controllers: []string{modelboxcontroller.ControllerName},
 			start: func(t *testing.T) (client.Object, map[string]any, map[types.UID]string) {
 				box := &modelv1.ModelBox{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: "llm"},
 					Spec: modelv1.ModelBoxSpec{Image: "busybox:1", Replicas: ptr.To[int32](1), Ports: []modelv1.ServicePort{{Port: 8080}}}}

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
-	appscontroller "github.com/deckhand-dev/deckhand/internal/controller/apps"
+	podsetcontroller "github.com/deckhand-dev/deckhand/internal/controller/podset"
 	"github.com/deckhand-dev/deckhand/test/cluster"
 )
 
@@ -211,7 +211,7 @@ func CatchSplitBrain(t *testing.T, c *cluster.Cluster, size int32, attempts int)
 // shipped or none, on a Lease of the test's own.
 func managerFlags(ns string, elect bool) []string {
 	return []string{fmt.Sprintf("--leader-elect=%t", elect), "--leader-election-id", "deckhand-faults-" + ns,
-		"--controllers", appscontroller.ControllerName, "--zap-log-level", "info"}
+		"--controllers", podsetcontroller.ControllerName, "--zap-log-level", "info"}
 }
 
 // podSet is one scenario's PodSet, its namespace and observer.

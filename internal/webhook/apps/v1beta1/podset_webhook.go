@@ -34,8 +34,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
-	appscontroller "github.com/deckhand-dev/deckhand/internal/controller/apps"
-	"github.com/deckhand-dev/deckhand/internal/setup"
+	podsetcontroller "github.com/deckhand-dev/deckhand/internal/controller/podset"
+	"github.com/deckhand-dev/deckhand/internal/setupoptions"
 )
 
 // SetupConversion registers the PodSet conversion webhook (/convert): v1beta1
@@ -47,7 +47,7 @@ func SetupConversion(mgr ctrl.Manager) error {
 }
 
 // Setup registers the PodSet validating webhook.
-func Setup(mgr ctrl.Manager, _ setup.Options) error {
+func Setup(mgr ctrl.Manager, _ setupoptions.Options) error {
 	return ctrl.NewWebhookManagedBy(mgr, &appsv1beta1.PodSet{}).
 		WithValidator(&Validator{Client: mgr.GetClient()}).Complete()
 }
@@ -89,8 +89,11 @@ func (v *Validator) ValidateDelete(context.Context, *appsv1beta1.PodSet) (admiss
 }
 
 func (v *Validator) validate(ctx context.Context, set *appsv1beta1.PodSet) (admission.Warnings, error) {
+	if err := sameNamespace(ctx, set); err != nil {
+		return nil, err
+	}
 	errs := ValidateTemplate(set)
-	pod := appscontroller.PodFor(set)
+	pod := podsetcontroller.PodFor(set)
 	// A new PodSet has no UID yet; the owner reference is not what is
 	// being checked.
 	pod.OwnerReferences = nil
@@ -111,6 +114,24 @@ func (v *Validator) validate(ctx context.Context, set *appsv1beta1.PodSet) (admi
 		return warnings, nil
 	}
 	return warnings, apierrors.NewInvalid(appsv1beta1.GroupVersion.WithKind("PodSet").GroupKind(), set.Name, dedupe(errs))
+}
+
+// sameNamespace refuses a review whose PodSet is not in the namespace the
+// review is for. The apiserver always sends them equal; a request that says
+// otherwise was written by hand to the webhook port, to make the manager's
+// dry-run probe (quotas, Pod Security levels, service accounts) a namespace
+// its sender does not write PodSets in. The dry-run then runs nowhere.
+func sameNamespace(ctx context.Context, set *appsv1beta1.PodSet) error {
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil {
+		return apierrors.NewBadRequest("no admission request: the PodSet webhook validates only admission reviews")
+	}
+	if req.Namespace != "" && set.Namespace == req.Namespace {
+		return nil
+	}
+	errs := field.ErrorList{field.Invalid(field.NewPath("metadata", "namespace"), set.Namespace,
+		fmt.Sprintf("the admission request is for namespace %q: a PodSet is checked only in its own namespace", req.Namespace))}
+	return apierrors.NewInvalid(appsv1beta1.GroupVersion.WithKind("PodSet").GroupKind(), set.Name, errs)
 }
 
 // ValidateTemplate returns the PodSet's own rules a template breaks, as a

@@ -15,11 +15,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
-	"github.com/deckhand-dev/deckhand/internal/setup"
+	jobwatcherpolicy "github.com/deckhand-dev/deckhand/internal/controller/jobwatcher/policy"
+	"github.com/deckhand-dev/deckhand/internal/setupoptions"
 )
 
 // Setup registers the validating webhooks of both kinds.
-func Setup(mgr ctrl.Manager, _ setup.Options) error {
+func Setup(mgr ctrl.Manager, _ setupoptions.Options) error {
 	if err := ctrl.NewWebhookManagedBy(mgr, &deckhandbatchv1.JobWatcher{}).
 		WithValidator(jobWatcherValidator{}).Complete(); err != nil {
 		return err
@@ -75,7 +76,7 @@ func ValidateJobWatcher(w *deckhandbatchv1.JobWatcher) field.ErrorList {
 // spec.
 func ValidateClusterJobWatcher(w *deckhandbatchv1.ClusterJobWatcher) field.ErrorList {
 	spec := field.NewPath("spec")
-	errs := validatePatterns(spec, deckhandbatchv1.WatcherPatterns(&w.Spec.JobPolicy, w.Spec.NamespacePatterns, w.Spec.ExcludeNamespacePatterns))
+	errs := validatePatterns(spec, jobwatcherpolicy.WatcherPatterns(&w.Spec.JobPolicy, w.Spec.NamespacePatterns, w.Spec.ExcludeNamespacePatterns))
 	return append(errs, validateSelector(&w.Spec.JobPolicy, spec)...)
 }
 
@@ -84,7 +85,7 @@ func ValidateClusterJobWatcher(w *deckhandbatchv1.ClusterJobWatcher) field.Error
 // malformed selector. (That the TTLs are non-negative and not both missing
 // is the schema's.)
 func ValidateJobPolicy(p *deckhandbatchv1.JobPolicy, path *field.Path) field.ErrorList {
-	errs := validatePatterns(path, deckhandbatchv1.WatcherPatterns(p, nil, nil))
+	errs := validatePatterns(path, jobwatcherpolicy.WatcherPatterns(p, nil, nil))
 	return append(errs, validateSelector(p, path)...)
 }
 
@@ -99,8 +100,8 @@ func validateSelector(p *deckhandbatchv1.JobPolicy, path *field.Path) field.Erro
 // validatePatterns compiles the watcher's RE2 patterns as the controller
 // does and reports the ones it refuses, with the compiler's message or the
 // bound they exceed.
-func validatePatterns(path *field.Path, lists []deckhandbatchv1.PatternList) field.ErrorList {
-	_, perrs := deckhandbatchv1.CompilePatterns(lists...)
+func validatePatterns(path *field.Path, lists []jobwatcherpolicy.PatternList) field.ErrorList {
+	_, perrs := jobwatcherpolicy.CompilePatterns(lists...)
 	errs := make(field.ErrorList, 0, len(perrs))
 	for _, e := range perrs {
 		errs = append(errs, field.Invalid(path.Child(e.Field).Index(e.Index), e.Pattern, e.Err.Error()))

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
+	jobwatcherpolicy "github.com/deckhand-dev/deckhand/internal/controller/jobwatcher/policy"
 )
 
 func TestValidateClusterJobWatcher(t *testing.T) {
@@ -87,7 +88,7 @@ func TestInvalidNamesTheKind(t *testing.T) {
 }
 
 // FuzzValidatePatterns checks that a pattern passes validation exactly when
-// the controller's compile function (deckhandbatchv1.CompilePattern) accepts
+// the controller's compile function (jobwatcherpolicy.CompilePattern) accepts
 // it, so that the controller never meets a watcher it cannot compile, and
 // that this is exactly when Go's RE2 compiles the pattern as written into a
 // program within the bound.
@@ -98,13 +99,13 @@ func FuzzValidatePatterns(f *testing.F) {
 	f.Fuzz(func(t *testing.T, pattern string) {
 		spec := deckhandbatchv1.JobPolicy{TTLSecondsAfterFailed: ptr.To[int32](1), JobNamePatterns: []string{pattern}}
 		errs := ValidateJobPolicy(&spec, nil)
-		_, compileErr := deckhandbatchv1.CompilePattern(pattern)
+		_, compileErr := jobwatcherpolicy.CompilePattern(pattern)
 		if (len(errs) == 0) != (compileErr == nil) {
 			t.Fatalf("pattern %q: validation %v, controller's compile %v", pattern, errs, compileErr)
 		}
 		_, err := regexp.Compile(pattern)
-		size, _ := deckhandbatchv1.PatternProgramSize(pattern)
-		if (err == nil && size <= deckhandbatchv1.MaxPatternProgram) != (compileErr == nil) {
+		size, _ := jobwatcherpolicy.PatternProgramSize(pattern)
+		if (err == nil && size <= jobwatcherpolicy.MaxPatternProgram) != (compileErr == nil) {
 			t.Fatalf("pattern %q: RE2 %v, %d instructions, controller's compile %v", pattern, err, size, compileErr)
 		}
 	})

@@ -1,6 +1,6 @@
 // Package v1beta1 holds the admission webhook of debug.deckhand.dev: it
 // refuses a PodBugger that breaks PodBugger's safety policy (package
-// internal/controller/debug/policy, which the controller enforces too).
+// internal/controller/podbugger/policy, which the controller enforces too).
 //
 // It is registered for v1beta1, the stored version, with matchPolicy
 // Equivalent: the apiserver converts a PodBugger written as v1alpha1 to
@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
-	"github.com/deckhand-dev/deckhand/internal/controller/debug/policy"
-	"github.com/deckhand-dev/deckhand/internal/setup"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
+	"github.com/deckhand-dev/deckhand/internal/setupoptions"
 )
 
 // +kubebuilder:webhook:path=/validate-debug-deckhand-dev-v1beta1-podbugger,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,sideEffects=None,groups=debug.deckhand.dev,resources=podbuggers,verbs=create;update,versions=v1beta1,name=vpodbugger-v1beta1.debug.deckhand.dev,admissionReviewVersions=v1
@@ -39,7 +39,7 @@ func SetupConversion(mgr ctrl.Manager) error {
 
 // Setup registers the PodBugger validating webhook. It reads namespaces
 // straight from the apiserver, so a namespace labelled a moment ago is seen.
-func Setup(mgr ctrl.Manager, opts setup.Options) error {
+func Setup(mgr ctrl.Manager, opts setupoptions.Options) error {
 	p, err := policy.From(opts)
 	if err != nil {
 		return err

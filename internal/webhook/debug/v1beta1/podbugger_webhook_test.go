@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
-	"github.com/deckhand-dev/deckhand/internal/controller/debug/policy"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
 )
 
 func TestValidatePodBugger(t *testing.T) {

@@ -1,0 +1,45 @@
+package jobwatcher
+
+import (
+	"context"
+
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// RecordDeletion credits one deletion to watcher in r's ledger, as the Job
+// controller does after deleting a Job.
+func RecordDeletion(ctx context.Context, r *StatusReconciler, watcher client.Object) {
+	r.deleted.add(ctx, watcher, deletedJob{name: "ns/job", note: "deleted Succeeded Job ns/job (TTL 1s)"})
+	<-r.deleted.notify
+}
+
+// Tallies is how many watchers r's ledger keeps counts for.
+func Tallies(r *StatusReconciler) int {
+	r.deleted.mu.Lock()
+	defer r.deleted.mu.Unlock()
+	return len(r.deleted.tallies)
+}
+
+// Evaluations is how many watchers r keeps an evaluation time for.
+func Evaluations(r *StatusReconciler) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.evaluated)
+}
+
+// NewTestJobReconciler is a JobReconciler with ledgers of its own, reading
+// through c (the cache) and apiReader (past it).
+func NewTestJobReconciler(c client.Client, apiReader client.Reader, rec events.EventRecorder) *JobReconciler {
+	return NewJobReconciler(c, apiReader, rec, nil, newLedger(), newLedger())
+}
+
+// TellDeleted records r's Event for a round of deletions of the named Jobs
+// (namespace/name).
+func TellDeleted(r *StatusReconciler, watcher client.Object, jobs ...string) {
+	round := make([]deletedJob, len(jobs))
+	for i, j := range jobs {
+		round[i] = deletedJob{name: j, note: "deleted Succeeded Job " + j + " (TTL 1s)"}
+	}
+	r.tellDeleted(watcher, round)
+}

@@ -1,0 +1,198 @@
+package jobwatcher_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
+	jobwatchercontroller "github.com/deckhand-dev/deckhand/internal/controller/jobwatcher"
+	"github.com/deckhand-dev/deckhand/internal/testenv"
+)
+
+// createFinishedJobs creates n Jobs named prefix-<i> in ns, finished an
+// hour ago, a few at a time.
+func createFinishedJobs(t *testing.T, ns, prefix string, n int) {
+	t.Helper()
+	finished := time.Now().Add(-time.Hour).Truncate(time.Second)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	next := make(chan int)
+	for range 16 {
+		wg.Go(func() {
+			for i := range next {
+				job := newJob(ns, fmt.Sprintf("%s-%04d", prefix, i))
+				if err := env.Client.Create(context.Background(), job); err != nil {
+					errs <- err
+					continue
+				}
+				testenv.FinishJob(job, batchv1.JobComplete, finished)
+				if err := env.Client.Status().Update(context.Background(), job); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("creating the finished Jobs: %v", err)
+	}
+}
+
+// jobsLeft counts the Jobs of ns that are not being deleted.
+func jobsLeft(ns string) func() (int, error) {
+	return func() (int, error) {
+		var jobs batchv1.JobList
+		if err := env.Client.List(context.Background(), &jobs, client.InNamespace(ns)); err != nil {
+			return 0, err
+		}
+		n := 0
+		for i := range jobs.Items {
+			if jobs.Items[i].DeletionTimestamp.IsZero() {
+				n++
+			}
+		}
+		return n, nil
+	}
+}
+
+// breakerJobs is how many Jobs the mass-deletion test creates: the issue's
+// 2,000 (DECKHAND_BREAKER_JOBS overrides it).
+func breakerJobs() int {
+	if v, err := strconv.Atoi(os.Getenv("DECKHAND_BREAKER_JOBS")); err == nil && v > 0 {
+		return v
+	}
+	return 2000
+}
+
+// A watcher whose spec is changed to match everything in a namespace of
+// 2,000 finished Jobs deletes at most its limit, then stops and says so.
+func TestBreakerStopsAWatcherChangedToMatchEverything(t *testing.T) {
+	g := testenv.NewG(t)
+	ns := env.Namespace(t)
+	n := breakerJobs()
+	began := time.Now()
+	createFinishedJobs(t, ns, "history", n)
+	t.Logf("created %d finished Jobs in %s", n, time.Since(began).Round(time.Millisecond))
+
+	env.StartManager(t, env.ManagerOptions())
+	const limit = 100
+	w := jobWatcher(ns, "w", i32(60), nil)
+	w.Spec.JobNamePatterns = []string{"nightly-.*"}
+	w.Spec.MaxDeletionsPerMinute = i32(limit)
+	env.Create(t, w)
+	g.Eventually(status(w)).Should(HaveField("ObservedGeneration", w.Generation))
+	g.Expect(jobsLeft(ns)()).To(Equal(n))
+
+	// The mistake: a pattern that matches every Job.
+	g.Expect(env.Update(w, func() { w.Spec.JobNamePatterns = []string{".*"} })).To(Succeed())
+	g.Eventually(status(w)).WithTimeout(time.Minute).Should(And(
+		HaveField("ObservedGeneration", w.Generation),
+		HaveField("Conditions", testenv.HaveCondition(deckhandbatchv1.ConditionDeletionsPaused, metav1.ConditionTrue, deckhandbatchv1.ReasonTooManyDeletions)),
+		HaveField("Conditions", testenv.HaveCondition(deckhandbatchv1.ConditionReady, metav1.ConditionFalse, deckhandbatchv1.ReasonTooManyDeletions)),
+	))
+	g.Consistently(jobsLeft(ns)).Should(Equal(n - limit))
+	st, err := status(w)()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(st.DeletedJobs).To(BeEquivalentTo(limit))
+	g.Eventually(env.Events(ns, w)).Should(ContainElement(And(
+		HavePrefix(jobwatchercontroller.EventTooManyDeletions+": more than 100 Jobs were due within a minute"),
+		MatchRegexp(`\d+ due Jobs held \(`+ns+`/history-\d{4}`),
+		ContainSubstring(deckhandbatchv1.ResumeDeletionsAnnotation))))
+	t.Logf("the breaker held the watcher at %d deletions, %s after the Jobs were created", limit, time.Since(began).Round(time.Millisecond))
+}
+
+// The owner's acknowledgement resumes a tripped breaker and lets the burst
+// through; a spec change resumes it with a new minute; a restarted manager
+// keeps it tripped.
+func TestBreakerResumesWhenItsOwnerAcknowledges(t *testing.T) {
+	g := testenv.NewG(t)
+	ns := env.Namespace(t)
+	const n, limit = 60, 10
+	createFinishedJobs(t, ns, "old", n)
+	_, stop := env.StartManager(t, env.ManagerOptions())
+	zero := jobWatcher(ns, "zero", i32(60), nil)
+	zero.Spec.MaxDeletionsPerMinute = i32(0)
+	g.Expect(env.Client.Create(context.Background(), zero)).To(MatchError(ContainSubstring(
+		"spec.maxDeletionsPerMinute: Invalid value: 0: spec.maxDeletionsPerMinute in body should be greater than or equal to 1")))
+	w := jobWatcher(ns, "w", i32(60), nil)
+	w.Spec.MaxDeletionsPerMinute = i32(limit)
+	env.Create(t, w)
+
+	paused := testenv.HaveCondition(deckhandbatchv1.ConditionDeletionsPaused, metav1.ConditionTrue, deckhandbatchv1.ReasonTooManyDeletions)
+	g.Eventually(status(w)).Should(HaveField("Conditions", paused))
+	g.Consistently(jobsLeft(ns)).Should(Equal(n - limit))
+
+	// A restarted manager finds the trip in the status.
+	stop()
+	env.StartManager(t, env.ManagerOptions())
+	g.Consistently(jobsLeft(ns)).WithTimeout(3 * time.Second).Should(Equal(n - limit))
+
+	// A spec change resumes with a new minute: another limit's worth.
+	g.Expect(env.Update(w, func() { w.Spec.TTLSecondsAfterSucceeded = i32(30) })).To(Succeed())
+	g.Eventually(status(w)).Should(And(HaveField("ObservedGeneration", w.Generation), HaveField("Conditions", paused)))
+	g.Consistently(jobsLeft(ns)).Should(Equal(n - 2*limit))
+
+	// The owner's acknowledgement lets the rest go.
+	g.Expect(env.Update(w, func() {
+		w.Annotations = map[string]string{deckhandbatchv1.ResumeDeletionsAnnotation: "2026-01-01T00:00:00Z"}
+	})).To(Succeed())
+	g.Eventually(jobsLeft(ns)).Should(Equal(0))
+	g.Eventually(status(w)).Should(And(
+		HaveField("ResumeDeletions", "2026-01-01T00:00:00Z"),
+		HaveField("Conditions", testenv.HaveCondition(deckhandbatchv1.ConditionDeletionsPaused, metav1.ConditionFalse, deckhandbatchv1.ReasonAcknowledged)),
+		HaveField("Conditions", testenv.HaveCondition(deckhandbatchv1.ConditionReady, metav1.ConditionTrue, deckhandbatchv1.ReasonActive)),
+	))
+	events, err := env.Events(ns, w)()
+	g.Expect(err).NotTo(HaveOccurred())
+	trips := 0
+	for _, e := range events {
+		if strings.HasPrefix(e, jobwatchercontroller.EventTooManyDeletions+":") {
+			trips++
+		}
+	}
+	g.Expect(trips).To(Equal(2), "one Event per trip: %q", events)
+}
+
+// A ClusterJobWatcher has the same breaker, counted over all the
+// namespaces it reaches.
+func TestBreakerStopsAClusterJobWatcher(t *testing.T) {
+	g := testenv.NewG(t)
+	a, b := env.Namespace(t), env.Namespace(t)
+	const n, limit = 20, 15
+	createFinishedJobs(t, a, "old", n)
+	createFinishedJobs(t, b, "old", n)
+	env.StartManager(t, env.ManagerOptions())
+	w := clusterJobWatcher(t, i32(60), nil, a, b)
+	w.Spec.MaxDeletionsPerMinute = i32(limit)
+	env.Create(t, w)
+
+	g.Eventually(status(w)).Should(HaveField("Conditions",
+		testenv.HaveCondition(deckhandbatchv1.ConditionDeletionsPaused, metav1.ConditionTrue, deckhandbatchv1.ReasonTooManyDeletions)))
+	left := func() (int, error) {
+		na, err := jobsLeft(a)()
+		if err != nil {
+			return 0, err
+		}
+		nb, err := jobsLeft(b)()
+		return na + nb, err
+	}
+	g.Consistently(left).Should(Equal(2*n - limit))
+	g.Eventually(env.Events("", w)).Should(ContainElement(
+		HavePrefix(jobwatchercontroller.EventTooManyDeletions + ": more than 15 Jobs were due within a minute")))
+}

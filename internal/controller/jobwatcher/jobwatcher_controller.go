@@ -1,0 +1,258 @@
+// Package jobwatcher runs JobWatchers and ClusterJobWatchers: it deletes finished
+// Jobs when the policy that governs each one says so, and keeps the watchers'
+// status.
+package jobwatcher
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
+	"github.com/deckhand-dev/deckhand/internal/setupoptions"
+)
+
+// ControllerName names the controller that deletes Jobs in --controllers,
+// logs, metrics and Events. It runs JobWatchers and ClusterJobWatchers
+// together because precedence needs both: with ClusterJobWatchers alone, a
+// namespace's own JobWatchers would be ignored and Jobs could go sooner than
+// they allow.
+const ControllerName = "jobwatcher"
+
+// Event reasons, on the Job and on the watcher that governs it.
+const (
+	// EventDeleted: the watcher deleted the Job.
+	EventDeleted = "Deleted"
+	// EventWouldDelete: in dry run, the watcher would have deleted the Job.
+	EventWouldDelete = "WouldDelete"
+	// EventDeleteFailed: deleting a due Job failed (on the watcher).
+	EventDeleteFailed = "DeleteFailed"
+	// EventTooManyDeletions: the watcher's deletion circuit breaker tripped
+	// (on the watcher): how many Jobs it held, and a few of their names.
+	EventTooManyDeletions = "TooManyDeletions"
+	// EventInvalidTTLAnnotation: the Job's batch.deckhand.dev/ttl does not
+	// parse; the Job is kept (on the Job).
+	EventInvalidTTLAnnotation = "InvalidTTLAnnotation"
+)
+
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=batch.deckhand.dev,resources=jobwatchers;clusterjobwatchers,verbs=get;list;watch
+
+// Setup registers, as one unit, the controller that deletes Jobs and the
+// status controllers of both watcher kinds.
+func Setup(mgr ctrl.Manager, opts setupoptions.Options) error {
+	protectedNamespaces.add(opts.ManagerNamespace)
+	recorder := mgr.GetEventRecorder(ControllerName)
+	jobWatchers := NewStatusReconciler(mgr.GetClient(), recorder, false)
+	clusterJobWatchers := NewStatusReconciler(mgr.GetClient(), recorder, true)
+	clientset, err := kubernetes.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("creating the clientset that reads pod logs: %w", err)
+	}
+	jobs := NewJobReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder, ClientsetLogs(clientset),
+		jobWatchers.deleted, clusterJobWatchers.deleted)
+	// A spec change, and an acknowledged deletion circuit breaker, bring
+	// the watcher's Jobs back.
+	watcherChanged := builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, resumeAnnotationChanged))
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&batchv1.Job{}, builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(e event.CreateEvent) bool { return governableObject(e.Object) },
+			UpdateFunc: func(e event.UpdateEvent) bool { return governableObject(e.ObjectNew) },
+			DeleteFunc: func(event.DeleteEvent) bool { return false },
+		})).
+		// A Job that finishes may push older ones beyond a history limit.
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobs.historyPeers), builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(e event.CreateEvent) bool { return governableObject(e.Object) },
+			UpdateFunc: func(e event.UpdateEvent) bool { return !governableObject(e.ObjectOld) && governableObject(e.ObjectNew) },
+			DeleteFunc: func(event.DeleteEvent) bool { return false },
+		})).
+		Watches(&deckhandbatchv1.JobWatcher{}, handler.EnqueueRequestsFromMapFunc(jobs.jobsInReach), watcherChanged).
+		Watches(&deckhandbatchv1.ClusterJobWatcher{}, handler.EnqueueRequestsFromMapFunc(jobs.jobsInReach), watcherChanged).
+		// Deleting is two requests per due Job; a few in parallel keep a
+		// burst of expiries (a new watcher over old Jobs) short.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		Complete(jobs)
+	if err != nil {
+		return fmt.Errorf("setting up the jobwatcher controller: %w", err)
+	}
+	for _, r := range []*StatusReconciler{jobWatchers, clusterJobWatchers} {
+		err := ctrl.NewControllerManagedBy(mgr).
+			Named(r.name()).
+			// Woken by a spec change, and by a status another writer
+			// changed (a late write of an older leader, a user's edit).
+			For(r.newWatcher(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, r.status.WrittenByOthers(), resumeAnnotationChanged))).
+			Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.watchersOf),
+				builder.WithPredicates(predicate.Funcs{UpdateFunc: jobChangedForStatus})).
+			WatchesRawSource(source.Channel(r.deleted.notify, &handler.EnqueueRequestForObject{})).
+			Complete(r)
+		if err != nil {
+			return fmt.Errorf("setting up the %s controller: %w", r.name(), err)
+		}
+	}
+	return nil
+}
+
+// JobReconciler deletes each finished Job when the policy that governs it
+// says so. It is keyed by Job: a finished Job that is not due yet is requeued
+// for its expiry, so nothing lists or polls.
+type JobReconciler struct {
+	// Client reads from the manager's cache and deletes.
+	client.Client
+	// APIReader reads past the cache: the last look before a delete.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Now       func() time.Time
+	// Logs reads the end of a failed container's log for a failure record;
+	// nil records none.
+	Logs PodLogs
+
+	// deleted tells the status controllers of each kind which watcher
+	// deleted a Job.
+	deleted, clusterDeleted *ledger
+}
+
+// NewJobReconciler returns a JobReconciler that reads failed containers' logs
+// through logs (none when nil) and credits deletions to the ledgers of the JobWatcher and ClusterJobWatcher status controllers.
+func NewJobReconciler(c client.Client, apiReader client.Reader, rec events.EventRecorder, logs PodLogs, deleted, clusterDeleted *ledger) *JobReconciler {
+	return &JobReconciler{Client: c, APIReader: apiReader, Recorder: rec, Now: time.Now, Logs: logs, deleted: deleted, clusterDeleted: clusterDeleted}
+}
+
+// Reconcile judges one Job from the cache and, once it is due, deletes it
+// (or, in dry run, reports it).
+func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	job := &batchv1.Job{}
+	if err := r.Get(ctx, req.NamespacedName, job); err != nil || !job.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	watchers, h, err := r.observe(ctx, job.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	d := decide(job, watchers, h)
+	now := r.Now()
+	switch {
+	case d.Verdict == verdictBadAnnotation:
+		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, EventInvalidTTLAnnotation, "Keep",
+			"annotation %s=%q is not a non-negative duration (like 90s or 36h); the Job is kept",
+			deckhandbatchv1.TTLAnnotation, job.Annotations[deckhandbatchv1.TTLAnnotation])
+		return ctrl.Result{}, nil
+	case d.Verdict != verdictExpires:
+		return ctrl.Result{}, nil
+	case !d.due(now):
+		return ctrl.Result{RequeueAfter: d.Expiry.Sub(now)}, nil
+	case d.Governor.spec.Suspend:
+		// Resuming the watcher requeues its Jobs.
+		return ctrl.Result{}, nil
+	case d.Governor.spec.DryRun:
+		r.reportWouldDelete(job, d)
+		return ctrl.Result{}, nil
+	}
+	return r.delete(ctx, job, watchers, h)
+}
+
+// observe reads from the cache the watchers that may govern the Jobs of
+// namespace ns and, when one has a history limit, which Jobs are beyond it.
+func (r *JobReconciler) observe(ctx context.Context, ns string) ([]*compiledWatcher, history, error) {
+	watchers, err := listWatchers(ctx, r.Client, ns)
+	if err != nil || !anyHistoryLimits(watchers) {
+		return watchers, nil, err
+	}
+	var jobs batchv1.JobList
+	if err := r.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
+		return nil, nil, fmt.Errorf("listing Jobs: %w", err)
+	}
+	return watchers, historyOf(watchers, jobs.Items), nil
+}
+
+// reportWouldDelete records, in dry run, that the governor would have
+// deleted the due Job.
+func (r *JobReconciler) reportWouldDelete(job *batchv1.Job, d decision) {
+	gov, expired := d.Governor, d.Expiry.UTC().Format(time.RFC3339)
+	r.Recorder.Eventf(job, gov.watcher, corev1.EventTypeNormal, EventWouldDelete, "DryRun",
+		"%s would delete this %s Job: it expired at %s", gov.key(), d.Outcome, expired)
+	r.Recorder.Eventf(gov.watcher, job, corev1.EventTypeNormal, EventWouldDelete, "DryRun",
+		"would delete %s Job %s/%s: it expired at %s", d.Outcome, job.Namespace, job.Name, expired)
+	countJob(d, resultWouldDelete)
+}
+
+// ledgerOf is the ledger of the governor's kind.
+func (r *JobReconciler) ledgerOf(gov *compiledWatcher) *ledger {
+	if gov.cluster {
+		return r.clusterDeleted
+	}
+	return r.deleted
+}
+
+// jobsInReach maps a watcher event to the finished Jobs the watcher could
+// govern, so that a new, changed or removed watcher re-judges them: this is
+// how Jobs that existed before a watcher (or before the operator started)
+// are found. It reads only the cache.
+func (r *JobReconciler) jobsInReach(ctx context.Context, obj client.Object) []reconcile.Request {
+	p := compiledWatcherOf(obj)
+	if p == nil {
+		return nil
+	}
+	var jobs batchv1.JobList
+	if err := r.List(ctx, &jobs, client.InNamespace(obj.GetNamespace())); err != nil {
+		logf.FromContext(ctx).Error(err, "listing Jobs for watcher", "watcher", p.key().String())
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range jobs.Items {
+		job := &jobs.Items[i]
+		// Judged on reach, not on the (possibly changed) patterns: a watcher
+		// that stops matching a Job may hand it to another one.
+		if (p.err != nil || p.reaches(job.Namespace)) && governable(job) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(job)})
+		}
+	}
+	return reqs
+}
+
+// governableObject is governable for the objects of a Job event.
+func governableObject(obj client.Object) bool {
+	job, ok := obj.(*batchv1.Job)
+	return ok && governable(job)
+}
+
+// governable reports whether a Job is one a watcher could delete: finished,
+// without its own ttlSecondsAfterFinished, not already going.
+func governable(job *batchv1.Job) bool {
+	_, _, done := finished(job)
+	return done && job.Spec.TTLSecondsAfterFinished == nil && job.DeletionTimestamp.IsZero()
+}
+
+// jobChangedForStatus passes the Job updates that can change a watcher's
+// status: not the progress of a running Job, only what matching and
+// precedence read.
+func jobChangedForStatus(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*batchv1.Job)
+	n, ok2 := e.ObjectNew.(*batchv1.Job)
+	if !ok1 || !ok2 {
+		return true
+	}
+	oo, ot, of := finished(o)
+	no, nt, nf := finished(n)
+	return oo != no || !ot.Equal(nt) || of != nf ||
+		!equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
+		!equality.Semantic.DeepEqual(o.Annotations, n.Annotations) ||
+		!equality.Semantic.DeepEqual(o.Spec.TTLSecondsAfterFinished, n.Spec.TTLSecondsAfterFinished) ||
+		!o.DeletionTimestamp.Equal(n.DeletionTimestamp)
+}

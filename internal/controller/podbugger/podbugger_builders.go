@@ -1,0 +1,86 @@
+package podbugger
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+)
+
+// ContainerName is the name of the ephemeral container a PodBugger adds: the
+// PodBugger's own name when that is a valid container name (a DNS-1123
+// label), else that name with dots turned into dashes, cut to fit, and a
+// hash of the full name appended so that two PodBuggers never share it.
+func ContainerName(podBugger string) string {
+	if len(validation.IsDNS1123Label(podBugger)) == 0 {
+		return podBugger
+	}
+	sum := sha256.Sum256([]byte(podBugger))
+	suffix := "-" + hex.EncodeToString(sum[:])[:8]
+	base := strings.ReplaceAll(podBugger, ".", "-")
+	if room := validation.DNS1123LabelMaxLength - len(suffix); len(base) > room {
+		base = base[:room]
+	}
+	return strings.TrimRight(base, "-") + suffix
+}
+
+// debugContainer is the ephemeral container pb adds to a pod.
+func debugContainer(pb *debugv1beta1.PodBugger) corev1.EphemeralContainer {
+	return corev1.EphemeralContainer{
+		EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+			Name:    ContainerName(pb.Name),
+			Image:   pb.Spec.Image,
+			Command: pb.Spec.Command,
+			Args:    pb.Spec.Args,
+			// Open stdin and a TTY, as `kubectl debug -it` does, so that
+			// `kubectl attach -it -c <name>` gives a shell later.
+			Stdin:                    true,
+			TTY:                      true,
+			ImagePullPolicy:          corev1.PullIfNotPresent,
+			TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+			SecurityContext:          securityContext(pb.Spec.Profile, pb.Spec.RunAsUser),
+		},
+		TargetContainerName: pb.Spec.TargetContainerName,
+	}
+}
+
+// restrictedUser is the user the restricted profile runs the container as.
+// runAsNonRoot alone makes a kubelet refuse every image whose user is root or
+// a name (busybox, most debug images), while status would count the
+// container as added; a numeric non-root user works with any image, and
+// 65532 is the "nonroot" user of distroless images, owning nothing of the
+// target's.
+const restrictedUser int64 = 65532
+
+// securityContext is the container's securityContext for a profile, run as
+// user (spec.runAsUser) when it is set. No profile is privileged or asks
+// for a host namespace (ephemeral containers cannot have the latter anyway).
+func securityContext(profile debugv1beta1.Profile, user *int64) *corev1.SecurityContext {
+	switch profile {
+	case debugv1beta1.ProfileGeneral:
+		return &corev1.SecurityContext{
+			Privileged:   ptr.To(false),
+			RunAsUser:    user,
+			Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_PTRACE"}},
+		}
+	case debugv1beta1.ProfileBaseline:
+		return &corev1.SecurityContext{Privileged: ptr.To(false), RunAsUser: user}
+	default: // restricted, and anything unknown
+		if user == nil {
+			user = ptr.To(restrictedUser)
+		}
+		return &corev1.SecurityContext{
+			Privileged:               ptr.To(false),
+			RunAsNonRoot:             ptr.To(true),
+			RunAsUser:                user,
+			AllowPrivilegeEscalation: ptr.To(false),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		}
+	}
+}

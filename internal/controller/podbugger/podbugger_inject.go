@@ -1,0 +1,155 @@
+package podbugger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+	"github.com/deckhand-dev/deckhand/internal/eventnote"
+)
+
+// inject adds pb's container to the pods the plan names, unless a safety
+// rule blocks pb, and records what happened in o. A pod the apiserver refuses
+// (Pod Security, validation) is remembered and retried later with a backoff,
+// and its place within maxPods goes to the next pod; a skipped pod is
+// reported once. A pod that changed since it was read is retried shortly.
+// The error joins the other failures, one per pod, for the rate limiter to
+// retry.
+func (r *PodBuggerReconciler) inject(ctx context.Context, pb *debugv1beta1.PodBugger, p plan, o *observation) (ctrl.Result, error) {
+	defer func() { o.refused = o.memory.refusals() }()
+	if len(o.violations) > 0 {
+		return ctrl.Result{}, nil
+	}
+	key := client.ObjectKeyFromObject(pb)
+	for _, s := range p.skipped {
+		if o.memory.firstSkip(s.pod, s.reason) {
+			r.Recorder.Eventf(pb, s.pod, corev1.EventTypeWarning, s.reason, "SkipPod", "Pod %s skipped: %s", s.pod.Name, s.note)
+			injections.WithLabelValues(key.Namespace, key.Name, resultSkipped).Inc()
+		}
+	}
+	var (
+		result ctrl.Result
+		errs   []error
+		added  []*corev1.Pod
+	)
+	queue, spare := p.inject, p.spare
+	for waves := 0; len(queue) > 0; waves++ {
+		if waves > 0 {
+			// The PodBugger was read afresh before the first wave; a
+			// change since (suspended, deleted, narrowed) stops the rest.
+			changed, err := r.changedSince(ctx, pb)
+			if err != nil {
+				errs = append(errs, err)
+				break
+			}
+			if changed {
+				result.RequeueAfter = supersededDelay
+				break
+			}
+		}
+		wave := queue[:min(len(queue), injectParallelism)]
+		queue = queue[len(wave):]
+		for i, err := range r.addContainers(ctx, wave, debugContainer(pb)) {
+			pod := wave[i]
+			switch {
+			case err == nil:
+				o.carriers[pod.UID] = carrier{name: pod.Name, addedAt: r.Now(), state: debugv1beta1.DebuggerUnknown}
+				injections.WithLabelValues(key.Namespace, key.Name, resultAdded).Inc()
+				logf.FromContext(ctx).Info("added debug container", "pod", klog.KObj(pod), "container", ContainerName(pb.Name))
+				added = append(added, pod)
+				continue
+			case apierrors.IsConflict(err):
+				// The pod changed (or its UID did) since it was read: look
+				// again once the watch catches up, never on stale data.
+				result.RequeueAfter = time.Second
+				continue
+			case apierrors.IsNotFound(err):
+				// The pod is gone; its place goes to the next pod.
+			case refused(err):
+				o.memory.refuse(pod, err, o.now)
+				r.failed(pb, pod, err)
+			default:
+				r.failed(pb, pod, err)
+				errs = append(errs, fmt.Errorf("adding debug container to pod %s: %w", pod.Name, err))
+				continue
+			}
+			if len(spare) > 0 {
+				queue, spare = append(queue, spare[0]), spare[1:]
+			}
+		}
+	}
+	r.recordInjected(pb, added)
+	if o.injectErr = errors.Join(errs...); o.injectErr != nil {
+		return ctrl.Result{}, o.injectErr // never a requeue together with an error
+	}
+	if next := o.memory.nextRetry(o.now); next > 0 && (result.RequeueAfter == 0 || next < result.RequeueAfter) {
+		result.RequeueAfter = next
+	}
+	return result, o.injectErr
+}
+
+// failed tells that adding pb's container to pod failed with err.
+func (r *PodBuggerReconciler) failed(pb *debugv1beta1.PodBugger, pod *corev1.Pod, err error) {
+	injections.WithLabelValues(pb.Namespace, pb.Name, resultFailed).Inc()
+	r.Recorder.Eventf(pb, pod, corev1.EventTypeWarning, debugv1beta1.ReasonInjectionFailed, "AddEphemeralContainer",
+		"Adding ephemeral container %s to pod %s failed: %v", ContainerName(pb.Name), pod.Name, err)
+}
+
+// refused reports whether the apiserver refused a request for good: Pod
+// Security or validation. Retrying the same request soon won't help.
+func refused(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsInvalid(err)
+}
+
+// injectParallelism is how many pods a pass adds containers to at once, as
+// many parallel clients of `kubectl debug` would. Each wave's failures hand
+// their places within maxPods to spare pods in the next wave, so maxPods holds
+// however the requests interleave.
+const injectParallelism = 64
+
+// addContainers adds c to each of pods at once and returns each one's error,
+// in the order of pods.
+func (r *PodBuggerReconciler) addContainers(ctx context.Context, pods []*corev1.Pod, c corev1.EphemeralContainer) []error {
+	errs := make([]error, len(pods))
+	var wg sync.WaitGroup
+	for i, pod := range pods {
+		wg.Go(func() { errs[i] = r.addContainer(ctx, pod, c) })
+	}
+	wg.Wait()
+	return errs
+}
+
+// recordInjected records one Event for the containers a pass added: one per
+// pod would be an API write per pod, doubling an injection's cost. Each pod
+// keeps its own record: the container in its spec, forever.
+func (r *PodBuggerReconciler) recordInjected(pb *debugv1beta1.PodBugger, added []*corev1.Pod) {
+	what := fmt.Sprintf("ephemeral container %s (image %s, profile %s)", ContainerName(pb.Name), pb.Spec.Image, pb.Spec.Profile)
+	switch len(added) {
+	case 0:
+	case 1:
+		r.Recorder.Eventf(pb, added[0], corev1.EventTypeNormal, EventInjected, "AddEphemeralContainer", "Added %s to pod %s", what, added[0].Name)
+	default:
+		r.Recorder.Eventf(pb, eventnote.First(added), corev1.EventTypeNormal, EventInjected, "AddEphemeralContainer", "Added %s to %d pods: %s", what, len(added), eventnote.Names(added))
+	}
+}
+
+// addContainer adds c to pod's ephemeral containers through the
+// pods/ephemeralcontainers subresource. The update carries the pod's UID and
+// resourceVersion, so it fails with a conflict rather than act on a pod that
+// changed since it was read; and the apiserver refuses a second container of
+// the same name, so a pod can never get it twice.
+func (r *PodBuggerReconciler) addContainer(ctx context.Context, pod *corev1.Pod, c corev1.EphemeralContainer) error {
+	updated := pod.DeepCopy()
+	updated.Spec.EphemeralContainers = append(updated.Spec.EphemeralContainers, c)
+	return r.SubResource("ephemeralcontainers").Update(ctx, updated, client.FieldOwner(fieldOwner))
+}

@@ -1,0 +1,33 @@
+package podset
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
+)
+
+// ObserveCreations does what the pod informer's handler does when the cache
+// shows the named new pods of the PodSet with this UID.
+func (r *PodSetReconciler) ObserveCreations(uid types.UID, names ...string) {
+	for _, name := range names {
+		r.expectations.creationObserved(uid, name)
+	}
+}
+
+// CacheCaughtUp drops the PodSet's expectations: for tests whose reads are
+// uncached, so never behind.
+func (r *PodSetReconciler) CacheCaughtUp(key types.NamespacedName) {
+	r.expectations.forget(key)
+}
+
+// NamePodsWith makes the reconciler name new pods with name instead of at
+// random.
+func (r *PodSetReconciler) NamePodsWith(name func(*appsv1beta1.PodSet) string) {
+	r.podName = name
+}
+
+// RecordCreated records the Event of a round of creations of pods.
+func (r *PodSetReconciler) RecordCreated(set *appsv1beta1.PodSet, pods []*corev1.Pod) {
+	r.recordRound(set, EventSuccessfulCreate, "Create", "Created", pods)
+}

@@ -1,0 +1,21 @@
+// Package setupoptions holds what every kind's Setup function receives: the part
+// of the manager's options that controllers and webhooks act on. It sits
+// below both the manager (which fills it from flags) and the controller and
+// webhook packages (which read it), so neither imports the other.
+package setupoptions
+
+// Options are the settings controllers and webhooks are set up with.
+type Options struct {
+	// PodBuggerAllowedImages are the image patterns a PodBugger may use
+	// (globs, or regular expressions after "re:"); none when empty.
+	PodBuggerAllowedImages []string
+	// PodBuggerAllowGeneralProfile lets PodBuggers use the general profile.
+	PodBuggerAllowGeneralProfile bool
+	// PodBuggerAllowHostAccess lets PodBuggers inject into pods that reach
+	// into their node (host namespaces, privileged containers, host paths).
+	PodBuggerAllowHostAccess bool
+	// ManagerNamespace is the manager's own namespace (its --namespace),
+	// which ClusterJobWatchers do not reach unless a pattern names it
+	// exactly; empty when it has none (out of cluster).
+	ManagerNamespace string
+}
