@@ -24,6 +24,8 @@ PROMTOOL       := $(LOCALBIN)/promtool-$(PROMTOOL_VERSION)
 IMG ?= ghcr.io/deckhand-dev/deckhand:latest
 # The platforms `make image` builds into its image index.
 IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+# The Kubernetes versions `make test-compat` tests besides the pinned one.
+COMPAT_VERSIONS ?= v1.36.3 v1.35.4 v1.34.4
 CONTAINER_TOOL ?= docker
 
 # The local cluster `make cluster` and `make run` use; its kubeconfig is
@@ -86,6 +88,10 @@ test-unit: k8s-tools manifests generate test-rules ## Unit tests and integration
 	go test ./... -count=1
 	go test ./test/faults/... -tags faults -short -count=1
 	cd hack/k8s && go test ./image/ -count=1
+
+.PHONY: test-compat
+test-compat: k8s-tools manifests ## The API and one controller flow per kind on older Kubernetes minors (COMPAT_VERSIONS, default v1.36.3 v1.35.4 v1.34.4): builds each kube-apiserver from Go modules into bin/k8s-1.MINOR (minutes each, cold) and runs the envtest set against it; not part of `make test`.
+	LOCALBIN=$(LOCALBIN) COMPAT_VERSIONS="$(COMPAT_VERSIONS)" hack/test-compat.sh
 
 .PHONY: test-faults
 test-faults: k8s-tools manifests generate build build-installer ## Fault injection: crash each controller after every write in turn (envtest), restart the apiserver and etcd and kill the leader (a local cluster it starts and removes); check invariants; prints the tables (minutes; FAULTS_SCENARIO=substring runs less).
