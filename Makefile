@@ -22,6 +22,10 @@ PROMTOOL       := $(LOCALBIN)/promtool-$(PROMTOOL_VERSION)
 
 # The manager image the installs reference.
 IMG ?= ghcr.io/deckhand-dev/deckhand:latest
+# The platforms `make image` builds into its image index.
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+# The Kubernetes versions `make test-compat` tests besides the pinned one.
+COMPAT_VERSIONS ?= v1.36.3 v1.35.4 v1.34.4
 CONTAINER_TOOL ?= docker
 
 # The local cluster `make cluster` and `make run` use; its kubeconfig is
@@ -80,9 +84,14 @@ verify: manifests generate ## Fail if gofmt, go mod tidy or generated files are 
 test: test-unit test-e2e ## Run every test: unit and envtest integration tests, then e2e on a fresh local cluster.
 
 .PHONY: test-unit
-test-unit: k8s-tools manifests generate test-rules ## Unit tests and integration tests against envtest (pinned apiserver and etcd), a bounded fault-injection subset; the alert rules' tests.
+test-unit: k8s-tools manifests generate test-rules ## Unit tests and integration tests against envtest (pinned apiserver and etcd), a bounded fault-injection subset; the alert rules' tests; the image builder's (index, reproducibility, SBOM).
 	go test ./... -count=1
 	go test ./test/faults/... -tags faults -short -count=1
+	cd hack/k8s && go test ./image/ -count=1
+
+.PHONY: test-compat
+test-compat: k8s-tools manifests ## The API and one controller flow per kind on older Kubernetes minors (COMPAT_VERSIONS, default v1.36.3 v1.35.4 v1.34.4): builds each kube-apiserver from Go modules into bin/k8s-1.MINOR (minutes each, cold) and runs the envtest set against it; not part of `make test`.
+	LOCALBIN=$(LOCALBIN) COMPAT_VERSIONS="$(COMPAT_VERSIONS)" hack/test-compat.sh
 
 .PHONY: test-faults
 test-faults: k8s-tools manifests generate build build-installer ## Fault injection: crash each controller after every write in turn (envtest), restart the apiserver and etcd and kill the leader (a local cluster it starts and removes); check invariants; prints the tables (minutes; FAULTS_SCENARIO=substring runs less).
@@ -150,8 +159,8 @@ build: ## Build the manager binary into bin/deckhand.
 	go build -trimpath -o $(LOCALBIN)/deckhand ./cmd/deckhand
 
 .PHONY: image
-image: ## Build the manager image IMG without Docker: bin/images/deckhand.tar (docker-archive).
-	hack/images.sh manager $(IMG)
+image: ## Build the manager image IMG without Docker: bin/images/deckhand.tar (OCI archive, a linux/amd64 + linux/arm64 index, reproducible) and an SPDX SBOM per platform beside it.
+	PLATFORMS="$(IMAGE_PLATFORMS)" hack/images.sh manager $(IMG)
 
 .PHONY: test-images
 test-images: ## Build the real node's test images: bin/images/pause.tar, busybox.tar and httpd.tar (busybox-static).

@@ -1,14 +1,27 @@
 #!/usr/bin/env bash
-# Builds container images without Docker or a registry: single-layer
-# docker-archive tars in bin/images/, made by hack/k8s/image
-# (go-containerregistry). `ctr images import` and `docker load` read them.
+# Builds container images without Docker or a registry, with hack/k8s/image
+# (go-containerregistry), into bin/images/.
 #
-#   hack/images.sh manager IMG   bin/images/deckhand.tar: the static manager
+#   hack/images.sh manager IMG   bin/images/deckhand.tar: an OCI image-layout
+#                                archive holding a multi-arch image index
+#                                (linux/amd64 and linux/arm64, cross-compiled
+#                                with CGO_ENABLED=0): the static manager
 #                                binary as /deckhand, run as 65532 (what the
-#                                Dockerfile builds, without distroless)
+#                                Dockerfile builds, without distroless).
+#                                Beside it deckhand.linux-ARCH.spdx.json: each
+#                                binary's SPDX SBOM, from its module list.
+#                                Reproducible: SOURCE_DATE_EPOCH (default: the
+#                                commit's time) dates every entry, so two
+#                                builds of one commit give one index digest.
+#                                PLATFORMS="linux/amd64" builds fewer.
 #   hack/images.sh test          bin/images/pause.tar   $PAUSE_IMAGE
 #                                bin/images/busybox.tar $BUSYBOX_IMAGE
 #                                bin/images/httpd.tar   $HTTPD_IMAGE
+#                                (docker-archive, linux/amd64: the real node's)
+#
+# `ctr images import` (hack/realnode.sh load) reads both kinds; to push the
+# index, `skopeo copy --all oci-archive:bin/images/deckhand.tar docker://IMG`
+# (README.md, "Verify an image").
 #
 # The busybox image is Debian's busybox-static (sh, sleep, httpd, nc, ...)
 # and runs as nobody (65534), so that it meets Pod Security "restricted".
@@ -25,10 +38,21 @@ mkdir -p "$out" "$root/bin/image"
 image() { (cd "$root/hack/k8s" && go run ./image "$@"); }
 
 manager() {
-  local img=${1:?image reference}
-  (cd "$root" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o bin/image/deckhand ./cmd/deckhand)
-  image -o "$out/deckhand.tar" -tag "$img" -user 65532:65532 -entrypoint /deckhand \
-    -file "/deckhand=$root/bin/image/deckhand" -dir /tmp=1777
+  local img=${1:?image reference} platform platforms=(${PLATFORMS:-linux/amd64 linux/arm64})
+  # The commit's time, unless the caller fixed one: a rebuild of one commit
+  # gives the same bytes, a new commit a new date.
+  export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$root" log -1 --format=%ct 2>/dev/null || echo 0)}
+  local flags=()
+  for platform in "${platforms[@]}"; do
+    # -trimpath: no build paths in the binary; -buildvcs=false: whether
+    # VCS stamping happens depends on the machine (GOFLAGS, git), so it is
+    # off everywhere and the commit is in SOURCE_DATE_EPOCH and the tag.
+    (cd "$root" && CGO_ENABLED=0 GOOS=${platform%/*} GOARCH=${platform#*/} \
+      go build -trimpath -buildvcs=false -ldflags "-s -w" -o "bin/image/${platform/\//-}/deckhand" ./cmd/deckhand)
+    flags+=(-platform "$platform")
+  done
+  image -o "$out/deckhand.tar" -tag "$img" -format oci "${flags[@]}" -sbom /deckhand \
+    -user 65532:65532 -entrypoint /deckhand -file "/deckhand=$root/bin/image/{os}-{arch}/deckhand" -dir /tmp=1777
 }
 
 test_images() {

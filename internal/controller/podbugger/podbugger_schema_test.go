@@ -18,12 +18,12 @@ func TestSchemaBoundsCommandAndArgs(t *testing.T) {
 	env.StartManager(t, options()) // the webhooks, and conversion of v1alpha1
 	tests := map[string]struct {
 		command, args []string
-		want          string // "" for admitted
+		want          string // a regexp the refusal matches; "" for admitted
 	}{
 		"a script in args":      {command: []string{"sh", "-c"}, args: []string{strings.Repeat("x", 4096)}},
-		"a long command item":   {command: []string{strings.Repeat("x", 1025)}, want: "spec.command[0]: Too long: may not be more than 1024"},
-		"a long args item":      {args: []string{"ok", strings.Repeat("x", 4097)}, want: "spec.args[1]: Too long: may not be more than 4096"},
-		"too much all together": {command: []string{"sh"}, args: []string{strings.Repeat("x", 4096), strings.Repeat("x", 4096), strings.Repeat("x", 4096), strings.Repeat("x", 4096)}, want: "spec.args: Invalid value: command and args together must be at most 16384 characters"},
+		"a long command item":   {command: []string{strings.Repeat("x", 1025)}, want: `spec\.command\[0\]: Too long: may not be more than 1024`},
+		"a long args item":      {args: []string{"ok", strings.Repeat("x", 4097)}, want: `spec\.args\[1\]: Too long: may not be more than 4096`},
+		"too much all together": {command: []string{"sh"}, args: []string{strings.Repeat("x", 4096), strings.Repeat("x", 4096), strings.Repeat("x", 4096), strings.Repeat("x", 4096)}, want: `spec\.args: Invalid value: ("object": )?command and args together must be at most 16384 characters`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -40,7 +40,9 @@ func TestSchemaBoundsCommandAndArgs(t *testing.T) {
 				if tc.want == "" {
 					g.Expect(err).NotTo(HaveOccurred(), version)
 				} else {
-					g.Expect(err).To(MatchError(ContainSubstring(tc.want)), version)
+					// Kubernetes 1.34 renders a CEL refusal's value as
+					// "object", 1.35 and later leave it out (make test-compat).
+					g.Expect(err).To(MatchError(MatchRegexp(tc.want)), version)
 				}
 			}
 		})

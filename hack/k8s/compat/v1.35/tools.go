@@ -1,0 +1,9 @@
+//go:build tools
+
+// Package tools pins the Kubernetes v1.35.4 binaries make test-compat runs.
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)
