@@ -208,7 +208,7 @@ node-tools: ## As root: install containerd, runc, CNI plugins, busybox-static; b
 .PHONY: k8s-tools
 k8s-tools: $(K8S_BIN)/.built ## Build the pinned Kubernetes control plane, kubectl, etcd and kwok into bin/k8s.
 
-$(K8S_BIN)/.built: hack/k8s/go.mod hack/k8s/go.sum hack/k8s/build.sh
+$(K8S_BIN)/.built: hack/k8s/go.mod hack/k8s/go.sum hack/k8s/build.sh hack/k8s/ldflags.sh
 	hack/k8s/build.sh $(K8S_BIN)
 	touch $@
 

@@ -10,17 +10,9 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 cd "$here"
 
-k8s_version=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
-major=${k8s_version#v}; major=${major%%.*}
-minor=${k8s_version#v*.}; minor=${minor%%.*}
-ldflags="-s -w \
- -X k8s.io/component-base/version.gitVersion=${k8s_version} \
- -X k8s.io/component-base/version.gitMajor=${major} \
- -X k8s.io/component-base/version.gitMinor=${minor} \
- -X k8s.io/component-base/version.gitTreeState=clean \
- -X k8s.io/client-go/pkg/version.gitVersion=${k8s_version} \
- -X k8s.io/client-go/pkg/version.gitMajor=${major} \
- -X k8s.io/client-go/pkg/version.gitMinor=${minor}"
+# shellcheck source=ldflags.sh
+. "$here/ldflags.sh"
+ldflags=$(k8s_ldflags "$(go list -m -f '{{.Version}}' k8s.io/kubernetes)")
 
 # The binaries and their packages; kubelet is only built when asked for.
 declare -A packages=(

@@ -55,14 +55,9 @@ if [ "${2:-}" = --init ]; then init_module; exit 0; fi
 out=${2:-$root/bin/k8s-$major.$minor}
 [ -f "$dir/go.mod" ] || { echo "no module $dir: run build.sh $version --init" >&2; exit 1; }
 mkdir -p "$out"
-ldflags="-s -w \
- -X k8s.io/component-base/version.gitVersion=${version} \
- -X k8s.io/component-base/version.gitMajor=${major} \
- -X k8s.io/component-base/version.gitMinor=${minor} \
- -X k8s.io/component-base/version.gitTreeState=clean \
- -X k8s.io/client-go/pkg/version.gitVersion=${version} \
- -X k8s.io/client-go/pkg/version.gitMajor=${major} \
- -X k8s.io/client-go/pkg/version.gitMinor=${minor}"
+# shellcheck source=../ldflags.sh
+. "$root/hack/k8s/ldflags.sh"
+ldflags=$(k8s_ldflags "$version")
 cd "$dir"
 for name in kube-apiserver kubectl; do
   echo "building $name $version" >&2
