@@ -389,21 +389,36 @@ func (b *bench) jobsNotYetDue(n int) float64 {
 // modelBoxRow: ModelBoxes to Available against applying the same
 // Deployments and Services directly.
 func (b *bench) modelBoxRow() {
-	n := b.s.n(300)
-	box := func(ns, name string) *modelv1.ModelBox {
-		return &modelv1.ModelBox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: modelv1.ModelBoxSpec{Image: benchImage, Replicas: ptr.To[int32](1),
-				Ports: []modelv1.ServicePort{{Port: 80, TargetPort: ptr.To(intstr.FromInt32(8080))}}}}
-	}
-	// The Deployment and Service a ModelBox makes, to apply directly.
+	deploy, svc := b.modelBoxChildren()
+	b.modelBoxAt(b.s.n(300), 0, deploy, svc)
+}
+
+// benchModelBox is the ModelBox both ModelBox rows make: one replica, one
+// port.
+func benchModelBox(ns, name string) *modelv1.ModelBox {
+	return &modelv1.ModelBox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: modelv1.ModelBoxSpec{Image: benchImage, Replicas: ptr.To[int32](1),
+			Ports: []modelv1.ServicePort{{Port: 80, TargetPort: ptr.To(intstr.FromInt32(8080))}}}}
+}
+
+// modelBoxChildren are the Deployment and Service a ModelBox makes, to
+// apply directly.
+func (b *bench) modelBoxChildren() (*appsv1.Deployment, *corev1.Service) {
 	warmNS := b.namespace("bench-modelbox-template", nil)
-	b.must(b.c.Client.Create(b.ctx, box(warmNS, "template")))
+	b.must(b.c.Client.Create(b.ctx, benchModelBox(warmNS, "template")))
 	deploy, svc := &appsv1.Deployment{}, &corev1.Service{}
 	b.must(wait.PollUntilContextTimeout(b.ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		return b.c.Client.Get(ctx, client.ObjectKey{Namespace: warmNS, Name: "template"}, deploy) == nil &&
 			b.c.Client.Get(ctx, client.ObjectKey{Namespace: warmNS, Name: "template"}, svc) == nil, nil
 	}))
 	b.dropNamespace(warmNS)
+	return deploy, svc
+}
+
+// modelBoxAt compares n ModelBoxes with the same Deployments and Services
+// created directly; scaleN is the figures' N (0 outside the scale family).
+func (b *bench) modelBoxAt(n, scaleN int, deploy *appsv1.Deployment, svc *corev1.Service) {
+	box := benchModelBox
 	const boxLabel = "model.deckhand.dev/modelbox" // renamed, so that Deckhand's cache does not see the direct side
 	relabel := func(m map[string]string, name string) map[string]string {
 		out := map[string]string{}
@@ -487,10 +502,10 @@ func (b *bench) modelBoxRow() {
 		b.dropNamespace(ns)
 	})
 	row := fmt.Sprintf("ModelBox vs Deployment + Service applied directly, %d", n)
-	b.rep.add(&figure{Row: row, Metric: "all Available", Unit: "s"}, mb, alt).judgeRatio("≤ 1.1×", 1.1)
-	b.rep.add(&figure{Row: row, Metric: "manager API calls per ModelBox", Unit: "calls"}, calls, nil)
+	b.rep.add(&figure{Row: row, Metric: "all Available", Unit: "s", N: scaleN}, mb, alt).judgeRatio("≤ 1.1×", 1.1)
+	b.rep.add(&figure{Row: row, Metric: "manager API calls per ModelBox", Unit: "calls", N: scaleN}, calls, nil)
 	for i, name := range []string{"kube-apiserver", "manager", "kube-controller-manager"} {
-		b.rep.add(&figure{Row: row, Metric: name + " CPU", Unit: "s"}, cpuOf[i][0], cpuOf[i][1])
+		b.rep.add(&figure{Row: row, Metric: name + " CPU", Unit: "s", N: scaleN}, cpuOf[i][0], cpuOf[i][1])
 	}
 }
 
