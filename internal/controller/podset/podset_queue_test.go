@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
-	"github.com/deckhand-dev/deckhand/internal/controller/podset"
+	podsetcontroller "github.com/deckhand-dev/deckhand/internal/controller/podset"
 )
 
 // After a start or a failover the pod informer's initial list queues every
@@ -27,7 +27,7 @@ func TestInitialListDoesNotDelayAFreshChange(t *testing.T) {
 	g := NewWithT(t)
 	q := priorityqueue.New[reconcile.Request]("podset-initial-list")
 	defer q.ShutDown()
-	r := podset.NewPodSetReconciler(env.Client, env.Client, env.EventRecorder(t, podset.ControllerName))
+	r := podsetcontroller.NewPodSetReconciler(env.Client, env.Client, env.EventRecorder(t, podsetcontroller.ControllerName))
 	h := r.PodEventHandler()
 
 	for i := range 200 {
