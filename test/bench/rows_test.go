@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -510,8 +511,10 @@ func (b *bench) modelBoxAt(n, scaleN int, deploy *appsv1.Deployment, svc *corev1
 }
 
 // watchUntil watches the objects of list's kind in ns, from now on, until n
-// of them are ok; the channel then yields nil. It yields an error when the
-// watch ends first or ten minutes pass.
+// of them are ok; the channel then yields nil. It yields an error when ten
+// minutes pass. A watch the apiserver ends (it closes one whose client
+// falls behind, as a busy machine makes the bench: seen with 200 ModelBoxes)
+// is resumed from a fresh List, so nothing is missed or counted twice.
 func (b *bench) watchUntil(ns string, list client.ObjectList, n int, ok func(client.Object) bool) <-chan error {
 	wc, err := client.NewWithWatch(b.c.Config, client.Options{Scheme: b.c.Client.Scheme()})
 	b.must(err)
@@ -519,17 +522,21 @@ func (b *bench) watchUntil(ns string, list client.ObjectList, n int, ok func(cli
 	b.must(err)
 	done := make(chan error, 1)
 	go func() {
-		defer w.Stop()
+		defer func() { w.Stop() }()
 		timeout := time.After(10 * time.Minute)
 		good := map[types.UID]bool{}
 		for {
 			select {
 			case e, open := <-w.ResultChan():
 				if !open {
-					done <- fmt.Errorf("the watch of %T in %s ended with %d of %d ready", list, ns, len(good), n)
-					return
-				}
-				if obj, isObj := e.Object.(client.Object); isObj && e.Type != watch.Error {
+					resumed, err := b.resumeWatch(wc, ns, list, good, ok)
+					if err != nil {
+						done <- fmt.Errorf("resuming the watch of %T in %s at %d of %d ready: %w", list, ns, len(good), n, err)
+						return
+					}
+					w = resumed
+					fmt.Printf("bench: the watch of %T in %s ended at %d of %d ready; resumed from a List\n", list, ns, len(good), n)
+				} else if obj, isObj := e.Object.(client.Object); isObj && e.Type != watch.Error {
 					setIf(good, obj.GetUID(), e.Type != watch.Deleted && ok(obj))
 				}
 				if len(good) >= n {
@@ -543,6 +550,28 @@ func (b *bench) watchUntil(ns string, list client.ObjectList, n int, ok func(cli
 		}
 	}()
 	return done
+}
+
+// resumeWatch lists list's kind in ns, counts afresh in good what is ok,
+// and watches on from the List.
+func (b *bench) resumeWatch(wc client.WithWatch, ns string, list client.ObjectList, good map[types.UID]bool, ok func(client.Object) bool) (watch.Interface, error) {
+	l, isList := list.DeepCopyObject().(client.ObjectList)
+	if !isList {
+		return nil, fmt.Errorf("%T is not a list", list)
+	}
+	if err := wc.List(b.ctx, l, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	clear(good)
+	if err := meta.EachListItem(l, func(o runtime.Object) error {
+		if obj, isObj := o.(client.Object); isObj {
+			setIf(good, obj.GetUID(), ok(obj))
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return wc.Watch(b.ctx, list, client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: l.GetResourceVersion()}})
 }
 
 // requestsPerObject tells the requests the apiserver served between two
