@@ -34,10 +34,6 @@ func (b *bench) scaleModelBoxRow() {
 		n := b.s.n(size)
 		b.modelBoxFloor(n, deploy, svc)
 		b.mgr = b.startManager()
-		// The manager's start rewrites CRDs (the converted kinds' webhook
-		// address and CA): a ModelBox watch the bench began a second after
-		// it was once seen to end at once, before any box was ready.
-		time.Sleep(10 * time.Second)
 		b.modelBoxAt(n, n, deploy, svc)
 		b.stopSharedManager()
 	}
