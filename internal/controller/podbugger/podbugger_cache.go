@@ -21,7 +21,11 @@ func Needs() []scopedcache.Need {
 // controller keeps whole: its node, the names of its containers, init
 // containers and ephemeral containers (carriers, targetContainerName, name
 // clashes), its phase (PodBugger injects into Running pods only) and its
-// ephemeral containers' statuses (whether a debugger started).
+// ephemeral containers' statuses (whether a debugger started); and, for
+// the incident recorder, what shows a failure: the containers' states and
+// last terminations (without their messages, which it reads afresh), restart
+// counts and readiness, the Ready and DisruptionTarget conditions and the
+// pod's reason (Evicted).
 func SlimPod(pod, slim *corev1.Pod) {
 	slim.Spec.NodeName = pod.Spec.NodeName
 	slim.Spec.Containers = containerNames(pod.Spec.Containers)
@@ -29,6 +33,43 @@ func SlimPod(pod, slim *corev1.Pod) {
 	slim.Spec.EphemeralContainers = ephemeralContainerNames(pod.Spec.EphemeralContainers)
 	slim.Status.Phase = pod.Status.Phase
 	slim.Status.EphemeralContainerStatuses = pod.Status.EphemeralContainerStatuses
+	slim.Status.Reason = pod.Status.Reason
+	slim.Status.ContainerStatuses = failureStatuses(pod.Status.ContainerStatuses)
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady || c.Type == corev1.DisruptionTarget {
+			slim.Status.Conditions = append(slim.Status.Conditions,
+				corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, LastTransitionTime: c.LastTransitionTime})
+		}
+	}
+}
+
+// failureStatuses is what failuresOf reads of container statuses.
+func failureStatuses(cs []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(cs))
+	for i, s := range cs {
+		out[i] = corev1.ContainerStatus{Name: s.Name, Ready: s.Ready, RestartCount: s.RestartCount,
+			State:                slimState(s.State),
+			LastTerminationState: slimState(s.LastTerminationState)}
+	}
+	return out
+}
+
+func slimState(s corev1.ContainerState) corev1.ContainerState {
+	var out corev1.ContainerState
+	if s.Running != nil {
+		out.Running = &corev1.ContainerStateRunning{}
+	}
+	if s.Waiting != nil {
+		out.Waiting = &corev1.ContainerStateWaiting{Reason: s.Waiting.Reason}
+	}
+	if t := s.Terminated; t != nil {
+		out.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Signal: t.Signal, Reason: t.Reason,
+			StartedAt: t.StartedAt, FinishedAt: t.FinishedAt, ContainerID: t.ContainerID}
+	}
+	return out
 }
 
 func containerNames(cs []corev1.Container) []corev1.Container {
