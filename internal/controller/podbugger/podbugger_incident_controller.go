@@ -32,8 +32,11 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
 )
 
-// EventIncidentRecorded: a pod failed and a new PodIncident records it.
-const EventIncidentRecorded = "IncidentRecorded"
+// Event reasons of the incident recorder.
+const (
+	// EventIncidentRecorded: a pod failed and a new PodIncident records it.
+	EventIncidentRecorded = "IncidentRecorded"
+)
 
 // The incident recorder reads the failing pod afresh, its log, its Events
 // and its node, and writes PodIncidents; it changes no pod.
