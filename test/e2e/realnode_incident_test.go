@@ -64,7 +64,7 @@ func TestRealNodePodBuggerRecordsIncidents(t *testing.T) {
 	flaky("crasher", nil, "sh", "-c", `echo "start $(date +%s)"; sleep 2; echo "exit $(date +%s)"; exit 1`)
 	flaky("oom", func(p *corev1.Pod) {
 		p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("24Mi")}
-	}, "sh", "-c", `echo "start $(date +%s)"; sleep 1; dd if=/dev/zero of=/dev/null bs=64M count=1; echo survived`)
+	}, "sh", "-c", `echo "start $(date +%s)"; sleep 1; exec dd if=/dev/zero of=/dev/null bs=64M count=1`)
 	flaky("unready", func(p *corev1.Pod) {
 		p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{PeriodSeconds: 1,
 			ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"false"}}}}
@@ -132,8 +132,11 @@ func TestRealNodePodBuggerRecordsIncidents(t *testing.T) {
 		oom := of(recs, "oom", debugv1beta1.IncidentOOMKilled)
 		g.Expect(oom).NotTo(BeNil())
 		g.Expect(oom.Spec.LastFailure).To(And(HaveField("ExitCode", int32(137)), HaveField("Reason", "OOMKilled")))
-		g.Expect(oom.Spec.LogTail).To(MatchRegexp(`start \d+\n`))
-		g.Expect(oom.Spec.LogTail).NotTo(ContainSubstring("survived"))
+		m := regexp.MustCompile(`start (\d+)\n`).FindAllStringSubmatch(oom.Spec.LogTail, -1)
+		g.Expect(m).NotTo(BeEmpty(), "log tail %q", oom.Spec.LogTail)
+		started, _ := strconv.ParseInt(m[len(m)-1][1], 10, 64)
+		g.Expect(started).To(BeNumerically("~", oom.Spec.LastFailure.StartedAt.Unix(), 1),
+			"the log %q is of the instance started at %s", oom.Spec.LogTail, oom.Spec.LastFailure.StartedAt)
 		g.Expect(oom.Spec.Resources.Limits.Memory().String()).To(Equal("24Mi"))
 		g.Expect(oom.Spec.QOSClass).To(Equal("Burstable"))
 	}).Should(Succeed())

@@ -137,10 +137,15 @@ func failuresOf(pod *corev1.Pod, triggers []debugv1beta1.Trigger, notReadyAfter 
 }
 
 // failedInstance is the container's instance that failed last: its current
-// one when that terminated with an error, else its previous one when that
+// one when that terminated with an error (or was OOM-killed), else its previous one when that
 // did and the container has been restarted since (or waits to be).
 func failedInstance(cs corev1.ContainerStatus) (inst *corev1.ContainerStateTerminated, previous bool) {
-	failed := func(t *corev1.ContainerStateTerminated) bool { return t != nil && (t.ExitCode != 0 || t.Signal != 0) }
+	// An OOM kill of a child process (the container's shell goes on and
+	// exits 0) is reported with the reason OOMKilled and exit code 0: it is
+	// a failure all the same.
+	failed := func(t *corev1.ContainerStateTerminated) bool {
+		return t != nil && (t.ExitCode != 0 || t.Signal != 0 || t.Reason == "OOMKilled")
+	}
 	switch {
 	case cs.State.Terminated != nil:
 		if failed(cs.State.Terminated) {
