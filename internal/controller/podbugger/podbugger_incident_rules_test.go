@@ -30,14 +30,14 @@ func TestFailuresOf(t *testing.T) {
 		wantPrevious bool
 		wantRecheck  time.Duration
 	}{
-		"running":              {status: status(corev1.ContainerStatus{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}), triggers: all},
-		"exited 0":             {status: status(corev1.ContainerStatus{State: corev1.ContainerState{Terminated: term(0, 0, "Completed", "a")}}), triggers: all},
-		"exited 1, current":    {status: status(corev1.ContainerStatus{State: corev1.ContainerState{Terminated: term(1, 0, "Error", "a")}}), triggers: all, want: []debugv1beta1.IncidentReason{"Error"}},
-		"killed by a signal":   {status: status(corev1.ContainerStatus{State: corev1.ContainerState{Terminated: term(0, 9, "Error", "a")}}), triggers: all, want: []debugv1beta1.IncidentReason{"Error"}},
-		"OOM killed":           {status: status(corev1.ContainerStatus{State: corev1.ContainerState{Terminated: term(137, 0, "OOMKilled", "a")}}), triggers: all, want: []debugv1beta1.IncidentReason{"OOMKilled"}},
+		"running":                     {status: status(corev1.ContainerStatus{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}), triggers: all},
+		"exited 0":                    {status: status(corev1.ContainerStatus{State: corev1.ContainerState{Terminated: term(0, 0, "Completed", "a")}}), triggers: all},
+		"exited 1, current":           {status: status(corev1.ContainerStatus{State: corev1.ContainerState{Terminated: term(1, 0, "Error", "a")}}), triggers: all, want: []debugv1beta1.IncidentReason{"Error"}},
+		"killed by a signal":          {status: status(corev1.ContainerStatus{State: corev1.ContainerState{Terminated: term(0, 9, "Error", "a")}}), triggers: all, want: []debugv1beta1.IncidentReason{"Error"}},
+		"OOM killed":                  {status: status(corev1.ContainerStatus{State: corev1.ContainerState{Terminated: term(137, 0, "OOMKilled", "a")}}), triggers: all, want: []debugv1beta1.IncidentReason{"OOMKilled"}},
 		"OOM kill of a child, exit 0": {status: status(corev1.ContainerStatus{State: corev1.ContainerState{Terminated: term(0, 0, "OOMKilled", "a")}}), triggers: all, want: []debugv1beta1.IncidentReason{"OOMKilled"}},
-		"OOM without trigger":  {status: status(corev1.ContainerStatus{State: corev1.ContainerState{Terminated: term(137, 0, "OOMKilled", "a")}}), triggers: []debugv1beta1.Trigger{"Error"}},
-		"Error is not default": {status: status(corev1.ContainerStatus{State: corev1.ContainerState{Terminated: term(1, 0, "Error", "a")}}), triggers: []debugv1beta1.Trigger{"Running"}},
+		"OOM without trigger":         {status: status(corev1.ContainerStatus{State: corev1.ContainerState{Terminated: term(137, 0, "OOMKilled", "a")}}), triggers: []debugv1beta1.Trigger{"Error"}},
+		"Error is not default":        {status: status(corev1.ContainerStatus{State: corev1.ContainerState{Terminated: term(1, 0, "Error", "a")}}), triggers: []debugv1beta1.Trigger{"Running"}},
 		"crash loop, previous": {status: status(corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
 			LastTerminationState: corev1.ContainerState{Terminated: term(1, 0, "Error", "a")}}), triggers: all, want: []debugv1beta1.IncidentReason{"CrashLoopBackOff"}, wantPrevious: true},
 		"restarted, running again": {status: status(corev1.ContainerStatus{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
