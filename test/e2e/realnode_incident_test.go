@@ -180,3 +180,57 @@ func TestRealNodePodBuggerRecordsIncidents(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Logf("kubectl describe podincident:\n%s", out)
 }
+
+// With incidents.inject, in an opted-in namespace, a crash-looping pod on
+// the real node gets the debug container once, at its first incident; the
+// later records hold the container's output, and however often the pod
+// crashes again it keeps that one container.
+func TestRealNodeIncidentsReuseOneDebugContainer(t *testing.T) {
+	c.RealNode(t)
+	g := rnG(t)
+	ctx := context.Background()
+	ns := c.RealNodeNamespace(t, map[string]string{debugv1beta1.NamespaceEnabledLabel: "true"})
+	c.RunManager(t, "--controllers", "podbugger", "--podbugger-allowed-images", "localhost/deckhand/busybox:*")
+
+	pb := &debugv1beta1.PodBugger{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"},
+		Spec: debugv1beta1.PodBuggerSpec{
+			Selector:  metav1.LabelSelector{MatchLabels: map[string]string{"app": "flaky"}},
+			Image:     cluster.BusyboxImage,
+			Command:   []string{"sh", "-c", `echo "debugger saw: $(ls /proc | grep -c '^[0-9]') processes"; sleep 3600`},
+			Triggers:  []debugv1beta1.Trigger{debugv1beta1.TriggerError, debugv1beta1.TriggerCrashLoopBackOff},
+			Incidents: &debugv1beta1.IncidentPolicy{Inject: true},
+		},
+	}
+	g.Eventually(func() error { return c.Client.Create(ctx, pb.DeepCopy()) }).WithTimeout(time.Minute).Should(Succeed())
+	crasher := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "crasher", Labels: map[string]string{"app": "flaky"}},
+		Spec: restrictedSpec("sh", "-c", `echo "start $(date +%s)"; sleep 2; exit 3`)}
+	g.Expect(c.Client.Create(ctx, crasher)).To(Succeed())
+
+	ephemeral := func() ([]string, error) {
+		got := &corev1.Pod{}
+		err := c.Client.Get(ctx, client.ObjectKeyFromObject(crasher), got)
+		names := make([]string, 0, len(got.Spec.EphemeralContainers))
+		for _, e := range got.Spec.EphemeralContainers {
+			names = append(names, e.Name)
+		}
+		return names, err
+	}
+	g.Eventually(ephemeral).Should(Equal([]string{"probe"}))
+	g.Eventually(func(g Gomega) {
+		list := &debugv1beta1.PodIncidentList{}
+		g.Expect(c.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+		var withOutput int32
+		for _, r := range list.Items {
+			if r.Spec.DebugContainer != nil {
+				g.Expect(r.Spec.DebugContainer).To(HaveField("Name", "probe"))
+				g.Expect(r.Spec.DebugContainer.LogTail).To(MatchRegexp(`debugger saw: \d+ processes`))
+				withOutput += r.Spec.Count
+			}
+			g.Expect(r.Spec.LastFailure).To(HaveField("ExitCode", int32(3)))
+		}
+		g.Expect(withOutput).To(BeNumerically(">=", 2))
+	}).WithTimeout(3 * time.Minute).Should(Succeed())
+	g.Expect(ephemeral()).To(Equal([]string{"probe"}), "one debug container, however often the pod failed")
+	g.Eventually(pbStatus).WithArguments(pb).Should(HaveField("Installed", int32(1)))
+}
