@@ -2,6 +2,7 @@ package podbugger
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
@@ -14,6 +15,33 @@ import (
 func Needs() []scopedcache.Need {
 	return []scopedcache.Need{{Object: &corev1.Pod{}, Triggers: []client.Object{&debugv1beta1.PodBugger{}},
 		Namespaces: scopedcache.NamespacesOf(&debugv1beta1.PodBuggerList{})}}
+}
+
+// CacheByObject keeps PodIncidents in the manager's cache without what
+// they copied from the pod (the log tails, the Events, the node, the
+// resources, the messages): the controller finds, counts and prunes records
+// by their labels, reason, container and times, and a count's update
+// rewrites all it copied anyway. A record can hold some 20 KiB of a
+// tenant's text; the cache keeps a few hundred bytes of it.
+func CacheByObject() map[client.Object]cache.ByObject {
+	return map[client.Object]cache.ByObject{
+		&debugv1beta1.PodIncident{}: {Transform: func(obj any) (any, error) {
+			if inc, ok := obj.(*debugv1beta1.PodIncident); ok {
+				slimIncident(inc)
+			}
+			return obj, nil
+		}},
+	}
+}
+
+// slimIncident drops from inc what the controller never reads of a record.
+func slimIncident(inc *debugv1beta1.PodIncident) {
+	inc.ManagedFields = nil
+	s := &inc.Spec
+	s.LogTail, s.LogError, s.Events, s.Node, s.Resources, s.DebugContainer, s.Pod.Message = "", "", nil, nil, nil, nil, ""
+	if s.LastFailure != nil {
+		s.LastFailure.Message = ""
+	}
 }
 
 // SlimPod copies into slim the fields of pod the PodBugger controller reads

@@ -165,8 +165,11 @@ func (r *IncidentReconciler) record(ctx context.Context, pb *debugv1beta1.PodBug
 		return err
 	}
 	var fresh *corev1.Pod
+	maxAge := limitsOf(pb).maxAge
 	for _, f := range fs {
-		if counted(f, recs) {
+		// A failure older than maxAge (a pod's lastState from long ago,
+		// when the PodBugger is new) would be pruned as soon as written.
+		if counted(f, recs) || r.Now().Sub(f.at) >= maxAge {
 			continue
 		}
 		if fresh == nil {
@@ -424,6 +427,11 @@ type writtenIncidents struct {
 	byPod map[types.NamespacedName]map[string]*debugv1beta1.PodIncident
 }
 
+// remember keeps a slim copy of inc (as the cache holds it), and only the
+// latest record of each reason and container of the pod: an older one can
+// neither take a count (recordFor) nor be needed to tell a failure counted
+// (counted compares with the latest), so a pod failing for days keeps a
+// few entries, not one per backoff window.
 func (w *writtenIncidents) remember(pod *corev1.Pod, inc *debugv1beta1.PodIncident) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -431,7 +439,14 @@ func (w *writtenIncidents) remember(pod *corev1.Pod, inc *debugv1beta1.PodIncide
 	if w.byPod[key] == nil {
 		w.byPod[key] = map[string]*debugv1beta1.PodIncident{}
 	}
-	w.byPod[key][inc.Name] = inc.DeepCopy()
+	for name, old := range w.byPod[key] {
+		if old.Spec.Reason == inc.Spec.Reason && old.Spec.Container == inc.Spec.Container {
+			delete(w.byPod[key], name)
+		}
+	}
+	slim := inc.DeepCopy()
+	slimIncident(slim)
+	w.byPod[key][inc.Name] = slim
 }
 
 func (w *writtenIncidents) drop(pod *corev1.Pod, name string) {

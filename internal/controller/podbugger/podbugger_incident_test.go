@@ -97,7 +97,10 @@ func TestIncidentsNeedNoOptInAndCountRepeats(t *testing.T) {
 	g.Eventually(incidentsIn(ns)).Should(ConsistOf(
 		And(HaveField("Spec.Reason", debugv1beta1.IncidentError), HaveField("Spec.Count", int32(1))),
 		And(HaveField("Spec.Reason", debugv1beta1.IncidentCrashLoopBackOff), HaveField("Spec.Count", int32(2)),
-			HaveField("Spec.LastFailure.ContainerID", "containerd://instance-3"), HaveField("Spec.LastFailure.RestartCount", int32(2)))))
+			HaveField("Spec.LastFailure.ContainerID", "containerd://instance-3"), HaveField("Spec.LastFailure.RestartCount", int32(2)),
+			// Counted from the cache's slim copy, the record still holds
+			// all it copied.
+			HaveField("Spec.LastFailure.Message", HaveLen(debugv1beta1.MaxIncidentMessage)), HaveField("Spec.QOSClass", "BestEffort"))))
 	g.Consistently(incidentsIn(ns)).Should(HaveLen(2))
 	g.Expect(ephemeral(ns, "web-1")()).To(BeEmpty())
 }
@@ -125,7 +128,12 @@ func TestIncidentsBoundedByCountAndAge(t *testing.T) {
 		}
 		return out, err
 	}
+	// A crash older than maxAge is never recorded (it would be pruned at
+	// once): a new PodBugger does not dig up a pod's ancient lastState.
+	old := pod(t, ns, "web-old", web, true)
+	crash(t, old, 1, 2, now.Add(-2*time.Minute), false)
 	g.Eventually(names).Should(ConsistOf("web-1", "web-2"))
+	g.Consistently(env.Events(ns, nil)).ShouldNot(ContainElement(ContainSubstring("web-old")))
 	g.Eventually(names, 30*time.Second).Should(BeEmpty()) // both past maxAge by then
 }
 
