@@ -1,6 +1,8 @@
 package podbugger
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -62,9 +64,14 @@ func SlimPod(pod, slim *corev1.Pod) {
 	slim.Status.Phase = pod.Status.Phase
 	slim.Status.EphemeralContainerStatuses = pod.Status.EphemeralContainerStatuses
 	slim.Status.Reason = pod.Status.Reason
-	slim.Status.ContainerStatuses = failureStatuses(pod.Status.ContainerStatuses)
+	// Another kind's SlimPod may have kept them whole already (PodSet keeps
+	// its pods' status): what it kept is a superset of this.
+	if slim.Status.ContainerStatuses == nil {
+		slim.Status.ContainerStatuses = failureStatuses(pod.Status.ContainerStatuses)
+	}
 	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady || c.Type == corev1.DisruptionTarget {
+		if (c.Type == corev1.PodReady || c.Type == corev1.DisruptionTarget) &&
+			!slices.ContainsFunc(slim.Status.Conditions, func(k corev1.PodCondition) bool { return k.Type == c.Type }) {
 			slim.Status.Conditions = append(slim.Status.Conditions,
 				corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, LastTransitionTime: c.LastTransitionTime})
 		}
