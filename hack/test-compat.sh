@@ -24,7 +24,7 @@ tests='^(TestSchemaRefusesBadSpecs|TestSamplesAreValid|TestSchemaBoundsCommandAn
 tests+='|TestWebhookRefusesTemplatesWhosePodsTheApiserverWouldRefuse|TestWebhookRefusesInvalidWatchers|TestBadObjectsAreRefusedInBothVersions'
 tests+='|TestPodSetVersionsConvertThroughTheAPIServer|TestPodBuggerVersionsConvertThroughTheAPIServer'
 tests+='|TestPodSetRunsTheSeedPodAndScalesThroughTheScaleSubresource|TestDeletesFinishedJobsAfterTheirTTL|TestNamespacedWatchersOverClusterWatchers'
-tests+='|TestMatchingRunningPodsGetOneContainerEach|TestSeedSampleBecomesDeploymentServiceAndPDB|TestHPAOwnsReplicas)$'
+tests+='|TestMatchingRunningPodsGetOneContainerEach|TestSchemaValidatesTriggers|TestIncidentsNeedNoOptInAndCountRepeats|TestSeedSampleBecomesDeploymentServiceAndPDB|TestHPAOwnsReplicas)$'
 packages=(./api/model/v1/ ./internal/webhook/... ./internal/manager/ ./internal/controller/...)
 
 export KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=${KUBEBUILDER_CONTROLPLANE_START_TIMEOUT:-180s}

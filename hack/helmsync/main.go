@@ -59,6 +59,20 @@ func run() error {
 	return syncWebhooks()
 }
 
+// hasStatus reports whether a CRD serves a status subresource in a version:
+// only such kinds have the conditions health.lua reads.
+func hasStatus(crd *unstructured.Unstructured) bool {
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	for _, v := range versions {
+		if m, ok := v.(map[string]any); ok {
+			if _, found, _ := unstructured.NestedMap(m, "subresources", "status"); found {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // syncArgoCD writes config/argocd/health.lua, the Argo CD health check every
 // kind shares, under the argocd-cm key of each kind of config/crd/bases:
 // as a patch of Argo CD's argocd-cm (config/argocd/argocd-cm.yaml, which
@@ -82,6 +96,9 @@ func syncArgoCD() error {
 		for _, o := range objs {
 			group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
 			kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
+			if !hasStatus(o) {
+				continue // a record (PodIncident) has no health to judge
+			}
 			data["resource.customizations.health."+group+"_"+kind] = string(script)
 		}
 	}

@@ -71,7 +71,10 @@ func TestSlimPod(t *testing.T) {
 				Containers:          []corev1.Container{{Name: "app"}},
 				EphemeralContainers: []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debugger"}}},
 			},
-			Status: corev1.PodStatus{Phase: corev1.PodRunning},
+			// PodBugger's incident recorder keeps what shows a failure.
+			Status: corev1.PodStatus{Phase: corev1.PodRunning,
+				Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+				ContainerStatuses: []corev1.ContainerStatus{{Name: "app", RestartCount: 3}}},
 		}
 	}
 	// podSetPod is what a PodSet's pod keeps: the slim pod, its whole

@@ -105,6 +105,7 @@ var controllers = []Controller{
 		Setup:           podbuggercontroller.Setup,
 		SetupWebhooks:   debugwebhook.Setup,
 		SetupConversion: debugwebhook.SetupConversion,
+		CacheByObject:   podbuggercontroller.CacheByObject,
 		Needs:           podbuggercontroller.Needs,
 		SlimPod:         podbuggercontroller.SlimPod,
 		BindFlags:       podbuggercontroller.BindFlags,

@@ -3,11 +3,13 @@ package manager_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -93,6 +95,10 @@ func TestPodBuggerVersionsConvertThroughTheAPIServer(t *testing.T) {
 			Image:     "docker.io/library/busybox:1.37",
 			Command:   []string{"sleep", "1d"},
 			RunAsUser: ptr.To(int64(1000)),
+			Triggers:  []debugv1beta1.Trigger{debugv1beta1.TriggerRunning, debugv1beta1.TriggerNotReady},
+			// The incident fields, new in v1beta1 too.
+			NotReadyAfter: &metav1.Duration{Duration: time.Minute},
+			Incidents:     &debugv1beta1.IncidentPolicy{MaxRecords: 7, Inject: true},
 		},
 	}
 	g.Expect(env.Client.Create(ctx, beta)).To(Succeed())
@@ -103,12 +109,22 @@ func TestPodBuggerVersionsConvertThroughTheAPIServer(t *testing.T) {
 	g.Expect(alpha.Spec.Command).To(Equal(beta.Spec.Command))
 	g.Expect(alpha.Annotations).To(HaveKey(debugv1alpha1.ConversionDataAnnotation))
 
-	// A v1alpha1 read-modify-write: runAsUser survives it.
-	alpha.Spec.MaxPods = 3
-	alpha.Labels = map[string]string{"edited": "v1alpha1"}
-	g.Expect(env.Client.Update(ctx, alpha)).To(Succeed())
+	// A v1alpha1 read-modify-write: runAsUser and the incident fields
+	// survive it. (Read again on a conflict: the controller writes the
+	// status meanwhile.)
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(beta), alpha); err != nil {
+			return err
+		}
+		alpha.Spec.MaxPods = 3
+		alpha.Labels = map[string]string{"edited": "v1alpha1"}
+		return env.Client.Update(ctx, alpha)
+	})).To(Succeed())
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(beta), beta)).To(Succeed())
 	g.Expect(beta.Spec.RunAsUser).To(Equal(ptr.To(int64(1000))))
+	g.Expect(beta.Spec.Triggers).To(Equal([]debugv1beta1.Trigger{debugv1beta1.TriggerRunning, debugv1beta1.TriggerNotReady}))
+	g.Expect(beta.Spec.NotReadyAfter).To(Equal(&metav1.Duration{Duration: time.Minute}))
+	g.Expect(beta.Spec.Incidents).To(And(HaveField("MaxRecords", int32(7)), HaveField("Inject", true)))
 	g.Expect(beta.Spec.MaxPods).To(Equal(int32(3)))
 	g.Expect(beta.Labels).To(Equal(alpha.Labels))
 	g.Expect(beta.Annotations).NotTo(HaveKey(debugv1alpha1.ConversionDataAnnotation), "the annotation is never stored")

@@ -71,7 +71,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 		&appsv1beta1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ps"}, Spec: appsv1beta1.PodSetSpec{Replicas: 1}},
 		decodeInto(t, &modelv1.ModelBox{}, "{metadata: {name: mb}, spec: {image: 'nginx:1.27', ports: [{port: 80}]}}"),
 		decodeInto(t, &deckhandbatchv1.JobWatcher{}, "{metadata: {name: jw}, spec: {ttlSecondsAfterSucceeded: 0}}"),
-		decodeInto(t, &debugv1beta1.PodBugger{}, "{metadata: {name: pb}, spec: {selector: {matchLabels: {app: web}}, image: 'docker.io/library/busybox:1.37'}}"),
+		decodeInto(t, &debugv1beta1.PodBugger{}, "{metadata: {name: pb}, spec: {selector: {matchLabels: {app: web}}, image: 'docker.io/library/busybox:1.37', triggers: [Running, Error]}}"),
 	}
 	for _, o := range objs {
 		o.SetNamespace(ns)
@@ -92,6 +92,9 @@ func exportedMetrics(t *testing.T) map[string]bool {
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
 	env.Create(t, pod)
 	pod.Status.Phase = corev1.PodRunning
+	// Its container failed once: the PodBugger records an incident.
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Image: "pause", ImageID: "pause",
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, FinishedAt: finished}}}}
 	g.Expect(env.Client.Status().Update(ctx, pod)).To(Succeed())
 
 	// Each kind's work shows in its own metric.
@@ -100,6 +103,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 		"deckhand_modelbox_child_writes_total":                  {"namespace": ns},
 		"deckhand_jobwatcher_jobs_deleted_total":                {"watcher_namespace": ns, "result": "deleted"},
 		"deckhand_podbugger_injections_total":                   {"namespace": ns, "result": "added"},
+		"deckhand_podbugger_incidents_total":                    {"namespace": ns, "reason": "Error"},
 		"deckhand_status_condition":                             {"namespace": ns, "kind": "PodBugger"},
 		"deckhand_jobwatcher_expired_jobs":                      {"watcher_namespace": ns},
 		"leader_election_master_status":                         {"name": opts.LeaderElectionID},

@@ -24,7 +24,8 @@ import (
 // and view roles (the controller-manager's clusterrole-aggregation
 // controller does it): a user bound to edit in a namespace can use Deckhand
 // there and nowhere else, a user bound to view can look but not change; and
-// neither may create ClusterJobWatchers or, through edit, PodBuggers.
+// neither may create ClusterJobWatchers or, through edit, PodBuggers, nor
+// write a PodIncident (a record says what Deckhand saw).
 func TestNamespaceUsersGetDeckhandThroughEditAndView(t *testing.T) {
 	g := testenv.NewG(t)
 	ctx := context.Background()
@@ -63,6 +64,14 @@ func TestNamespaceUsersGetDeckhandThroughEditAndView(t *testing.T) {
 		{"bob", mine, "batch.deckhand.dev", "jobwatchers", "watch", true},
 		{"bob", mine, "debug.deckhand.dev", "podbuggers", "get", true},
 		{"bob", mine, "model.deckhand.dev", "modelboxes", "update", false},
+		// PodIncidents: readers of a record can read the log it copies;
+		// editors may delete records, nobody but Deckhand writes one.
+		{"bob", mine, "debug.deckhand.dev", "podincidents", "list", true},
+		{"bob", mine, "", "pods/log", "get", true},
+		{"bob", mine, "debug.deckhand.dev", "podincidents", "delete", false},
+		{"alice", mine, "debug.deckhand.dev", "podincidents", "delete", true},
+		{"alice", mine, "debug.deckhand.dev", "podincidents", "create", false},
+		{"alice", mine, "debug.deckhand.dev", "podincidents", "update", false},
 	} {
 		got, err := allowed(ctx, tc.user, tc.ns, tc.group, tc.resource, tc.verb)
 		g.Expect(err).NotTo(HaveOccurred())

@@ -36,7 +36,7 @@ func init() { scenariosOf(podbuggercontroller.ControllerName, podBuggerScenarios
 
 func podBuggerScenarios() []scenario {
 	return []scenario{{name: "PodBugger inject into 3 of 5 pods", controllers: []string{podbuggercontroller.ControllerName},
-		staleCrashes: true, start: podBuggerPlan}, podBuggerAllowListScenario(), podBuggerSuspendedScenario()}
+		staleCrashes: true, start: podBuggerPlan}, podBuggerAllowListScenario(), podBuggerSuspendedScenario(), podBuggerIncidentScenario()}
 }
 
 // podBuggerPlan: five matching pods and one that does not match in an

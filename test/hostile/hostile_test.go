@@ -24,6 +24,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
@@ -206,6 +207,14 @@ func TestAManagerUnderItsLimitSurvivesEveryHostileObject(t *testing.T) {
 		"many PodBugger args": {&debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: hostile, Name: "many-args"},
 			Spec: debugv1beta1.PodBuggerSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
 				Image: "docker.io/library/busybox:1.37", Args: repeat("x", 257)}}, "spec.args"},
+		"a PodBugger keeping a 1 MiB log tail": {&debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: hostile, Name: "big-tail"},
+			Spec: debugv1beta1.PodBuggerSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
+				Image: "docker.io/library/busybox:1.37", Triggers: []debugv1beta1.Trigger{debugv1beta1.TriggerError},
+				Incidents: &debugv1beta1.IncidentPolicy{LogTailBytes: ptr.To[int32](1 << 20)}}}, "spec.incidents.logTailBytes"},
+		"a PodBugger keeping 100,000 records": {&debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: hostile, Name: "many-records"},
+			Spec: debugv1beta1.PodBuggerSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
+				Image: "docker.io/library/busybox:1.37", Triggers: []debugv1beta1.Trigger{debugv1beta1.TriggerError},
+				Incidents: &debugv1beta1.IncidentPolicy{MaxRecords: 100000}}}, "spec.incidents.maxRecords"},
 		"a PodSet whose pods the apiserver refuses, many times over": {&appsv1beta1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: hostile, Name: "refused"},
 			Spec: appsv1beta1.PodSetSpec{Replicas: 1, Template: missingVolumesTemplate(500)}}, "spec.template.spec.containers[0].volumeMounts[499].name"},
 	}
@@ -227,6 +236,29 @@ func TestAManagerUnderItsLimitSurvivesEveryHostileObject(t *testing.T) {
 	huge := &appsv1beta1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: hostile, Name: "huge"},
 		Spec: appsv1beta1.PodSetSpec{Replicas: hugeReplicas, Template: hugeTemplate()}}
 	g.Expect(env.Client.Create(ctx, huge)).To(Succeed())
+
+	// Admitted and bounded: a PodBugger recording a pod that crashed with a
+	// 64 KiB termination message and a 64 KiB status message; its record
+	// keeps 1 KiB of each.
+	recorder := &debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: hostile, Name: "recorder"},
+		Spec: debugv1beta1.PodBuggerSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "crash"}},
+			Image: "docker.io/library/busybox:1.37", Triggers: []debugv1beta1.Trigger{debugv1beta1.TriggerError}}}
+	g.Expect(env.Client.Create(ctx, recorder)).To(Succeed())
+	crash := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: hostile, Name: "crash", Labels: map[string]string{"app": "crash"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}}
+	g.Expect(env.Client.Create(ctx, crash)).To(Succeed())
+	crash.Status = corev1.PodStatus{Phase: corev1.PodRunning, Message: strings.Repeat("m", 64<<10),
+		ContainerStatuses: []corev1.ContainerStatus{{Name: "main", Image: "busybox", ImageID: "busybox",
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: strings.Repeat("t", 64<<10),
+				FinishedAt: metav1.Now()}}}}}
+	g.Expect(env.Client.Status().Update(ctx, crash)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		list := &debugv1beta1.PodIncidentList{}
+		g.Expect(env.Client.List(ctx, list, client.InNamespace(hostile))).To(Succeed())
+		g.Expect(list.Items).To(HaveLen(1))
+		g.Expect(list.Items[0].Spec.Pod.Message).To(HaveLen(debugv1beta1.MaxIncidentMessage))
+		g.Expect(list.Items[0].Spec.LastFailure.Message).To(HaveLen(debugv1beta1.MaxIncidentMessage))
+	}).Should(Succeed())
 
 	// The neighbour scales meanwhile, and gets there.
 	g.Expect(env.Update(neighbour, func() { neighbour.Spec.Replicas = 5 })).To(Succeed())

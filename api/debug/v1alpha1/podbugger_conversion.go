@@ -4,13 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/conversion"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 )
 
 // ConversionDataAnnotation holds, on a PodBugger read as v1alpha1, the
-// v1beta1 fields v1alpha1 has no place for (spec.runAsUser), as JSON. A
+// v1beta1 fields v1alpha1 has no place for (spec.runAsUser, spec.triggers,
+// spec.notReadyAfter, spec.incidents), as JSON. A
 // v1alpha1 client that reads, changes and writes back the object keeps the
 // annotation, and the fields come back when the object is converted to
 // v1beta1 again; the annotation is never stored.
@@ -18,7 +20,15 @@ const ConversionDataAnnotation = "debug.deckhand.dev/conversion-data"
 
 // conversionData is what ConversionDataAnnotation holds.
 type conversionData struct {
-	RunAsUser *int64 `json:"runAsUser,omitempty"`
+	RunAsUser     *int64                       `json:"runAsUser,omitempty"`
+	Triggers      []debugv1beta1.Trigger       `json:"triggers,omitempty"`
+	NotReadyAfter *metav1.Duration             `json:"notReadyAfter,omitempty"`
+	Incidents     *debugv1beta1.IncidentPolicy `json:"incidents,omitempty"`
+}
+
+// empty reports whether d holds nothing worth an annotation.
+func (d conversionData) empty() bool {
+	return d.RunAsUser == nil && len(d.Triggers) == 0 && d.NotReadyAfter == nil && d.Incidents == nil
 }
 
 // ConvertTo converts this PodBugger to the hub version, v1beta1.
@@ -45,6 +55,9 @@ func (src *PodBugger) ConvertTo(dstRaw conversion.Hub) error {
 		var data conversionData
 		if json.Unmarshal([]byte(raw), &data) == nil {
 			dst.Spec.RunAsUser = data.RunAsUser
+			dst.Spec.Triggers = data.Triggers
+			dst.Spec.NotReadyAfter = data.NotReadyAfter
+			dst.Spec.Incidents = data.Incidents
 		}
 		delete(dst.Annotations, ConversionDataAnnotation)
 		if len(dst.Annotations) == 0 {
@@ -87,7 +100,8 @@ func (dst *PodBugger) ConvertFrom(srcRaw conversion.Hub) error {
 		Suspend:             in.Suspend,
 	}
 	delete(dst.Annotations, ConversionDataAnnotation)
-	if data := (conversionData{RunAsUser: in.RunAsUser}); data != (conversionData{}) {
+	if data := (conversionData{RunAsUser: in.RunAsUser, Triggers: in.Triggers, NotReadyAfter: in.NotReadyAfter,
+		Incidents: in.Incidents}); !data.empty() {
 		raw, err := json.Marshal(data)
 		if err != nil {
 			return fmt.Errorf("recording the v1beta1 fields of PodBugger %s: %w", src.Name, err)

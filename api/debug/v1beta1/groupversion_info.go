@@ -23,7 +23,7 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &PodBugger{}, &PodBuggerList{})
+	s.AddKnownTypes(GroupVersion, &PodBugger{}, &PodBuggerList{}, &PodIncident{}, &PodIncidentList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

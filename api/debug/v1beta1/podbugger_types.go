@@ -30,6 +30,8 @@ const (
 )
 
 // PodBuggerSpec says which pods get a debug container and what it runs.
+// +kubebuilder:validation:XValidation:rule="!has(self.notReadyAfter) || (has(self.triggers) && 'NotReady' in self.triggers)",message="notReadyAfter needs the NotReady trigger in triggers",fieldPath=".notReadyAfter"
+// +kubebuilder:validation:XValidation:rule="!has(self.incidents) || !has(self.incidents.inject) || !self.incidents.inject || (has(self.triggers) && self.triggers.exists(t, t != 'Running'))",message="incidents.inject needs a failure trigger (Error, OOMKilled, CrashLoopBackOff, NotReady or Evicted) in triggers",fieldPath=".incidents.inject"
 // +kubebuilder:validation:XValidation:rule="(has(self.command) ? self.command.map(c, size(c)).sum() : 0) + (has(self.args) ? self.args.map(a, size(a)).sum() : 0) <= 16384",message="command and args together must be at most 16384 characters",fieldPath=".args"
 type PodBuggerSpec struct {
 	// selector chooses the pods, in the PodBugger's own namespace, that get a
@@ -105,6 +107,93 @@ type PodBuggerSpec struct {
 	// ephemeral container cannot be removed from a pod.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+
+	// triggers says when the PodBugger acts on a matching pod. Running (the
+	// default, alone) adds the debug container to every running pod. The
+	// failure triggers record a PodIncident, owned by this PodBugger, when
+	// a container of a matching pod fails: Error (terminated with a non-zero
+	// exit code or by a signal), OOMKilled, CrashLoopBackOff, NotReady (the
+	// pod not Ready for longer than notReadyAfter) and Evicted. Recording
+	// reads only and needs no namespace opt-in; without Running, no pod gets
+	// a debug container unless incidents.inject says so. (New in v1beta1.)
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=6
+	// +kubebuilder:default={"Running"}
+	Triggers []Trigger `json:"triggers,omitempty"`
+
+	// notReadyAfter is how long a running pod must stay not Ready before the
+	// NotReady trigger records it, between 10s and 24h; 5m when omitted.
+	// (New in v1beta1.)
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s') && duration(self) <= duration('24h')",message="notReadyAfter must be between 10s and 24h"
+	NotReadyAfter *metav1.Duration `json:"notReadyAfter,omitempty"`
+
+	// incidents bounds the PodIncidents the failure triggers record and says
+	// whether a failing pod also gets the debug container. (New in v1beta1.)
+	// +optional
+	Incidents *IncidentPolicy `json:"incidents,omitempty"`
+}
+
+// Trigger is when a PodBugger acts on a pod.
+// +kubebuilder:validation:Enum=Running;Error;OOMKilled;CrashLoopBackOff;NotReady;Evicted
+type Trigger string
+
+// Triggers.
+const (
+	// TriggerRunning: every running matching pod gets the debug container
+	// (the behaviour before triggers existed, and the default).
+	TriggerRunning Trigger = "Running"
+	// TriggerError: a container terminated with a non-zero exit code or by
+	// a signal (other than an OOM kill, which is OOMKilled).
+	TriggerError Trigger = "Error"
+	// TriggerOOMKilled: a container was killed for exceeding its memory limit.
+	TriggerOOMKilled Trigger = "OOMKilled"
+	// TriggerCrashLoopBackOff: a container failed and waits in the
+	// kubelet's restart backoff.
+	TriggerCrashLoopBackOff Trigger = "CrashLoopBackOff"
+	// TriggerNotReady: a running pod has not been Ready for notReadyAfter.
+	TriggerNotReady Trigger = "NotReady"
+	// TriggerEvicted: the pod was evicted (by its kubelet under node
+	// pressure, or through the eviction API).
+	TriggerEvicted Trigger = "Evicted"
+)
+
+// IncidentPolicy bounds a PodBugger's PodIncidents.
+type IncidentPolicy struct {
+	// inject also adds the debug container to a pod when it fails (once:
+	// a pod keeps the container it got, and later incidents reuse it), so
+	// that the next incident's record holds its output. Injection needs what
+	// the Running trigger needs: the namespace opt-in, an allowed image and
+	// profile, room within maxPods.
+	// +optional
+	Inject bool `json:"inject,omitempty"`
+
+	// maxRecords caps the PodIncidents this PodBugger keeps; the oldest go
+	// first. Default 20, at most 200.
+	// +optional
+	// +kubebuilder:default=20
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=200
+	MaxRecords int32 `json:"maxRecords,omitempty"`
+
+	// maxAge is how long a PodIncident is kept after its last failure,
+	// between 1m and 720h (30 days). Default 24h.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('720h')",message="maxAge must be between 1m and 720h"
+	MaxAge *metav1.Duration `json:"maxAge,omitempty"`
+
+	// logTailBytes is how much of the end of the failed container's log a
+	// record keeps, at most 16384 bytes. Default 4096; 0 keeps no log.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=16384
+	LogTailBytes *int32 `json:"logTailBytes,omitempty"`
 }
 
 // DebuggedPod is a pod that carries the PodBugger's container.
@@ -211,6 +300,9 @@ const (
 	// refuses it, but a v1alpha1 write carries it in its conversion-data
 	// annotation past the schema.
 	ReasonRootUser = "RootUser"
+	// ReasonCaptureOnly: the PodBugger has no Running trigger and injects
+	// into no pod on its own; it records incidents.
+	ReasonCaptureOnly = "CaptureOnly"
 	// ReasonAllowed: no safety rule stops the PodBugger.
 	ReasonAllowed = "Allowed"
 	// ReasonActive: matching running pods get the container.

@@ -29,4 +29,27 @@ func init() {
 // PodBuggers do not grow the registry without bound.
 func forgetMetrics(key types.NamespacedName) {
 	injections.DeletePartialMatch(prometheus.Labels{metricLabels[0]: key.Namespace, metricLabels[1]: key.Name})
+	incidents.DeletePartialMatch(prometheus.Labels{incidentLabels[0]: key.Namespace, incidentLabels[1]: key.Name})
+}
+
+// incidents counts the failures PodBuggers recorded, a new PodIncident or a
+// repeat counted in one, by PodBugger and reason.
+var incidents = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "deckhand_podbugger_incidents_total",
+	Help: "Pod failures recorded by a PodBugger (a new PodIncident or a repeat counted in one), by PodBugger and reason (Error, OOMKilled, CrashLoopBackOff, NotReady, Evicted).",
+}, incidentLabels)
+
+var incidentLabels = []string{"namespace", "podbugger", "reason"}
+
+// captureSeconds is how long after a failure (the kubelet's finishedAt, or
+// when a pod stopped being Ready or was evicted) its record was written.
+// finishedAt has whole seconds: each figure is up to a second long.
+var captureSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	Name:    "deckhand_podbugger_incident_capture_seconds",
+	Help:    "Time from a pod's failure (the kubelet's finishedAt, to the second) to its PodIncident written, by reason.",
+	Buckets: []float64{0.25, 0.5, 1, 1.5, 2, 3, 5, 10, 30, 60},
+}, []string{"reason"})
+
+func init() {
+	metrics.Registry.MustRegister(incidents, captureSeconds)
 }

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -53,8 +54,13 @@ func Setup(mgr ctrl.Manager, opts setupoptions.Options) error {
 	if err != nil {
 		return err
 	}
-	return NewPodBuggerReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(ControllerName), p).
-		SetupWithManager(mgr)
+	cs, err := kubernetes.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("PodBugger incidents: a client for pod logs: %w", err)
+	}
+	return errors.Join(
+		NewPodBuggerReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(ControllerName), p).SetupWithManager(mgr),
+		NewIncidentReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(ControllerName), ClientsetLogs(cs)).SetupWithManager(mgr))
 }
 
 // PodBuggerReconciler adds each PodBugger's ephemeral container to the
@@ -96,8 +102,9 @@ func NewPodBuggerReconciler(c client.Client, apiReader client.Reader, recorder e
 // +kubebuilder:rbac:groups="",resources=pods/ephemeralcontainers,verbs=update
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
-// Reconcile adds pb's container to the running pods it selects that lack it,
-// then writes pb's status.
+// Reconcile adds pb's container to the running pods it selects that lack it
+// (or, with incidents.inject, to the failing pods its records name), keeps
+// its PodIncidents within maxRecords and maxAge, then writes pb's status.
 func (r *PodBuggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pb := &debugv1beta1.PodBugger{}
 	if err := r.Get(ctx, req.NamespacedName, pb); err != nil {
@@ -109,7 +116,11 @@ func (r *PodBuggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if !pb.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // nothing to undo: ephemeral containers cannot be removed
 	}
-	o, p, err := r.observe(ctx, pb)
+	failing, expiry, err := r.pruneIncidents(ctx, pb)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	o, p, err := r.observe(ctx, pb, failing)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -117,6 +128,9 @@ func (r *PodBuggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{RequeueAfter: supersededDelay}, nil
 	}
 	result, injectErr := r.inject(ctx, pb, p, &o)
+	if expiry > 0 && injectErr == nil && (result.RequeueAfter == 0 || expiry < result.RequeueAfter) {
+		result.RequeueAfter = expiry
+	}
 	want := computeStatus(pb, o)
 	if _, err := r.status.Write(ctx, pb, &pb.Status, want); err != nil {
 		return ctrl.Result{}, errors.Join(injectErr, fmt.Errorf("writing status of PodBugger %s: %w", req.NamespacedName, err))
@@ -142,7 +156,7 @@ func (r *PodBuggerReconciler) forget(key types.NamespacedName) {
 // opt-out the cache has not seen yet, and a lagging cache hides recent
 // carriers (maxPods would be overshot). Passes that add nothing cost no
 // extra request.
-func (r *PodBuggerReconciler) observe(ctx context.Context, pb *debugv1beta1.PodBugger) (observation, plan, error) {
+func (r *PodBuggerReconciler) observe(ctx context.Context, pb *debugv1beta1.PodBugger, failing map[types.UID]bool) (observation, plan, error) {
 	selector, err := metav1.LabelSelectorAsSelector(&pb.Spec.Selector)
 	if err != nil {
 		// The webhook refuses such a selector; without it, retrying won't help.
@@ -155,13 +169,13 @@ func (r *PodBuggerReconciler) observe(ctx context.Context, pb *debugv1beta1.PodB
 	o := observation{now: r.Now(), violations: r.Policy.Violations(pb, nsLabels),
 		memory: r.memory.of(client.ObjectKeyFromObject(pb), pb.Generation, nsLabels)}
 	o.memory.prune(pods)
-	p := planFor(pb, selector, pods, o.memory.passOver(o.now), r.Policy)
+	p := planFor(pb, selector, pods, o.memory.passOver(o.now), failing, r.Policy)
 	if len(p.inject) > 0 && len(o.violations) == 0 {
 		if nsLabels, pods, err = r.read(ctx, r.APIReader, pb); err != nil {
 			return observation{}, plan{}, err
 		}
 		o.violations = r.Policy.Violations(pb, nsLabels)
-		p = planFor(pb, selector, pods, o.memory.passOver(o.now), r.Policy)
+		p = planFor(pb, selector, pods, o.memory.passOver(o.now), failing, r.Policy)
 		if len(p.inject) > 0 {
 			// Read with the pods, the PodBugger itself: the plan above
 			// follows the cache's copy, and an injection it no longer
@@ -206,8 +220,9 @@ func (r *PodBuggerReconciler) read(ctx context.Context, reader client.Reader, pb
 	return ns.Labels, pods.Items, nil
 }
 
-// SetupWithManager watches PodBuggers, the pods of their namespaces and the
-// namespaces' labels.
+// SetupWithManager watches PodBuggers, the pods of their namespaces, the
+// namespaces' labels and the creation and deletion of PodIncidents (a new
+// record may exceed maxRecords, or name a pod to inject into).
 func (r *PodBuggerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -216,6 +231,7 @@ func (r *PodBuggerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(podChanged)).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.podBuggersIn),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		Owns(&debugv1beta1.PodIncident{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
 		Complete(r)
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
 	"github.com/deckhand-dev/deckhand/internal/status"
 )
 
@@ -20,6 +21,9 @@ func health(pb *debugv1beta1.PodBugger, o observation, installed int32) status.H
 		return status.Health{Reason: debugv1beta1.ReasonInjectionFailed, Message: o.injectErr.Error()}
 	case len(o.refused) > 0:
 		return status.Health{Stalled: exhausted(o.refused), Reason: debugv1beta1.ReasonInjectionFailed, Message: refusedMessage(o.refused)}
+	case !policy.Injects(pb):
+		return status.Health{Ready: true, Reason: debugv1beta1.ReasonCaptureOnly,
+			Message: "records the failures of matching pods as PodIncidents; adds no container to any pod"}
 	case pb.Spec.Suspend:
 		return status.Health{Ready: true, Reason: debugv1beta1.ReasonSuspended, Message: "suspended: no new pod gets the container"}
 	case installed >= pb.Spec.MaxPods:

@@ -38,8 +38,10 @@ type skippedPod struct {
 // container and which get it now. A suspended PodBugger injects nothing; a
 // pod the operator's policy pol keeps out (policy.SkipPod) is skipped.
 // Pods in passOver (refused a moment ago) are left out: they take no place
-// within maxPods.
-func planFor(pb *debugv1beta1.PodBugger, selector labels.Selector, pods []corev1.Pod, passOver map[types.UID]bool, pol policy.Policy) plan {
+// within maxPods. Without the Running trigger, only the pods in failing (a
+// record of pb names them) get the container, if incidents.inject says so.
+func planFor(pb *debugv1beta1.PodBugger, selector labels.Selector, pods []corev1.Pod, passOver, failing map[types.UID]bool, pol policy.Policy) plan {
+	running, onIncident := policy.InjectsRunning(pb), policy.InjectsOnIncident(pb)
 	name := ContainerName(pb.Name)
 	var p plan
 	var candidates []*corev1.Pod
@@ -49,7 +51,7 @@ func planFor(pb *debugv1beta1.PodBugger, selector labels.Selector, pods []corev1
 		case hasEphemeralContainer(pod, name):
 			p.carriers = append(p.carriers, pod)
 		case pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil &&
-			selector.Matches(labels.Set(pod.Labels)) && !passOver[pod.UID]:
+			(running || onIncident && failing[pod.UID]) && selector.Matches(labels.Set(pod.Labels)) && !passOver[pod.UID]:
 			candidates = append(candidates, pod)
 		}
 	}

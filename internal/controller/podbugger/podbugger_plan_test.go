@@ -164,7 +164,7 @@ func TestPlanFor(t *testing.T) {
 			for _, uid := range tt.passOver {
 				passOver[uid] = true
 			}
-			p := planFor(pb, labels.SelectorFromSet(web), tt.pods, passOver, tt.policy)
+			p := planFor(pb, labels.SelectorFromSet(web), tt.pods, passOver, nil, tt.policy)
 			skipped := make([]*corev1.Pod, 0, len(p.skipped))
 			for _, s := range p.skipped {
 				skipped = append(skipped, s.pod)

@@ -46,8 +46,14 @@ func From(opts setupoptions.Options) (Policy, error) {
 }
 
 // Violations returns the rules pb breaks, in the order of Rules, given the
-// labels of its namespace; none means the controller may act on it.
+// labels of its namespace; none means the controller may act on it. The
+// rules are about what a PodBugger runs in pods: one that only records
+// incidents (see Injects) reads what the failing pods' readers can read,
+// runs nothing, and breaks none of them, opt-in included.
 func (p Policy) Violations(pb *debugv1beta1.PodBugger, namespaceLabels map[string]string) []Violation {
+	if !Injects(pb) {
+		return nil
+	}
 	return Rules.Evaluate(Input{PodBugger: pb, NamespaceLabels: namespaceLabels, Policy: p})
 }
 

@@ -1,0 +1,341 @@
+package podbugger
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+)
+
+// Defaults of spec.incidents and spec.notReadyAfter, applied here as well as
+// by the schema: a PodBugger written as v1alpha1, or with webhooks off, may
+// lack them.
+const (
+	defaultMaxRecords    = 20
+	defaultMaxAge        = 24 * time.Hour
+	defaultLogTailBytes  = 4096
+	defaultNotReadyAfter = 5 * time.Minute
+	// backoffWindow is how close a failure must follow the last one counted
+	// in a record to count there rather than open a new record: twice the
+	// kubelet's longest restart backoff (5 minutes), so that a crash loop
+	// is one record however long it lasts.
+	backoffWindow = 10 * time.Minute
+	// logTailLines bounds the lines asked of the kubelet; the record keeps
+	// the last logTailBytes bytes of them.
+	logTailLines = 200
+)
+
+// incidentLimits are pb's bounds on its records.
+type incidentLimits struct {
+	maxRecords   int
+	maxAge       time.Duration
+	logTailBytes int
+}
+
+func limitsOf(pb *debugv1beta1.PodBugger) incidentLimits {
+	l := incidentLimits{maxRecords: defaultMaxRecords, maxAge: defaultMaxAge, logTailBytes: defaultLogTailBytes}
+	if in := pb.Spec.Incidents; in != nil {
+		if in.MaxRecords > 0 {
+			l.maxRecords = int(min(in.MaxRecords, 200))
+		}
+		if in.MaxAge != nil && in.MaxAge.Duration > 0 {
+			l.maxAge = in.MaxAge.Duration
+		}
+		if in.LogTailBytes != nil {
+			l.logTailBytes = int(max(0, min(*in.LogTailBytes, debugv1beta1.MaxIncidentLogTail)))
+		}
+	}
+	return l
+}
+
+func notReadyAfterOf(pb *debugv1beta1.PodBugger) time.Duration {
+	if d := pb.Spec.NotReadyAfter; d != nil && d.Duration >= 10*time.Second {
+		return d.Duration
+	}
+	return defaultNotReadyAfter
+}
+
+// failure is one failure of a pod, as its status shows it.
+type failure struct {
+	reason    debugv1beta1.IncidentReason
+	container string // empty for a pod-level failure
+	// instance is the container's failed instance (nil for NotReady and
+	// Evicted); previous says it is the container's previous instance, whose
+	// log is read with previous=true, not its current one.
+	instance     *corev1.ContainerStateTerminated
+	previous     bool
+	restartCount int32
+	// at is when it happened: the instance's finishedAt, when the pod
+	// stopped being Ready, or when it was evicted.
+	at time.Time
+}
+
+// family is what failures count together: the same container's failed
+// instances (whatever the reason they were first seen with: a crash seen as
+// Error is the same crash once the kubelet shows it in CrashLoopBackOff),
+// a not-ready episode, an eviction.
+func (f failure) family() string {
+	switch f.reason {
+	case debugv1beta1.IncidentNotReady, debugv1beta1.IncidentEvicted:
+		return string(f.reason)
+	}
+	return "container/" + f.container
+}
+
+// failuresOf is what failed in pod that triggers name, at now; recheck is
+// how soon a pod on its way to NotReady must be looked at again (zero when
+// none is). It is pure.
+func failuresOf(pod *corev1.Pod, triggers []debugv1beta1.Trigger, notReadyAfter time.Duration, now time.Time) (fs []failure, recheck time.Duration) {
+	on := func(t debugv1beta1.Trigger) bool { return slices.Contains(triggers, t) }
+	for _, cs := range pod.Status.ContainerStatuses {
+		inst, previous := failedInstance(cs)
+		if inst == nil {
+			continue
+		}
+		f := failure{container: cs.Name, instance: inst, previous: previous, restartCount: cs.RestartCount, at: inst.FinishedAt.Time}
+		oom := inst.Reason == "OOMKilled"
+		switch {
+		case oom && on(debugv1beta1.TriggerOOMKilled):
+			f.reason = debugv1beta1.IncidentOOMKilled
+		case cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff" && on(debugv1beta1.TriggerCrashLoopBackOff):
+			f.reason = debugv1beta1.IncidentCrashLoopBackOff
+		case !oom && on(debugv1beta1.TriggerError):
+			f.reason = debugv1beta1.IncidentError
+		default:
+			continue
+		}
+		fs = append(fs, f)
+	}
+	if on(debugv1beta1.TriggerEvicted) {
+		if at, ok := evictedAt(pod, now); ok {
+			fs = append(fs, failure{reason: debugv1beta1.IncidentEvicted, at: at})
+		}
+	}
+	if on(debugv1beta1.TriggerNotReady) && pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil {
+		for _, c := range pod.Status.Conditions {
+			if c.Type != corev1.PodReady || c.Status == corev1.ConditionTrue {
+				continue
+			}
+			if since := now.Sub(c.LastTransitionTime.Time); since >= notReadyAfter {
+				fs = append(fs, failure{reason: debugv1beta1.IncidentNotReady, container: notReadyContainer(pod), at: c.LastTransitionTime.Time})
+			} else {
+				recheck = notReadyAfter - since
+			}
+		}
+	}
+	return fs, recheck
+}
+
+// failedInstance is the container's instance that failed last: its current
+// one when that terminated with an error (or was OOM-killed), else its previous one when that
+// did and the container has been restarted since (or waits to be).
+func failedInstance(cs corev1.ContainerStatus) (inst *corev1.ContainerStateTerminated, previous bool) {
+	// An OOM kill of a child process (the container's shell goes on and
+	// exits 0) is reported with the reason OOMKilled and exit code 0: it is
+	// a failure all the same.
+	failed := func(t *corev1.ContainerStateTerminated) bool {
+		return t != nil && (t.ExitCode != 0 || t.Signal != 0 || t.Reason == "OOMKilled")
+	}
+	switch {
+	case cs.State.Terminated != nil:
+		if failed(cs.State.Terminated) {
+			return cs.State.Terminated, false
+		}
+	case failed(cs.LastTerminationState.Terminated):
+		return cs.LastTerminationState.Terminated, true
+	}
+	return nil, false
+}
+
+// evictedAt reports whether pod was evicted (by its kubelet, or through the
+// eviction API: the DisruptionTarget condition says which) and when.
+func evictedAt(pod *corev1.Pod, now time.Time) (time.Time, bool) {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue &&
+			(c.Reason == "EvictionByEvictionAPI" || c.Reason == "TerminationByKubelet") {
+			return c.LastTransitionTime.Time, true
+		}
+	}
+	if pod.Status.Phase == corev1.PodFailed && pod.Status.Reason == "Evicted" {
+		return now, true
+	}
+	return time.Time{}, false
+}
+
+// notReadyContainer names the first container that is not ready, if any.
+func notReadyContainer(pod *corev1.Pod) string {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if !cs.Ready {
+			return cs.Name
+		}
+	}
+	return ""
+}
+
+// counted reports whether f is already counted in one of recs: a record of
+// its family whose last failure is not older than f.
+func counted(f failure, recs []debugv1beta1.PodIncident) bool {
+	at := metav1.NewTime(f.at).Rfc3339Copy()
+	return slices.ContainsFunc(recs, func(r debugv1beta1.PodIncident) bool {
+		return familyOf(&r) == f.family() && !r.Spec.LastTime.Before(&at)
+	})
+}
+
+// familyOf is the family of the failures a record counts.
+func familyOf(r *debugv1beta1.PodIncident) string {
+	return failure{reason: r.Spec.Reason, container: r.Spec.Container}.family()
+}
+
+// recordFor is the record f counts in: the latest of recs with f's reason
+// and container whose last failure is within backoffWindow before f, or nil
+// when f opens a new one.
+func recordFor(f failure, recs []debugv1beta1.PodIncident) *debugv1beta1.PodIncident {
+	var found *debugv1beta1.PodIncident
+	for i := range recs {
+		r := &recs[i]
+		if r.Spec.Reason == f.reason && r.Spec.Container == f.container && f.at.Sub(r.Spec.LastTime.Time) <= backoffWindow &&
+			(found == nil || r.Spec.LastTime.After(found.Spec.LastTime.Time)) {
+			found = r
+		}
+	}
+	return found
+}
+
+// incidentName is the name of the record f opens: the pod's name, the
+// reason and a hash of the PodBugger, pod, container, reason and time, so
+// that a pass repeated after a crash finds the record it wrote.
+func incidentName(pbUID, podName, podUID string, f failure) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s/%s/%s/%s/%d", pbUID, podUID, f.container, f.reason, f.at.Unix()))
+	suffix := "-" + strings.ToLower(string(f.reason)) + "-" + hex.EncodeToString(sum[:])[:10]
+	return strings.TrimRight(podName[:min(len(podName), 253-len(suffix))], ".-") + suffix
+}
+
+// capture is what was read of a failure besides the pod's status.
+type capture struct {
+	logTail, logError string
+	logTruncated      bool
+	events            []corev1.Event
+	node              *debugv1beta1.IncidentNode
+	debug             *debugv1beta1.IncidentDebugContainer
+}
+
+// newIncident is the record f opens, for pb and pod. It is pure.
+func newIncident(pb *debugv1beta1.PodBugger, pod *corev1.Pod, f failure, c capture) *debugv1beta1.PodIncident {
+	t := metav1.NewTime(f.at).Rfc3339Copy()
+	inc := &debugv1beta1.PodIncident{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: pb.Namespace,
+			Name:      incidentName(string(pb.UID), pod.Name, string(pod.UID), f),
+			Labels: map[string]string{
+				debugv1beta1.IncidentPodBuggerUIDLabel: string(pb.UID),
+				debugv1beta1.IncidentPodUIDLabel:       string(pod.UID),
+			},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: debugv1beta1.GroupVersion.String(), Kind: "PodBugger",
+				Name: pb.Name, UID: pb.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
+		},
+		Spec: debugv1beta1.PodIncidentSpec{PodBugger: pb.Name, Container: f.container, Reason: f.reason,
+			FirstTime: t, LastTime: t},
+	}
+	updateIncident(inc, pod, f, c)
+	return inc
+}
+
+// updateIncident counts f in inc and replaces what inc holds of the last
+// failure with f's and what c read. It is pure.
+func updateIncident(inc *debugv1beta1.PodIncident, pod *corev1.Pod, f failure, c capture) {
+	s := &inc.Spec
+	s.Count++
+	s.LastTime = metav1.NewTime(f.at).Rfc3339Copy()
+	s.Pod = debugv1beta1.IncidentPod{Name: pod.Name, UID: string(pod.UID), Phase: string(pod.Status.Phase),
+		Message: cut(pod.Status.Message, debugv1beta1.MaxIncidentMessage)}
+	s.LastFailure = nil
+	if i := f.instance; i != nil {
+		s.LastFailure = &debugv1beta1.FailedInstance{ExitCode: i.ExitCode, Signal: i.Signal, Reason: cut(i.Reason, 128),
+			Message: cut(i.Message, debugv1beta1.MaxIncidentMessage), StartedAt: i.StartedAt, FinishedAt: i.FinishedAt,
+			ContainerID: cut(i.ContainerID, 256), RestartCount: f.restartCount}
+	}
+	s.LogTail, s.LogTruncated, s.LogError = c.logTail, c.logTruncated, cut(c.logError, debugv1beta1.MaxIncidentMessage)
+	s.Events = incidentEvents(c.events)
+	s.Node = c.node
+	s.QOSClass = string(pod.Status.QOSClass)
+	s.Resources = nil
+	for _, ct := range pod.Spec.Containers {
+		if ct.Name == f.container && (len(ct.Resources.Requests) > 0 || len(ct.Resources.Limits) > 0) {
+			s.Resources = &corev1.ResourceRequirements{Requests: ct.Resources.Requests, Limits: ct.Resources.Limits}
+		}
+	}
+	s.DebugContainer = c.debug
+}
+
+// incidentEvents are the latest MaxIncidentEvents of events, the latest
+// last, each message cut.
+func incidentEvents(events []corev1.Event) []debugv1beta1.IncidentEvent {
+	last := func(e *corev1.Event) time.Time {
+		return cmp.Or(e.LastTimestamp.Time, e.EventTime.Time, e.FirstTimestamp.Time, e.CreationTimestamp.Time)
+	}
+	sorted := slices.Clone(events)
+	slices.SortStableFunc(sorted, func(a, b corev1.Event) int { return last(&a).Compare(last(&b)) })
+	sorted = sorted[max(0, len(sorted)-debugv1beta1.MaxIncidentEvents):]
+	out := make([]debugv1beta1.IncidentEvent, 0, len(sorted))
+	for i := range sorted {
+		e := &sorted[i]
+		out = append(out, debugv1beta1.IncidentEvent{Time: metav1.NewTime(last(e)).Rfc3339Copy(), Type: cut(e.Type, 32),
+			Reason: cut(e.Reason, 128), Message: cut(e.Message, debugv1beta1.MaxIncidentEventMessage), Count: max(e.Count, 1)})
+	}
+	return out
+}
+
+// nodePressure is what a record says of node: the pressure conditions
+// that are True, and NotReady unless it is Ready.
+func nodePressure(node *corev1.Node) *debugv1beta1.IncidentNode {
+	n := &debugv1beta1.IncidentNode{Name: node.Name}
+	for _, c := range node.Status.Conditions {
+		switch c.Type {
+		case corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure:
+			if c.Status == corev1.ConditionTrue {
+				n.Pressure = append(n.Pressure, string(c.Type))
+			}
+		case corev1.NodeReady:
+			if c.Status != corev1.ConditionTrue {
+				n.Pressure = append(n.Pressure, "NotReady")
+			}
+		}
+	}
+	return n
+}
+
+// cut shortens s to at most n bytes, on a rune boundary, marking the cut.
+func cut(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n-3]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "..."
+}
+
+// tail keeps the last n bytes of s, from a rune boundary, as valid UTF-8.
+func tail(s string, n int) (string, bool) {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
+		return s, false
+	}
+	s = s[len(s)-n:]
+	for len(s) > 0 && !utf8.RuneStart(s[0]) {
+		s = s[1:]
+	}
+	return s, true
+}

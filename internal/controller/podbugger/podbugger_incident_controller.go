@@ -1,0 +1,483 @@
+package podbugger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
+)
+
+// Event reasons of the incident recorder.
+const (
+	// EventIncidentRecorded: a pod failed and a new PodIncident records it.
+	EventIncidentRecorded = "IncidentRecorded"
+)
+
+// The incident recorder reads the failing pod afresh, its log, its Events
+// and its node, and writes PodIncidents; it changes no pod.
+// +kubebuilder:rbac:groups=debug.deckhand.dev,resources=podincidents,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups="",resources=pods/log,verbs=get
+// +kubebuilder:rbac:groups="",resources=events,verbs=list
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get
+
+// PodLogs reads the last bytes (at most limit) of a container's log, of its
+// previous instance when previous is set; truncated says there was more.
+type PodLogs func(ctx context.Context, namespace, pod, container string, previous bool, limit int) (tail string, truncated bool, err error)
+
+// ClientsetLogs reads logs through cs: the last logTailLines lines, of which
+// only the last limit bytes are kept as they stream in.
+func ClientsetLogs(cs kubernetes.Interface) PodLogs {
+	return func(ctx context.Context, namespace, pod, container string, previous bool, limit int) (string, bool, error) {
+		stream, err := cs.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{
+			Container: container, Previous: previous, TailLines: ptr.To[int64](logTailLines),
+		}).Stream(ctx)
+		if err != nil {
+			return "", false, err
+		}
+		defer func() { _ = stream.Close() }()
+		// Keep at most 2*limit bytes at once, whatever the lines' length.
+		var kept []byte
+		buf := make([]byte, 32*1024)
+		truncated := false
+		for {
+			n, err := stream.Read(buf)
+			kept = append(kept, buf[:n]...)
+			if len(kept) > 2*limit+len(buf) {
+				kept, truncated = slices.Clone(kept[len(kept)-limit:]), true
+			}
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return "", false, err
+			}
+		}
+		out, cutNow := tail(string(kept), limit)
+		return out, truncated || cutNow, nil
+	}
+}
+
+// logsTimeout bounds the reads of one capture, so that a node that cannot
+// serve logs (a simulated one, one gone) delays a record only briefly.
+const logsTimeout = 3 * time.Second
+
+// IncidentReconciler records, for each PodBugger with a failure trigger, the
+// failures of the pods it selects as PodIncidents. It is keyed by pod, so
+// that pods failing at once are recorded at once, each as soon as its
+// kubelet reports it.
+type IncidentReconciler struct {
+	client.Client
+	// APIReader reads the failing pod afresh (its whole spec and status: the
+	// cache keeps little of a pod), its Events and its node.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Now       func() time.Time
+	// Logs reads container logs; nil records no logs.
+	Logs PodLogs
+
+	written *writtenIncidents
+}
+
+// NewIncidentReconciler returns an incident recorder reading through c (the
+// cache), apiReader (the apiserver) and logs.
+func NewIncidentReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder, logs PodLogs) *IncidentReconciler {
+	return &IncidentReconciler{Client: c, APIReader: apiReader, Recorder: recorder, Now: time.Now, Logs: logs,
+		written: &writtenIncidents{byPod: map[types.NamespacedName]map[string]*debugv1beta1.PodIncident{}}}
+}
+
+// Reconcile records what failed in the pod for every PodBugger of its
+// namespace that selects it and has a failure trigger, and looks again when
+// a not-ready pod reaches its PodBugger's notReadyAfter.
+func (r *IncidentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	pod := &corev1.Pod{}
+	if err := r.Get(ctx, req.NamespacedName, pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.written.forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	pbs := &debugv1beta1.PodBuggerList{}
+	if err := r.List(ctx, pbs, client.InNamespace(pod.Namespace)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing PodBuggers for pod %s: %w", req.NamespacedName, err)
+	}
+	var (
+		result ctrl.Result
+		errs   []error
+	)
+	now := r.Now()
+	for i := range pbs.Items {
+		pb := &pbs.Items[i]
+		if !policy.Records(pb) || !pb.DeletionTimestamp.IsZero() || !selects(pb, pod) {
+			continue
+		}
+		fs, recheck := failuresOf(pod, policy.Triggers(pb), notReadyAfterOf(pb), now)
+		if recheck > 0 && (result.RequeueAfter == 0 || recheck < result.RequeueAfter) {
+			result.RequeueAfter = recheck
+		}
+		if len(fs) > 0 {
+			if err := r.record(ctx, pb, pod, fs); err != nil {
+				errs = append(errs, fmt.Errorf("recording incidents of pod %s for PodBugger %s: %w", req.NamespacedName, pb.Name, err))
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return ctrl.Result{}, err
+	}
+	return result, nil
+}
+
+func selects(pb *debugv1beta1.PodBugger, pod *corev1.Pod) bool {
+	sel, err := metav1.LabelSelectorAsSelector(&pb.Spec.Selector)
+	return err == nil && !sel.Empty() && sel.Matches(labels.Set(pod.Labels))
+}
+
+// record counts each of fs not counted yet in a record of pb: in the record
+// of the same reason and container its backoff window still holds, or in a
+// new one. The pod is read afresh once, before the first capture.
+func (r *IncidentReconciler) record(ctx context.Context, pb *debugv1beta1.PodBugger, pod *corev1.Pod, fs []failure) error {
+	recs, err := r.recordsOf(ctx, pb, pod)
+	if err != nil {
+		return err
+	}
+	var fresh *corev1.Pod
+	maxAge := limitsOf(pb).maxAge
+	for _, f := range fs {
+		// A failure older than maxAge (a pod's lastState from long ago,
+		// when the PodBugger is new) would be pruned as soon as written.
+		if counted(f, recs) || r.Now().Sub(f.at) >= maxAge {
+			continue
+		}
+		if fresh == nil {
+			fresh = &corev1.Pod{}
+			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), fresh); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+			if fresh.UID != pod.UID {
+				return nil // another pod of the same name: its own events bring it
+			}
+		}
+		f = refreshed(f, fresh)
+		c := r.capture(ctx, pb, fresh, f)
+		var inc *debugv1beta1.PodIncident
+		if existing := recordFor(f, recs); existing != nil {
+			inc = existing.DeepCopy()
+			updateIncident(inc, fresh, f, c)
+			if err := r.Update(ctx, inc); err != nil {
+				if apierrors.IsNotFound(err) {
+					r.written.drop(pod, inc.Name) // pruned meanwhile: the retry opens a new one
+				}
+				return fmt.Errorf("counting a failure in PodIncident %s: %w", inc.Name, err)
+			}
+		} else {
+			inc = newIncident(pb, fresh, f, c)
+			switch err := r.Create(ctx, inc); {
+			case apierrors.IsAlreadyExists(err):
+				continue // written before a restart or a lost response: counted
+			case err != nil:
+				return fmt.Errorf("creating PodIncident %s: %w", inc.Name, err)
+			}
+			r.Recorder.Eventf(pb, fresh, corev1.EventTypeWarning, EventIncidentRecorded, "RecordIncident",
+				"Pod %s%s failed (%s%s): recorded in PodIncident %s", pod.Name, containerNote(f), f.reason, exitNote(f), inc.Name)
+		}
+		r.written.remember(pod, inc)
+		recs = slices.DeleteFunc(recs, func(x debugv1beta1.PodIncident) bool { return x.Name == inc.Name })
+		recs = append(recs, *inc)
+		incidents.WithLabelValues(pb.Namespace, pb.Name, string(f.reason)).Inc()
+		captureSeconds.WithLabelValues(string(f.reason)).Observe(r.Now().Sub(f.at).Seconds())
+		logf.FromContext(ctx).Info("recorded incident", "pod", klog.KObj(pod), "container", f.container, "reason", f.reason,
+			"podIncident", inc.Name, "count", inc.Spec.Count)
+	}
+	return nil
+}
+
+func containerNote(f failure) string {
+	if f.container == "" {
+		return ""
+	}
+	return " container " + f.container
+}
+
+func exitNote(f failure) string {
+	if f.instance == nil {
+		return ""
+	}
+	return fmt.Sprintf(", exit code %d", f.instance.ExitCode)
+}
+
+// refreshed is f with the instance as the fresh pod reports it (the cache
+// keeps no termination message).
+func refreshed(f failure, fresh *corev1.Pod) failure {
+	if f.instance == nil {
+		return f
+	}
+	for _, cs := range fresh.Status.ContainerStatuses {
+		if cs.Name != f.container {
+			continue
+		}
+		for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
+			if t != nil && t.ContainerID == f.instance.ContainerID && t.FinishedAt.Equal(&f.instance.FinishedAt) {
+				f.instance = t
+			}
+		}
+	}
+	return f
+}
+
+// recordsOf is pb's records of pod: those the cache holds, and those this
+// manager wrote that it may not show yet (or shows older).
+func (r *IncidentReconciler) recordsOf(ctx context.Context, pb *debugv1beta1.PodBugger, pod *corev1.Pod) ([]debugv1beta1.PodIncident, error) {
+	list := &debugv1beta1.PodIncidentList{}
+	if err := r.List(ctx, list, client.InNamespace(pod.Namespace), client.MatchingLabels{
+		debugv1beta1.IncidentPodBuggerUIDLabel: string(pb.UID), debugv1beta1.IncidentPodUIDLabel: string(pod.UID)}); err != nil {
+		return nil, fmt.Errorf("listing PodIncidents: %w", err)
+	}
+	return r.written.merge(pod, pb.UID, list.Items), nil
+}
+
+// capture reads, at once, what f's record holds besides the pod: the failed
+// instance's log, the pod's Events, its node and the debug container's log.
+// It never fails: what cannot be read is noted or left out.
+func (r *IncidentReconciler) capture(ctx context.Context, pb *debugv1beta1.PodBugger, pod *corev1.Pod, f failure) capture {
+	ctx, cancel := context.WithTimeout(ctx, logsTimeout)
+	defer cancel()
+	limit := limitsOf(pb).logTailBytes
+	var (
+		c  capture
+		wg sync.WaitGroup
+	)
+	if r.Logs != nil && limit > 0 {
+		wg.Go(func() {
+			var err error
+			c.logTail, c.logTruncated, err = r.failedLog(ctx, pod, f, limit)
+			if err != nil {
+				c.logError = err.Error()
+			}
+		})
+		if name := ContainerName(pb.Name); debuggerStarted(pod, name) {
+			wg.Go(func() {
+				out, _, err := r.Logs(ctx, pod.Namespace, pod.Name, name, false, limit)
+				if err != nil {
+					out = "(log not readable: " + cut(err.Error(), 256) + ")"
+				}
+				c.debug = &debugv1beta1.IncidentDebugContainer{Name: name, LogTail: out}
+			})
+		}
+	}
+	wg.Go(func() {
+		list := &corev1.EventList{}
+		if err := r.APIReader.List(ctx, list, client.InNamespace(pod.Namespace),
+			client.MatchingFields{"involvedObject.uid": string(pod.UID)}); err == nil {
+			c.events = list.Items
+		}
+	})
+	if pod.Spec.NodeName != "" {
+		wg.Go(func() {
+			node := &corev1.Node{}
+			if err := r.APIReader.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, node); err != nil {
+				c.node = &debugv1beta1.IncidentNode{Name: pod.Spec.NodeName, Error: cut(err.Error(), debugv1beta1.MaxIncidentMessage)}
+				return
+			}
+			c.node = nodePressure(node)
+		})
+	}
+	wg.Wait()
+	return c
+}
+
+// failedLog reads the log of f's failed instance. An instance that was the
+// container's current one when the status was read may have been replaced
+// since (the kubelet restarts at once the first times), and then the
+// current log is the next instance's: the pod is read again, and if the
+// instance has become the previous one, its log is read as such.
+func (r *IncidentReconciler) failedLog(ctx context.Context, pod *corev1.Pod, f failure, limit int) (string, bool, error) {
+	container := f.container
+	if container == "" && len(pod.Spec.Containers) > 0 {
+		container = pod.Spec.Containers[0].Name
+	}
+	out, truncated, err := r.Logs(ctx, pod.Namespace, pod.Name, container, f.previous, limit)
+	if f.instance == nil || f.previous {
+		return out, truncated, err
+	}
+	again := &corev1.Pod{}
+	if gerr := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), again); gerr != nil {
+		return out, truncated, err
+	}
+	for _, cs := range again.Status.ContainerStatuses {
+		if cs.Name != container || (cs.State.Terminated != nil && cs.State.Terminated.ContainerID == f.instance.ContainerID) {
+			continue
+		}
+		if last := cs.LastTerminationState.Terminated; last != nil && last.ContainerID == f.instance.ContainerID {
+			return r.Logs(ctx, pod.Namespace, pod.Name, container, true, limit)
+		}
+		return "", false, errors.New("the failed instance was replaced twice before its log could be read")
+	}
+	return out, truncated, err
+}
+
+// debuggerStarted reports whether pod carries the ephemeral container name
+// and its kubelet has started it (its log is there).
+func debuggerStarted(pod *corev1.Pod, name string) bool {
+	for _, s := range pod.Status.EphemeralContainerStatuses {
+		if s.Name == name && (s.State.Running != nil || s.State.Terminated != nil) {
+			return true
+		}
+	}
+	return false
+}
+
+// SetupWithManager watches pods (the failures) and PodBuggers (a new or
+// changed one looks at the pods of its namespace).
+func (r *IncidentReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName+"-incidents").
+		For(&corev1.Pod{}, builder.WithPredicates(podFailureChanged)).
+		Watches(&debugv1beta1.PodBugger{}, handler.EnqueueRequestsFromMapFunc(r.podsOf),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: incidentParallelism}).
+		Complete(r)
+}
+
+// incidentParallelism is how many pods' failures are recorded at once.
+const incidentParallelism = 8
+
+// podsOf maps a PodBugger with a failure trigger to the pods it selects.
+func (r *IncidentReconciler) podsOf(ctx context.Context, obj client.Object) []reconcile.Request {
+	pb, ok := obj.(*debugv1beta1.PodBugger)
+	if !ok || !policy.Records(pb) {
+		return nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&pb.Spec.Selector)
+	if err != nil || sel.Empty() {
+		return nil
+	}
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, client.InNamespace(pb.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		logf.FromContext(ctx).Error(err, "listing pods", "podbugger", klog.KObj(pb))
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(pods.Items))
+	for i := range pods.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&pods.Items[i])})
+	}
+	return reqs
+}
+
+// podFailureChanged passes the pod events that may show a failure: a
+// container's state, restart count or last termination, the pod's phase,
+// reason, Ready and DisruptionTarget conditions.
+var podFailureChanged = predicate.Funcs{
+	DeleteFunc: func(event.DeleteEvent) bool { return true },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		oldPod, okOld := e.ObjectOld.(*corev1.Pod)
+		newPod, okNew := e.ObjectNew.(*corev1.Pod)
+		return !okOld || !okNew || failureDigest(oldPod) != failureDigest(newPod)
+	},
+}
+
+// failureDigest is what of a pod's status failuresOf reads, as a string.
+func failureDigest(p *corev1.Pod) string {
+	d := fmt.Sprint(p.Status.Phase, p.Status.Reason, p.DeletionTimestamp != nil)
+	for _, cs := range p.Status.ContainerStatuses {
+		d += fmt.Sprint("|", cs.Name, cs.RestartCount, cs.Ready, cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff")
+		if t := cs.State.Terminated; t != nil {
+			d += "|t" + t.ContainerID + t.FinishedAt.String()
+		}
+		if t := cs.LastTerminationState.Terminated; t != nil {
+			d += "|l" + t.ContainerID + t.FinishedAt.String()
+		}
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady || c.Type == corev1.DisruptionTarget {
+			d += fmt.Sprint("|", c.Type, c.Status, c.Reason)
+		}
+	}
+	return d
+}
+
+// writtenIncidents are the records this manager wrote, by pod, until the pod
+// goes: the cache may not show a record written a moment ago, and a failure
+// must not open a second record for want of seeing the first.
+type writtenIncidents struct {
+	mu    sync.Mutex
+	byPod map[types.NamespacedName]map[string]*debugv1beta1.PodIncident
+}
+
+// remember keeps a slim copy of inc (as the cache holds it), and only the
+// latest record of each reason and container of the pod: an older one can
+// neither take a count (recordFor) nor be needed to tell a failure counted
+// (counted compares with the latest), so a pod failing for days keeps a
+// few entries, not one per backoff window.
+func (w *writtenIncidents) remember(pod *corev1.Pod, inc *debugv1beta1.PodIncident) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	key := client.ObjectKeyFromObject(pod)
+	if w.byPod[key] == nil {
+		w.byPod[key] = map[string]*debugv1beta1.PodIncident{}
+	}
+	for name, old := range w.byPod[key] {
+		if old.Spec.Reason == inc.Spec.Reason && old.Spec.Container == inc.Spec.Container {
+			delete(w.byPod[key], name)
+		}
+	}
+	slim := inc.DeepCopy()
+	slimIncident(slim)
+	w.byPod[key][inc.Name] = slim
+}
+
+func (w *writtenIncidents) drop(pod *corev1.Pod, name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.byPod[client.ObjectKeyFromObject(pod)], name)
+}
+
+func (w *writtenIncidents) forget(key types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.byPod, key)
+}
+
+// merge is cached with what was written for pod by the PodBugger pbUID in
+// place of an older copy (fewer counts) or a missing one.
+func (w *writtenIncidents) merge(pod *corev1.Pod, pbUID types.UID, cached []debugv1beta1.PodIncident) []debugv1beta1.PodIncident {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := slices.Clone(cached)
+	for name, inc := range w.byPod[client.ObjectKeyFromObject(pod)] {
+		if inc.Labels[debugv1beta1.IncidentPodUIDLabel] != string(pod.UID) || inc.Labels[debugv1beta1.IncidentPodBuggerUIDLabel] != string(pbUID) {
+			continue
+		}
+		i := slices.IndexFunc(out, func(x debugv1beta1.PodIncident) bool { return x.Name == name })
+		switch {
+		case i < 0:
+			out = append(out, *inc.DeepCopy())
+		case out[i].Spec.Count < inc.Spec.Count:
+			out[i] = *inc.DeepCopy()
+		}
+	}
+	return out
+}

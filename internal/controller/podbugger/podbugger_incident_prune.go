@@ -1,0 +1,67 @@
+package podbugger
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+)
+
+// pruneIncidents deletes pb's PodIncidents beyond incidents.maxRecords (the
+// oldest last failures first) and those whose last failure is older than
+// incidents.maxAge. It returns the pods the kept records name (failing) and
+// how soon the next one expires. Before deleting, pb is read past the cache:
+// a deletion cannot be undone, and a stale spec (a lower maxRecords since
+// raised) must not decide it.
+func (r *PodBuggerReconciler) pruneIncidents(ctx context.Context, pb *debugv1beta1.PodBugger) (failing map[types.UID]bool, expiry time.Duration, err error) {
+	list := &debugv1beta1.PodIncidentList{}
+	if err := r.List(ctx, list, client.InNamespace(pb.Namespace), client.MatchingLabels{debugv1beta1.IncidentPodBuggerUIDLabel: string(pb.UID)}); err != nil {
+		return nil, 0, fmt.Errorf("listing PodIncidents of PodBugger %s: %w", client.ObjectKeyFromObject(pb), err)
+	}
+	keep, drop := prunePlan(list.Items, limitsOf(pb), r.Now())
+	if len(drop) > 0 {
+		if changed, err := r.changedSince(ctx, pb); err != nil || changed {
+			return nil, supersededDelay, err
+		}
+	}
+	for i := range drop {
+		inc := &drop[i]
+		if err := r.Delete(ctx, inc, client.Preconditions{UID: &inc.UID}); err != nil && !apierrors.IsNotFound(err) {
+			return nil, 0, fmt.Errorf("deleting PodIncident %s of PodBugger %s: %w", inc.Name, client.ObjectKeyFromObject(pb), err)
+		}
+	}
+	failing = map[types.UID]bool{}
+	maxAge := limitsOf(pb).maxAge
+	for _, inc := range keep {
+		failing[types.UID(inc.Spec.Pod.UID)] = true
+		if d := inc.Spec.LastTime.Add(maxAge).Sub(r.Now()) + time.Second; expiry == 0 || d < expiry {
+			expiry = d
+		}
+	}
+	return failing, expiry, nil
+}
+
+// prunePlan splits records into those kept (at most l.maxRecords, the
+// latest last failures first, none older than l.maxAge at now) and those to
+// delete. It is pure.
+func prunePlan(records []debugv1beta1.PodIncident, l incidentLimits, now time.Time) (keep, drop []debugv1beta1.PodIncident) {
+	sorted := slices.Clone(records)
+	slices.SortFunc(sorted, func(a, b debugv1beta1.PodIncident) int {
+		return cmp.Or(b.Spec.LastTime.Compare(a.Spec.LastTime.Time), b.CreationTimestamp.Compare(a.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
+	})
+	for _, inc := range sorted {
+		if len(keep) < l.maxRecords && now.Sub(inc.Spec.LastTime.Time) < l.maxAge {
+			keep = append(keep, inc)
+		} else {
+			drop = append(drop, inc)
+		}
+	}
+	return keep, drop
+}

@@ -1,0 +1,236 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"regexp"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+	"github.com/deckhand-dev/deckhand/test/cluster"
+)
+
+// On the real node, a PodBugger that only records (in a namespace that
+// never opted in) catches a busybox exiting 1 every few seconds and one
+// OOM-killed by a small memory limit, each record carrying the log of the
+// instance that failed, not of the next one: every instance prints the time
+// it started and the time it exits, and the record's log must show an exit
+// time within a second of the kubelet's finishedAt for that instance (the
+// next instance starts after a backoff of 10 s or more). A pod not Ready
+// beyond notReadyAfter and one evicted through the eviction API are caught
+// too. From finishedAt to the record created, the figures are logged (whole
+// seconds on both sides); `make bench` measures them.
+func TestRealNodePodBuggerRecordsIncidents(t *testing.T) {
+	c.RealNode(t)
+	g := rnG(t)
+	ctx := context.Background()
+	ns := c.RealNodeNamespace(t, nil) // no debug.deckhand.dev/enabled: recording needs none
+	c.RunManager(t, "--controllers", "podbugger", "--podbugger-allowed-images", "localhost/deckhand/busybox:*")
+
+	pb := &debugv1beta1.PodBugger{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "catch"},
+		Spec: debugv1beta1.PodBuggerSpec{
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "flaky"}},
+			Image:    cluster.BusyboxImage,
+			Triggers: []debugv1beta1.Trigger{debugv1beta1.TriggerError, debugv1beta1.TriggerOOMKilled,
+				debugv1beta1.TriggerCrashLoopBackOff, debugv1beta1.TriggerNotReady, debugv1beta1.TriggerEvicted},
+			NotReadyAfter: &metav1.Duration{Duration: 10 * time.Second},
+		},
+	}
+	g.Eventually(func() error { return c.Client.Create(ctx, pb.DeepCopy()) }).WithTimeout(time.Minute).Should(Succeed())
+	g.Eventually(pbStatus).WithArguments(pb).Should(WithTransform(pbReadyReason, Equal(debugv1beta1.ReasonCaptureOnly)))
+
+	flaky := func(name string, change func(*corev1.Pod), command ...string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": "flaky"}},
+			Spec: restrictedSpec(command...)}
+		if change != nil {
+			change(p)
+		}
+		g.Expect(c.Client.Create(ctx, p)).To(Succeed())
+		return p
+	}
+	flaky("crasher", nil, "sh", "-c", `echo "start $(date +%s)"; sleep 2; echo "exit $(date +%s)"; exit 1`)
+	flaky("oom", func(p *corev1.Pod) {
+		p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("24Mi")}
+	}, "sh", "-c", `echo "start $(date +%s)"; sleep 1; exec dd if=/dev/zero of=/dev/null bs=64M count=1`)
+	flaky("unready", func(p *corev1.Pod) {
+		p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{PeriodSeconds: 1,
+			ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"false"}}}}
+	}, "sleep", "3600")
+	// sh as PID 1 ignores SIGTERM: the evicted pod stays Terminating for
+	// its grace period, as a real workload's would while it shuts down.
+	evictee := flaky("evictee", func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](30) },
+		"sh", "-c", "echo serving; sleep 3600")
+
+	records := func() ([]debugv1beta1.PodIncident, error) {
+		list := &debugv1beta1.PodIncidentList{}
+		err := c.Client.List(ctx, list, client.InNamespace(ns))
+		return list.Items, err
+	}
+	of := func(recs []debugv1beta1.PodIncident, pod string, reason debugv1beta1.IncidentReason) *debugv1beta1.PodIncident {
+		i := slices.IndexFunc(recs, func(r debugv1beta1.PodIncident) bool { return r.Spec.Pod.Name == pod && r.Spec.Reason == reason })
+		if i < 0 {
+			return nil
+		}
+		return &recs[i]
+	}
+	exitLine := regexp.MustCompile(`exit (\d+)\n`)
+	// failedInstancesLog: the record's log ends with the exit line of the
+	// instance in lastFailure.
+	failedInstancesLog := func(g Gomega, r *debugv1beta1.PodIncident) {
+		m := exitLine.FindAllStringSubmatch(r.Spec.LogTail, -1)
+		g.Expect(m).NotTo(BeEmpty(), "log tail %q", r.Spec.LogTail)
+		exited, _ := strconv.ParseInt(m[len(m)-1][1], 10, 64)
+		g.Expect(exited).To(BeNumerically("~", r.Spec.LastFailure.FinishedAt.Unix(), 1),
+			"the log %q is of the instance that finished at %s", r.Spec.LogTail, r.Spec.LastFailure.FinishedAt)
+	}
+
+	// The crash loop: its crashes are counted in at most two records (the
+	// crashes the kubelet shows as terminated, Error, and those it shows in
+	// CrashLoopBackOff; which ones it shows how depends on its timing),
+	// each with the failed instance's log.
+	var crashLoop debugv1beta1.PodIncident
+	g.Eventually(func(g Gomega) {
+		recs, err := records()
+		g.Expect(err).NotTo(HaveOccurred())
+		var counted int32
+		for _, reason := range []debugv1beta1.IncidentReason{debugv1beta1.IncidentError, debugv1beta1.IncidentCrashLoopBackOff} {
+			r := of(recs, "crasher", reason)
+			if r == nil {
+				continue
+			}
+			g.Expect(r.Spec.LastFailure).To(HaveField("ExitCode", int32(1)))
+			failedInstancesLog(g, r)
+			g.Expect(r.Spec.Node).To(HaveField("Name", "real-node"))
+			counted += r.Spec.Count
+			if r.Spec.Count > crashLoop.Spec.Count {
+				crashLoop = *r
+			}
+		}
+		g.Expect(counted).To(BeNumerically(">=", 3))
+		g.Expect(crashLoop.Spec.Count).To(BeNumerically(">=", 2))
+	}).WithTimeout(3 * time.Minute).Should(Succeed())
+	t.Logf("crash loop record after %d crashes: restartCount %d, log tail %q",
+		crashLoop.Spec.Count, crashLoop.Spec.LastFailure.RestartCount, crashLoop.Spec.LogTail)
+
+	// The OOM kill: exit code 137, the limit and the pod's QoS in the record.
+	g.Eventually(func(g Gomega) {
+		recs, err := records()
+		g.Expect(err).NotTo(HaveOccurred())
+		oom := of(recs, "oom", debugv1beta1.IncidentOOMKilled)
+		g.Expect(oom).NotTo(BeNil())
+		g.Expect(oom.Spec.LastFailure).To(And(HaveField("ExitCode", int32(137)), HaveField("Reason", "OOMKilled")))
+		m := regexp.MustCompile(`start (\d+)\n`).FindAllStringSubmatch(oom.Spec.LogTail, -1)
+		g.Expect(m).NotTo(BeEmpty(), "log tail %q", oom.Spec.LogTail)
+		started, _ := strconv.ParseInt(m[len(m)-1][1], 10, 64)
+		g.Expect(started).To(BeNumerically("~", oom.Spec.LastFailure.StartedAt.Unix(), 1),
+			"the log %q is of the instance started at %s", oom.Spec.LogTail, oom.Spec.LastFailure.StartedAt)
+		g.Expect(oom.Spec.Resources.Limits.Memory().String()).To(Equal("24Mi"))
+		g.Expect(oom.Spec.QOSClass).To(Equal("Burstable"))
+	}).Should(Succeed())
+
+	// Not Ready beyond notReadyAfter.
+	g.Eventually(func(g Gomega) {
+		recs, err := records()
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(of(recs, "unready", debugv1beta1.IncidentNotReady)).To(HaveField("Spec.Container", "main"))
+	}).Should(Succeed())
+
+	// Evicted through the eviction API, the record is written while the pod
+	// shuts down, with its log.
+	g.Eventually(func(g Gomega) { runningOnRealNode(g, c.RealNode(t), ns, "evictee") }).Should(Succeed())
+	g.Expect(c.Client.SubResource("eviction").Create(ctx, evictee,
+		&policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "evictee"}})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		recs, err := records()
+		g.Expect(err).NotTo(HaveOccurred())
+		r := of(recs, "evictee", debugv1beta1.IncidentEvicted)
+		g.Expect(r).NotTo(BeNil())
+		g.Expect(r.Spec.LogTail).To(Equal("serving\n"))
+	}).Should(Succeed())
+
+	// From the kubelet's finishedAt of each record's first failure to its
+	// creation (both in whole seconds).
+	recs, err := records()
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, r := range recs {
+		if r.Spec.LastFailure == nil {
+			continue
+		}
+		t.Logf("PodIncident %s (%s): first finishedAt %s, created %s: %s", r.Name, r.Spec.Reason,
+			r.Spec.FirstTime.Format(time.RFC3339), r.CreationTimestamp.Format(time.RFC3339),
+			r.CreationTimestamp.Sub(r.Spec.FirstTime.Time))
+	}
+	out, err := c.Kubectl("get", "podincidents", "-n", ns)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Logf("kubectl get podincidents:\n%s", out)
+	out, err = c.Kubectl("describe", "podincident", "-n", ns, crashLoop.Name)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Logf("kubectl describe podincident:\n%s", out)
+}
+
+// With incidents.inject, in an opted-in namespace, a crash-looping pod on
+// the real node gets the debug container once, at its first incident; the
+// later records hold the container's output, and however often the pod
+// crashes again it keeps that one container.
+func TestRealNodeIncidentsReuseOneDebugContainer(t *testing.T) {
+	c.RealNode(t)
+	g := rnG(t)
+	ctx := context.Background()
+	ns := c.RealNodeNamespace(t, map[string]string{debugv1beta1.NamespaceEnabledLabel: "true"})
+	c.RunManager(t, "--controllers", "podbugger", "--podbugger-allowed-images", "localhost/deckhand/busybox:*")
+
+	pb := &debugv1beta1.PodBugger{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"},
+		Spec: debugv1beta1.PodBuggerSpec{
+			Selector:  metav1.LabelSelector{MatchLabels: map[string]string{"app": "flaky"}},
+			Image:     cluster.BusyboxImage,
+			Command:   []string{"sh", "-c", `echo "debugger saw: $(ls /proc | grep -c '^[0-9]') processes"; sleep 3600`},
+			Triggers:  []debugv1beta1.Trigger{debugv1beta1.TriggerError, debugv1beta1.TriggerCrashLoopBackOff},
+			Incidents: &debugv1beta1.IncidentPolicy{Inject: true},
+		},
+	}
+	g.Eventually(func() error { return c.Client.Create(ctx, pb.DeepCopy()) }).WithTimeout(time.Minute).Should(Succeed())
+	crasher := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "crasher", Labels: map[string]string{"app": "flaky"}},
+		Spec: restrictedSpec("sh", "-c", `echo "start $(date +%s)"; sleep 2; exit 3`)}
+	g.Expect(c.Client.Create(ctx, crasher)).To(Succeed())
+
+	ephemeral := func() ([]string, error) {
+		got := &corev1.Pod{}
+		err := c.Client.Get(ctx, client.ObjectKeyFromObject(crasher), got)
+		names := make([]string, 0, len(got.Spec.EphemeralContainers))
+		for _, e := range got.Spec.EphemeralContainers {
+			names = append(names, e.Name)
+		}
+		return names, err
+	}
+	g.Eventually(ephemeral).Should(Equal([]string{"probe"}))
+	g.Eventually(func(g Gomega) {
+		list := &debugv1beta1.PodIncidentList{}
+		g.Expect(c.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+		var withOutput int32
+		for _, r := range list.Items {
+			if r.Spec.DebugContainer != nil {
+				g.Expect(r.Spec.DebugContainer).To(HaveField("Name", "probe"))
+				g.Expect(r.Spec.DebugContainer.LogTail).To(MatchRegexp(`debugger saw: \d+ processes`))
+				withOutput += r.Spec.Count
+			}
+			g.Expect(r.Spec.LastFailure).To(HaveField("ExitCode", int32(3)))
+		}
+		g.Expect(withOutput).To(BeNumerically(">=", 2))
+	}).WithTimeout(3 * time.Minute).Should(Succeed())
+	g.Expect(ephemeral()).To(Equal([]string{"probe"}), "one debug container, however often the pod failed")
+	g.Eventually(pbStatus).WithArguments(pb).Should(HaveField("Installed", int32(1)))
+}
