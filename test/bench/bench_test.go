@@ -8,7 +8,8 @@
 // Environment:
 //
 //	BENCH_ROWS    comma-separated rows to run (default all): podset, jobwatcher,
-//	              modelbox, podbugger, ceiling, idle, the scale family
+//	              modelbox, podbugger, incidents (on the real node, which it
+//	              starts), crashloop, ceiling, idle, the scale family
 //	              (scale-jobwatcher, scale-podbugger, scale-podset,
 //	              scale-modelbox), memory
 //	BENCH_REPEAT  rounds per comparison, the median is reported (default 3)
@@ -59,7 +60,7 @@ type settings struct {
 // allRows in the order they run. The scale rows ("scale-" and a kind) run
 // at every size of BENCH_SIZES and register themselves (scaleRows); they
 // run before the memory row, which stops the shared manager.
-var allRows = []string{"podset", "jobwatcher", "modelbox", "podbugger", "ceiling", "idle",
+var allRows = []string{"podset", "jobwatcher", "modelbox", "podbugger", "incidents", "crashloop", "ceiling", "idle",
 	"scale-jobwatcher", "scale-podbugger", "scale-podset", "scale-modelbox", "memory"}
 
 // scaleRows are the rows of the scale family, by name, each in its own
@@ -212,9 +213,9 @@ func TestBench(t *testing.T) {
 	fmt.Printf("bench: rows %s, %d rounds, scale %g, %d nodes; load average %s\n",
 		strings.Join(s.rows, ","), s.repeat, s.scale, s.nodes, rep.Machine.LoadStart)
 
-	// Simulated nodes only: the bench places pods on every node round robin,
-	// and a real node would try to run them.
-	if os.Getenv("DECKHAND_REAL_NODE") == "" {
+	// The real node only for the row that measures it (the bench places
+	// pods on the kwok nodes alone, round robin).
+	if os.Getenv("DECKHAND_REAL_NODE") == "" && !s.has("incidents") {
 		t.Setenv("DECKHAND_REAL_NODE", "false")
 	}
 	c, err := cluster.Start(fmt.Sprintf("deckhand-bench-%d", os.Getpid()), s.nodes)
@@ -256,6 +257,10 @@ func TestBench(t *testing.T) {
 			b.modelBoxRow()
 		case "podbugger":
 			b.podBuggerRow()
+		case "incidents":
+			b.incidentsRow()
+		case "crashloop":
+			b.crashLoopRow()
 		case "ceiling":
 			b.ceilingRow()
 		case "idle":

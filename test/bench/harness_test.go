@@ -73,7 +73,7 @@ func (b *bench) setup() {
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)}}, metav1.CreateOptions{})
 	b.must(err)
 	b.token = tr.Status.Token
-	nodes, err := b.c.Clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodes, err := b.c.Clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "type=kwok"})
 	b.must(err)
 	for _, n := range nodes.Items {
 		b.nodes = append(b.nodes, n.Name)
