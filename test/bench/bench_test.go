@@ -8,9 +8,14 @@
 // Environment:
 //
 //	BENCH_ROWS    comma-separated rows to run (default all): podset, jobwatcher,
-//	              modelbox, podbugger, ceiling, idle, memory
+//	              modelbox, podbugger, ceiling, idle, the scale family
+//	              (scale-jobwatcher, scale-podbugger, scale-podset,
+//	              scale-modelbox), memory
 //	BENCH_REPEAT  rounds per comparison, the median is reported (default 3)
-//	BENCH_SCALE   multiplies every object count, for a quick run (default 1)
+//	BENCH_SCALE   multiplies every object count of the fixed-size rows, for a
+//	              quick run (default 1); the scale rows take BENCH_SIZES
+//	BENCH_SIZES   the object counts N every scale row runs at, comma-separated
+//	              (default 1000,10000; 100000 where the machine allows)
 //	BENCH_NODES   kwok nodes (default 100: 10,000 unrelated pods at 110 a node)
 //	BENCH_IDLE    seconds of idle time measured (default 90)
 //	DECKHAND_BIN  the manager binary (default bin/deckhand)
@@ -46,19 +51,35 @@ type settings struct {
 	rows   []string
 	repeat int
 	scale  float64
+	sizes  []int
 	nodes  int
 	idle   time.Duration
 }
 
-var allRows = []string{"podset", "jobwatcher", "modelbox", "podbugger", "ceiling", "idle", "memory"}
+// allRows in the order they run. The scale rows ("scale-" and a kind) run
+// at every size of BENCH_SIZES and register themselves (scaleRows); they
+// run before the memory row, which stops the shared manager.
+var allRows = []string{"podset", "jobwatcher", "modelbox", "podbugger", "ceiling", "idle",
+	"scale-jobwatcher", "scale-podbugger", "scale-podset", "scale-modelbox", "memory"}
+
+// scaleRows are the rows of the scale family, by name, each in its own
+// file: a row measures at every size of b.s.sizes and gives each figure
+// its N.
+var scaleRows = map[string]func(b *bench){}
+
+// defaultSizes are the scale rows' object counts without BENCH_SIZES.
+var defaultSizes = []int{1000, 10000}
 
 func settingsFromEnv(t *testing.T) settings {
-	s := settings{rows: allRows, repeat: 3, scale: 1, nodes: 100, idle: 90 * time.Second}
+	// A scale row another branch has not brought in yet is left out.
+	built := func(r string) bool { _, ok := scaleRows[r]; return ok || !strings.HasPrefix(r, "scale-") }
+	s := settings{rows: slices.DeleteFunc(slices.Clone(allRows), func(r string) bool { return !built(r) }),
+		repeat: 3, scale: 1, sizes: defaultSizes, nodes: 100, idle: 90 * time.Second}
 	if v := os.Getenv("BENCH_ROWS"); v != "" {
 		s.rows = nil
 		for _, r := range strings.Split(v, ",") {
 			r = strings.TrimSpace(r)
-			if !slices.Contains(allRows, r) {
+			if !slices.Contains(allRows, r) || !built(r) {
 				t.Fatalf("BENCH_ROWS: unknown row %q (known: %s)", r, strings.Join(allRows, ", "))
 			}
 			s.rows = append(s.rows, r)
@@ -79,7 +100,28 @@ func settingsFromEnv(t *testing.T) settings {
 	num("BENCH_NODES", &nodes)
 	num("BENCH_IDLE", &idle)
 	s.repeat, s.nodes, s.idle = int(repeat), int(nodes), time.Duration(idle*float64(time.Second))
+	if v := os.Getenv("BENCH_SIZES"); v != "" {
+		sizes, err := parseSizes(v)
+		if err != nil {
+			t.Fatalf("BENCH_SIZES: %v", err)
+		}
+		s.sizes = sizes
+	}
 	return s
+}
+
+// parseSizes reads BENCH_SIZES: positive object counts, at most 1,000,000
+// each, in the order given.
+func parseSizes(v string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 || n > 1_000_000 {
+			return nil, fmt.Errorf("%q is not an object count between 1 and 1000000", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // n scales an object count, keeping at least one.
@@ -89,10 +131,12 @@ func (s settings) has(row string) bool { return slices.Contains(s.rows, row) }
 
 // figure is one line of the table: a measurement of Deckhand, of its
 // alternative (NaN when there is none), their ratio and the verdict on the
-// target.
+// target. A scale row's figure carries the object count N it was measured
+// at, so that hack/benchchart draws it against N.
 type figure struct {
 	Row         string    `json:"row"`
 	Metric      string    `json:"metric"`
+	N           int       `json:"n,omitempty"`
 	Unit        string    `json:"unit"`
 	Deckhand    float64   `json:"deckhand"`
 	Alternative float64   `json:"alternative"`
@@ -112,6 +156,7 @@ type report struct {
 		Rows   []string `json:"rows"`
 		Repeat int      `json:"repeat"`
 		Scale  float64  `json:"scale"`
+		Sizes  []int    `json:"sizes"`
 		Nodes  int      `json:"nodes"`
 		IdleS  float64  `json:"idleSeconds"`
 	} `json:"settings"`
@@ -163,6 +208,7 @@ func TestBench(t *testing.T) {
 	s := settingsFromEnv(t)
 	rep := &report{Started: time.Now().UTC(), Machine: describeMachine()}
 	rep.Settings.Rows, rep.Settings.Repeat, rep.Settings.Scale, rep.Settings.Nodes, rep.Settings.IdleS = s.rows, s.repeat, s.scale, s.nodes, s.idle.Seconds()
+	rep.Settings.Sizes = s.sizes
 	fmt.Printf("bench: rows %s, %d rounds, scale %g, %d nodes; load average %s\n",
 		strings.Join(s.rows, ","), s.repeat, s.scale, s.nodes, rep.Machine.LoadStart)
 
@@ -190,8 +236,9 @@ func TestBench(t *testing.T) {
 	}
 	b.setup()
 
-	// Speed rows share one manager; the memory row starts its own.
-	if slices.ContainsFunc(s.rows, func(r string) bool { return r != "memory" }) {
+	// Speed rows share one manager; the memory row and the scale rows start
+	// their own.
+	if slices.ContainsFunc(s.rows, func(r string) bool { return r != "memory" && !strings.HasPrefix(r, "scale-") }) {
 		b.mgr = b.startManager()
 	}
 	for _, row := range allRows {
@@ -213,12 +260,8 @@ func TestBench(t *testing.T) {
 			b.ceilingRow()
 		case "idle":
 			b.idleRow()
-		case "memory":
-			if b.mgr != nil {
-				b.mgr.p.Stop()
-				b.mgr = nil
-			}
-			b.memoryRow()
+		default:
+			b.ownManagerRow(row)
 		}
 		fmt.Printf("bench: row %s done in %s\n", row, time.Since(start).Round(time.Second))
 		// The table so far, in case a later row fails the run.
@@ -234,9 +277,37 @@ func TestBench(t *testing.T) {
 	}
 }
 
+// ownManagerRow runs a row that starts managers of its own: the memory row
+// and the scale rows.
+func (b *bench) ownManagerRow(row string) {
+	b.stopSharedManager()
+	if row == "memory" {
+		b.memoryRow()
+		return
+	}
+	run, ok := scaleRows[row]
+	if !ok {
+		b.t.Fatalf("BENCH_ROWS: row %s is not in this build", row)
+	}
+	run(b)
+}
+
+// stopSharedManager stops the speed rows' manager, for a row that runs
+// managers of its own (no two managers act on one cluster at once).
+func (b *bench) stopSharedManager() {
+	if b.mgr != nil {
+		b.mgr.p.Stop()
+		b.mgr = nil
+	}
+}
+
 func printTable(rep *report) {
-	fmt.Printf("\n| row | metric | Deckhand | alternative | ratio | target | verdict |\n|---|---|---|---|---|---|---|\n")
+	fmt.Printf("\n| row | metric | N | Deckhand | alternative | ratio | target | verdict |\n|---|---|---|---|---|---|---|---|\n")
 	for _, f := range rep.Figures {
+		n := "—"
+		if f.N > 0 {
+			n = strconv.Itoa(f.N)
+		}
 		alt, ratio := "—", "—"
 		if !math.IsNaN(f.Alternative) {
 			alt = format(f.Alternative) + " " + f.Unit
@@ -249,7 +320,7 @@ func printTable(rep *report) {
 		if f.Gate {
 			verdict += " (gate)"
 		}
-		fmt.Printf("| %s | %s | %s %s | %s | %s | %s | %s |\n", f.Row, f.Metric, format(f.Deckhand), f.Unit, alt, ratio, target, verdict)
+		fmt.Printf("| %s | %s | %s | %s %s | %s | %s | %s | %s |\n", f.Row, f.Metric, n, format(f.Deckhand), f.Unit, alt, ratio, target, verdict)
 	}
 	fmt.Printf("\nmachine: %s, %d cores, %s; load average %s at start, %s at end; commit %s\n",
 		rep.Machine.CPU, rep.Machine.Cores, rep.Machine.MemTotal, rep.Machine.LoadStart, rep.LoadEnd, rep.Machine.Commit)
