@@ -31,7 +31,7 @@ const scalePodBuggerFreed = 10
 func (b *bench) scalePodBuggerRow() {
 	sizes := slices.Sorted(slices.Values(b.s.sizes))
 	m := b.startManager()
-	baseline := b.sampleMemory(m)
+	baseline := b.sampleMemory(m, "podbugger-0")
 	mem := make([]memorySample, 0, len(sizes))
 	row := "scale: PodBugger over N matching pods, maxPods min(N, 1000)"
 	for _, n := range sizes {
@@ -87,7 +87,7 @@ func (b *bench) scalePodBuggerRow() {
 		// Memory of a manager started fresh with the N pods cached.
 		m.p.Stop()
 		m = b.startManager()
-		mem = append(mem, b.sampleMemory(m))
+		mem = append(mem, b.sampleMemory(m, fmt.Sprintf("podbugger-%d", n)))
 		b.rep.add(&figure{Row: row, Metric: "min(N, 1000) pods covered, from the PodBugger's creation", Unit: "s", N: n}, []float64{covered}, nil)
 		b.rep.add(&figure{Row: row, Metric: "manager API calls per injection", Unit: "calls", N: n}, []float64{calls}, nil)
 		// From the deletion: the replacements are created, placed and
