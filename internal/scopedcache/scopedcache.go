@@ -696,13 +696,13 @@ func (k *kind) startLocked(namespace string) (*space, error) {
 		return nil, fmt.Errorf("scoped cache of %s in %q: %w", k.gvk.Kind, namespace, err)
 	}
 	for _, ix := range k.indexers {
-		if err := c.IndexField(ctx, k.obj, ix.field, ix.extract); err != nil {
+		if err := c.IndexField(ctx, k.obj, ix.field, skipStubs(ix.extract)); err != nil {
 			stop()
 			return nil, fmt.Errorf("scoped cache of %s in %q: index %s: %w", k.gvk.Kind, namespace, ix.field, err)
 		}
 	}
 	for _, ix := range k.rawIndexers {
-		if err := inf.AddIndexers(ix); err != nil {
+		if err := inf.AddIndexers(skipStubsRaw(ix)); err != nil {
 			stop()
 			return nil, fmt.Errorf("scoped cache of %s in %q: %w", k.gvk.Kind, namespace, err)
 		}
@@ -881,7 +881,7 @@ func (k *kind) indexField(ctx context.Context, field string, extract client.Inde
 	defer k.mu.Unlock()
 	k.indexers = append(k.indexers, indexer{field: field, extract: extract})
 	for _, s := range k.spaces {
-		if err := s.cache.IndexField(ctx, k.obj, field, extract); err != nil {
+		if err := s.cache.IndexField(ctx, k.obj, field, skipStubs(extract)); err != nil {
 			return err
 		}
 	}
@@ -975,7 +975,7 @@ func (f *fanout) AddIndexers(indexers toolscache.Indexers) error {
 	k.rawIndexers = append(k.rawIndexers, indexers)
 	errs := make([]error, 0, len(k.spaces))
 	for _, s := range k.spaces {
-		errs = append(errs, s.informer.AddIndexers(indexers))
+		errs = append(errs, s.informer.AddIndexers(skipStubsRaw(indexers)))
 	}
 	return errors.Join(errs...)
 }

@@ -3,9 +3,12 @@ package scopedcache
 import (
 	"context"
 	"fmt"
-	"reflect"
+	"slices"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/sets"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -21,10 +24,11 @@ import (
 // would cost memory again (issue 26: 2,000 unrelated pods and 2,000 Jobs
 // took the manager from 8 to 32 MiB of heap). So the cluster-wide informer
 // keeps an object of a namespace that is not needed when the object
-// arrives as a stub: its name, namespace, UID, resourceVersion, generation
-// and timestamps, marked with StubAnnotation, nothing else. The namespaces
-// it stubbed are remembered (kind.stubbed), and the cluster-wide space
-// answers for none of them:
+// arrives as a stub: a metav1.PartialObjectMetadata (a few hundred bytes,
+// where an empty corev1.Pod or batchv1.Job is over 1,200) with its name,
+// namespace, UID, resourceVersion, generation and timestamps, labelled
+// StubLabel, nothing else. The namespaces it stubbed are remembered
+// (kind.stubbed), and the cluster-wide space answers for none of them:
 //   - a read in such a namespace is answered by an informer of the
 //     namespace's own, started for the read as in per-namespace mode;
 //   - a namespace needed after its objects were stubbed is held by an
@@ -33,33 +37,58 @@ import (
 //   - a read across namespaces leaves the stubs out and takes those
 //     namespaces from their own informers.
 //
-// Handlers are told of stubs (a namespace nothing needs has no object
-// there to act on them), and a namespace that becomes needed is read
-// whole from its own informer.
+// Stubs are of another type than the kind, so they never leave the
+// package: handlers are not told of them (nothing acts in a namespace
+// nothing needs; a namespace that becomes needed is told from its own
+// informer's list), indexes skip them, and a read across namespaces
+// filters them out by their label before the cache copies them into the
+// caller's list.
 
-// StubAnnotation marks an object the cluster-wide informer holds as a stub.
-const StubAnnotation = "scopedcache.deckhand.dev/stub"
+// StubLabel marks an object the cluster-wide informer holds as a stub.
+const StubLabel = "scopedcache.deckhand.dev/stub"
 
-// isStub reports whether o is a stub.
-func isStub(o client.Object) bool { _, ok := o.GetAnnotations()[StubAnnotation]; return ok }
-
-// stubOf is o reduced to a stub: a new object of its type with only the
-// identity of o's metadata.
-func stubOf(o client.Object) client.Object {
-	s, ok := reflect.New(reflect.TypeOf(o).Elem()).Interface().(client.Object)
-	if !ok {
-		return o
+// isStub reports whether obj (or the object of a deletion tombstone) is a
+// stub.
+func isStub(obj any) bool {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
 	}
-	s.GetObjectKind().SetGroupVersionKind(o.GetObjectKind().GroupVersionKind())
-	s.SetName(o.GetName())
-	s.SetNamespace(o.GetNamespace())
-	s.SetUID(o.GetUID())
-	s.SetResourceVersion(o.GetResourceVersion())
-	s.SetGeneration(o.GetGeneration())
-	s.SetCreationTimestamp(o.GetCreationTimestamp())
-	s.SetDeletionTimestamp(o.GetDeletionTimestamp())
-	s.SetAnnotations(map[string]string{StubAnnotation: "true"})
+	_, ok := obj.(*metav1.PartialObjectMetadata)
+	return ok
+}
+
+// stubOf is o reduced to a stub of the kind.
+func (k *kind) stubOf(o client.Object) *metav1.PartialObjectMetadata {
+	s := &metav1.PartialObjectMetadata{}
+	s.SetGroupVersionKind(k.gvk)
+	s.Name, s.Namespace, s.UID, s.ResourceVersion = o.GetName(), o.GetNamespace(), o.GetUID(), o.GetResourceVersion()
+	s.Generation, s.CreationTimestamp, s.DeletionTimestamp = o.GetGeneration(), o.GetCreationTimestamp(), o.GetDeletionTimestamp()
+	s.Labels = map[string]string{StubLabel: ""}
 	return s
+}
+
+// skipStubs is extract for everything but stubs, which are in no index.
+func skipStubs(extract client.IndexerFunc) client.IndexerFunc {
+	return func(o client.Object) []string {
+		if isStub(o) {
+			return nil
+		}
+		return extract(o)
+	}
+}
+
+// skipStubsRaw is indexers for everything but stubs.
+func skipStubsRaw(indexers toolscache.Indexers) toolscache.Indexers {
+	out := make(toolscache.Indexers, len(indexers))
+	for name, f := range indexers {
+		out[name] = func(obj any) ([]string, error) {
+			if isStub(obj) {
+				return nil, nil
+			}
+			return f(obj)
+		}
+	}
+	return out
 }
 
 // neededHas reports whether namespace was needed at the last look at the
@@ -106,7 +135,7 @@ func (k *kind) stubbing(inner toolscache.TransformFunc) toolscache.TransformFunc
 		o, ok := obj.(client.Object)
 		if ok && !k.neededHas(o.GetNamespace()) {
 			k.markStubbed(o.GetNamespace())
-			return stubOf(o), nil
+			return k.stubOf(o), nil
 		}
 		if inner != nil {
 			return inner(obj)
@@ -158,7 +187,20 @@ func (w withoutStubs) List(ctx context.Context, list client.ObjectList, opts ...
 	if err := w.all.wait(ctx); err != nil {
 		return err
 	}
-	if err := w.all.cache.List(ctx, list, opts...); err != nil {
+	// The stubs are left out by their label, before the cache copies what
+	// it holds into list (a stub is not of list's kind).
+	lo := client.ListOptions{}
+	lo.ApplyOptions(opts)
+	noStubs, err := labels.NewRequirement(StubLabel, selection.DoesNotExist, nil)
+	if err != nil {
+		return err
+	}
+	sel := labels.Everything()
+	if lo.LabelSelector != nil {
+		sel = lo.LabelSelector
+	}
+	allOpts := append(slices.Clone(opts), client.MatchingLabelsSelector{Selector: sel.Add(*noStubs)})
+	if err := w.all.cache.List(ctx, list, allOpts...); err != nil {
 		return err
 	}
 	items, err := apimeta.ExtractList(list)
@@ -174,7 +216,7 @@ func (w withoutStubs) List(ctx context.Context, list client.ObjectList, opts ...
 	}
 	kept := items[:0]
 	for _, it := range items {
-		if o, ok := it.(client.Object); !ok || !isStub(o) && !own.Has(o.GetNamespace()) {
+		if o, ok := it.(client.Object); !ok || !own.Has(o.GetNamespace()) {
 			kept = append(kept, it)
 		}
 	}

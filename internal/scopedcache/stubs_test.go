@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/deckhand-dev/deckhand/internal/scopedcache"
@@ -43,8 +44,8 @@ func (t *told) get(key string) func() *corev1.Pod {
 }
 
 // Held cluster-wide, the pods of a namespace nothing needs are kept as
-// stubs (no spec, no status: they cost the manager nothing but their
-// names), yet every read is answered whole: a read in that namespace from
+// stubs (metadata only: they cost the manager little more than their
+// names) and no handler is told of them, yet every read is answered whole: a read in that namespace from
 // an informer of its own, and once the namespace is needed, its pods are
 // held whole again, in reads across namespaces too. Issue 26: above 16
 // namespaces the cluster-wide informer held every pod of the cluster.
@@ -66,21 +67,21 @@ func TestClusterWideHoldsStubsOfWhatNothingNeeds(t *testing.T) {
 	c, _ := startCacheWith(t, env.Config, h)
 	g.Eventually(clusterWide(c)).Should(BeTrue())
 
-	// What the cluster-wide informer holds of it is a stub.
-	g.Eventually(h.get(key)).ShouldNot(BeNil())
-	stub := h.get(key)()
-	g.Expect(stub.Annotations).To(HaveKey(scopedcache.StubAnnotation), "the unrelated pod is held whole: %+v", stub)
-	g.Expect(stub.Spec.Containers).To(BeEmpty())
-	g.Expect(stub.Spec.NodeName).To(BeEmpty())
-	// A needed namespace's pods are held whole.
+	// What the cluster-wide informer holds of it is a stub, and the
+	// handlers are not told of it; a needed namespace's pods are held and
+	// told whole.
+	g.Eventually(func() any { held, _ := scopedcache.ClusterWideHolds(c, &corev1.Pod{}, other, "unrelated"); return held }).
+		Should(BeAssignableToTypeOf(&metav1.PartialObjectMetadata{}), "the unrelated pod is held whole")
+	held, _ := scopedcache.ClusterWideHolds(c, &corev1.Pod{}, spaces[0], "p0")
+	g.Expect(held).To(BeAssignableToTypeOf(&corev1.Pod{}))
 	g.Eventually(h.get(spaces[0] + "/p0")).ShouldNot(BeNil())
 	g.Expect(h.get(spaces[0] + "/p0")().Spec.Containers).To(HaveLen(1))
+	g.Expect(h.get(key)()).To(BeNil(), "a handler was told of a pod nothing needs")
 
 	// A read in the namespace is answered whole.
 	got := &corev1.Pod{}
 	g.Expect(c.Get(context.Background(), client.ObjectKey{Namespace: other, Name: "unrelated"}, got)).To(Succeed())
 	g.Expect(got.Spec.NodeName).To(Equal("node-a"))
-	g.Expect(got.Annotations).NotTo(HaveKey(scopedcache.StubAnnotation))
 	var byNode corev1.PodList
 	g.Expect(c.List(context.Background(), &byNode, client.InNamespace(other), client.MatchingFields{"spec.nodeName": "node-a"})).To(Succeed())
 	g.Expect(byNode.Items).To(HaveLen(1))
@@ -100,7 +101,7 @@ func TestClusterWideHoldsStubsOfWhatNothingNeeds(t *testing.T) {
 		var out []string
 		for _, p := range all.Items {
 			if p.Namespace == other {
-				if _, stub := p.Annotations[scopedcache.StubAnnotation]; stub {
+				if len(p.Spec.Containers) == 0 {
 					return nil, fmt.Errorf("a stub in a list: %s", p.Name)
 				}
 				out = append(out, p.Name+"@"+p.Spec.NodeName)
