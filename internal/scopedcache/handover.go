@@ -271,7 +271,9 @@ func (k *kind) objectsIn(s *space, namespace string) []client.Object {
 	if err != nil {
 		return nil
 	}
-	if err := s.cache.List(context.Background(), list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+	// Stubs were never told (stubs.go).
+	opts := withoutStubLabel([]client.ListOption{client.InNamespace(namespace), client.UnsafeDisableDeepCopy})
+	if err := s.cache.List(context.Background(), list, opts...); err != nil {
 		return nil
 	}
 	var out []client.Object

@@ -189,18 +189,7 @@ func (w withoutStubs) List(ctx context.Context, list client.ObjectList, opts ...
 	}
 	// The stubs are left out by their label, before the cache copies what
 	// it holds into list (a stub is not of list's kind).
-	lo := client.ListOptions{}
-	lo.ApplyOptions(opts)
-	noStubs, err := labels.NewRequirement(StubLabel, selection.DoesNotExist, nil)
-	if err != nil {
-		return err
-	}
-	sel := labels.Everything()
-	if lo.LabelSelector != nil {
-		sel = lo.LabelSelector
-	}
-	allOpts := append(slices.Clone(opts), client.MatchingLabelsSelector{Selector: sel.Add(*noStubs)})
-	if err := w.all.cache.List(ctx, list, allOpts...); err != nil {
+	if err := w.all.cache.List(ctx, list, withoutStubLabel(opts)...); err != nil {
 		return err
 	}
 	items, err := apimeta.ExtractList(list)
@@ -238,3 +227,25 @@ func (w withoutStubs) List(ctx context.Context, list client.ObjectList, opts ...
 }
 
 var _ client.Reader = withoutStubs{}
+
+// withoutStubLabel is opts with their label selector narrowed to objects
+// that are not stubs: the cache filters by labels before it copies what it
+// holds into a list, which a stub (not of the list's kind) cannot go into.
+func withoutStubLabel(opts []client.ListOption) []client.ListOption {
+	lo := client.ListOptions{}
+	lo.ApplyOptions(opts)
+	sel := labels.Everything()
+	if lo.LabelSelector != nil {
+		sel = lo.LabelSelector
+	}
+	return append(slices.Clone(opts), client.MatchingLabelsSelector{Selector: sel.Add(notAStub)})
+}
+
+// notAStub selects what has no StubLabel.
+var notAStub = func() labels.Requirement {
+	r, err := labels.NewRequirement(StubLabel, selection.DoesNotExist, nil)
+	if err != nil {
+		panic(err) // a constant, valid key: as regexp.MustCompile
+	}
+	return *r
+}()

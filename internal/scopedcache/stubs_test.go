@@ -63,8 +63,8 @@ func TestClusterWideHoldsStubsOfWhatNothingNeeds(t *testing.T) {
 	pod(t, other, "unrelated", "node-a")
 	key := other + "/unrelated"
 
-	h := &told{objs: map[string]*corev1.Pod{}}
-	c, _ := startCacheWith(t, env.Config, h)
+	h, l := &told{objs: map[string]*corev1.Pod{}}, newLedger()
+	c, _ := startCacheWith(t, env.Config, h, l)
 	g.Eventually(clusterWide(c)).Should(BeTrue())
 
 	// What the cluster-wide informer holds of it is a stub, and the
@@ -86,8 +86,8 @@ func TestClusterWideHoldsStubsOfWhatNothingNeeds(t *testing.T) {
 	g.Expect(c.List(context.Background(), &byNode, client.InNamespace(other), client.MatchingFields{"spec.nodeName": "node-a"})).To(Succeed())
 	g.Expect(byNode.Items).To(HaveLen(1))
 
-	// Needed now: held whole, told whole of what changes, and listed
-	// across namespaces once, whole.
+	// Needed now: held whole, told whole, and listed across namespaces
+	// once, whole.
 	need(t, other)
 	g.Eventually(func() []string { return namespaces(c) }).Should(ContainElement(other))
 	pod(t, other, "later", "node-b")
@@ -110,4 +110,8 @@ func TestClusterWideHoldsStubsOfWhatNothingNeeds(t *testing.T) {
 		return out, nil
 	}).Should(ConsistOf("unrelated@node-a", "later@node-b"))
 	g.Expect(clusterWide(c)()).To(BeTrue())
+	// Told whole once it is needed, and each pod's history once.
+	g.Eventually(h.get(key)).ShouldNot(BeNil())
+	g.Expect(h.get(key)().Spec.NodeName).To(Equal("node-a"))
+	g.Expect(l.Violations()).To(BeEmpty())
 }
