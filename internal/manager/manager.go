@@ -15,6 +15,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -98,6 +99,14 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		Controller: config.Controller{
 			SkipNameValidation:    &opts.SkipControllerNameValidation,
 			ReconciliationTimeout: cmp.Or(opts.ReconcileTimeout, DefaultReconcileTimeout),
+			// Warm standby: a replica that does not lead starts its
+			// controllers' watches anyway, so its informers are listed and
+			// synced (and its queues hold every object) when it wins the
+			// Lease; a failover then waits for the Lease, not for a list of
+			// every pod. Its workers still start only with leadership, so a
+			// follower writes nothing (TestFollowerIsWarmAndWritesNothing).
+			// The price is a follower's memory: the same cache as the leader's.
+			EnableWarmup: ptr.To(true),
 		},
 	})
 	if err != nil {

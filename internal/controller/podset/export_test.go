@@ -3,6 +3,7 @@ package podset
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 )
@@ -31,3 +32,6 @@ func (r *PodSetReconciler) NamePodsWith(name func(*appsv1beta1.PodSet) string) {
 func (r *PodSetReconciler) RecordCreated(set *appsv1beta1.PodSet, pods []*corev1.Pod) {
 	r.recordRound(set, EventSuccessfulCreate, "Create", "Created", pods)
 }
+
+// PodEventHandler is the handler of the pod informer's events.
+func (r *PodSetReconciler) PodEventHandler() handler.Funcs { return r.podEventHandler() }

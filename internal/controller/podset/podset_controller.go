@@ -258,6 +258,13 @@ func (r *PodSetReconciler) podsOf(ctx context.Context, set *appsv1beta1.PodSet) 
 
 // podEventHandler tells the expectations what the cache now shows, and
 // queues the pod's PodSet.
+//
+// It is a handler.Funcs so that a pod of the informer's initial list (a
+// start, a failover) queues its PodSet at low priority, as
+// controller-runtime's handler.Funcs does on a priority queue: a PodSet
+// changed since (scaled) is worked on first, not behind every PodSet the
+// initial list queued (controller-runtime#3496;
+// TestInitialListDoesNotDelayAFreshChange).
 func (r *PodSetReconciler) podEventHandler() handler.Funcs {
 	enqueue := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], pod client.Object, ref *metav1.OwnerReference) {
 		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: pod.GetNamespace(), Name: ref.Name}})
