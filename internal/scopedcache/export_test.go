@@ -1,6 +1,11 @@
 package scopedcache
 
-import "time"
+import (
+	"time"
+
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
 
 // SetKeepFor shortens how long an unneeded namespace's informer lives, for
 // the length of a test.
@@ -8,4 +13,25 @@ func SetKeepFor(d time.Duration) (restore func()) {
 	old := keepFor
 	keepFor = d
 	return func() { keepFor = old }
+}
+
+// ClusterWideHolds is what the cluster-wide informer of obj's kind holds
+// under namespace/name, if it runs.
+func ClusterWideHolds(c *Cache, obj client.Object, namespace, name string) (any, bool) {
+	k, err := c.kindOf(obj)
+	if err != nil || k == nil {
+		return nil, false
+	}
+	k.mu.Lock()
+	all := k.spaces[allNamespaces]
+	k.mu.Unlock()
+	if all == nil {
+		return nil, false
+	}
+	inf, ok := all.informer.(toolscache.SharedIndexInformer)
+	if !ok {
+		return nil, false
+	}
+	held, exists, err := inf.GetIndexer().GetByKey(namespace + "/" + name)
+	return held, exists && err == nil
 }

@@ -111,6 +111,14 @@ func (d delivery) OnUpdate(old, obj any)       { d.r.deliver(d.s, updated, old, 
 func (d delivery) OnDelete(obj any)            { d.r.deliver(d.s, deleted, nil, obj, false) }
 
 func (r *registration) deliver(s *space, ev event, old, obj any, initial bool) {
+	if isStub(obj) {
+		return // the namespace is nothing's (stubs.go)
+	}
+	if ev == updated && isStub(old) {
+		// Whole again (its namespace is needed): the handler was never
+		// told of the stub.
+		ev, old = added, nil
+	}
 	k := r.k
 	k.deliverMu.RLock()
 	defer k.deliverMu.RUnlock()
@@ -263,7 +271,9 @@ func (k *kind) objectsIn(s *space, namespace string) []client.Object {
 	if err != nil {
 		return nil
 	}
-	if err := s.cache.List(context.Background(), list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+	// Stubs were never told (stubs.go).
+	opts := withoutStubLabel([]client.ListOption{client.InNamespace(namespace), client.UnsafeDisableDeepCopy})
+	if err := s.cache.List(context.Background(), list, opts...); err != nil {
 		return nil
 	}
 	var out []client.Object

@@ -8,9 +8,10 @@
 // proportion to objects Deckhand never touches (10,000 unrelated pods added
 // about 45 MiB). For such a kind this cache runs an informer per namespace
 // that an enabled controller needs, or one cluster-wide informer once more
-// than ClusterWideAbove namespaces are needed, starts and stops them as the
-// objects that need them come and go, and serves reads, indexes and event
-// handlers across them as one cache.
+// than ClusterWideAbove namespaces are needed (which holds only stubs of
+// the objects of namespaces nothing needs: stubs.go), starts and stops them
+// as the objects that need them come and go, and serves reads, indexes and
+// event handlers across them as one cache.
 //
 // Every other kind is held by an ordinary controller-runtime cache.
 package scopedcache
@@ -326,6 +327,12 @@ type kind struct {
 	// clusterWide is whether the kind is held by one informer for all
 	// namespaces (or switching to it).
 	clusterWide bool
+	// neededNow is the namespaces needed at the last look at the needs,
+	// for the cluster-wide informer's transform (stubs.go); stubbed are
+	// the namespaces it holds stubs of, under stubMu.
+	neededNow atomic.Pointer[sets.Set[string]]
+	stubMu    sync.Mutex
+	stubbed   sets.Set[string]
 	// tracking holds the namespaces whose deliveries are checked against
 	// what each handler was told (handover.go): from a switch's start to
 	// keepFor after its end, and from the start of a space that tells its
@@ -369,7 +376,7 @@ type space struct {
 
 func newKind(gvk schema.GroupVersionKind, obj client.Object, cfg *rest.Config, opts cache.Options, keep time.Duration) *kind {
 	k := &kind{gvk: gvk, obj: obj, scheme: opts.Scheme, keepFor: keep, spaces: map[string]*space{},
-		tracking: map[string]time.Time{}, poke: make(chan struct{}, 1), started: make(chan struct{})}
+		tracking: map[string]time.Time{}, poke: make(chan struct{}, 1), started: make(chan struct{}), stubbed: sets.New[string]()}
 	k.owners.Store(&owners{})
 	if len(opts.DefaultNamespaces) > 0 {
 		if _, all := opts.DefaultNamespaces[cache.AllNamespaces]; !all {
@@ -381,6 +388,11 @@ func newKind(gvk schema.GroupVersionKind, obj client.Object, cfg *rest.Config, o
 		o := opts
 		if namespace != allNamespaces {
 			o.DefaultNamespaces = map[string]cache.Config{namespace: {}}
+		} else {
+			var err error
+			if o, err = k.clusterWideOptions(opts); err != nil {
+				return nil, err
+			}
 		}
 		return cache.New(cfg, o)
 	}
@@ -497,6 +509,7 @@ type move struct {
 func (k *kind) plan(needed sets.Set[string], now time.Time) ([]move, []*registration, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.neededNow.Store(ptrTo(needed.Clone()))
 	switch {
 	case needed.Len() > ClusterWideAbove:
 		k.clusterWide = true
@@ -504,7 +517,15 @@ func (k *kind) plan(needed sets.Set[string], now time.Time) ([]move, []*registra
 		k.clusterWide = false
 	}
 	if k.clusterWide {
-		needed = sets.New(allNamespaces)
+		// The cluster-wide space holds them all, but for the needed
+		// namespaces it holds stubs of (stubs.go): those keep their own.
+		wanted := sets.New(allNamespaces)
+		for ns := range needed {
+			if k.isStubbed(ns) {
+				wanted.Insert(ns)
+			}
+		}
+		needed = wanted
 	}
 	for ns := range needed {
 		if _, ok := k.spaces[ns]; !ok {
@@ -521,11 +542,22 @@ func (k *kind) plan(needed sets.Set[string], now time.Time) ([]move, []*registra
 			s.needed, s.unneededSince = false, now
 		}
 	}
+	return k.movesLocked(), slices.Clone(k.handlers), nil
+}
+
+// movesLocked finds the namespaces due for a handover: to their own
+// synced spaces, or, cluster-wide, to the cluster-wide space once it
+// synced, but for those it holds stubs of. k.mu is held.
+func (k *kind) movesLocked() []move {
 	var moves []move
 	all := k.spaces[allNamespaces]
 	for ns, s := range k.spaces {
 		switch {
 		case ns == allNamespaces || !isClosed(s.synced) && !k.clusterWide:
+		case k.clusterWide && k.isStubbed(ns):
+			if isClosed(s.synced) && k.ownerOf(ns) != s {
+				moves = append(moves, move{namespace: ns, to: s})
+			}
 		case k.clusterWide:
 			if all != nil && isClosed(all.synced) && k.ownerOf(ns) == s {
 				moves = append(moves, move{namespace: ns, to: all})
@@ -534,7 +566,7 @@ func (k *kind) plan(needed sets.Set[string], now time.Time) ([]move, []*registra
 			moves = append(moves, move{namespace: ns, to: s})
 		}
 	}
-	return moves, slices.Clone(k.handlers), nil
+	return moves
 }
 
 // dropDoneLocked stops the spaces no longer needed and ends the tracking
@@ -547,12 +579,14 @@ func (k *kind) dropDoneLocked(now time.Time) {
 			if !k.clusterWide && k.perNamespaceOwnLocked() {
 				k.dropLocked(s)
 			}
-		case k.clusterWide:
+		case k.clusterWide && !k.isStubbed(ns):
 			// Handed over (or never owning): the cluster-wide space tells
 			// and answers for it.
 			if all != nil && k.ownerOf(ns) != s {
 				k.dropLocked(s)
 			}
+		case s.needed:
+			// Its namespace's stubs leave it to this space.
 		case !s.needed && now.Sub(s.unneededSince) >= k.keepFor && now.Sub(s.lastRead) >= k.keepFor:
 			k.dropLocked(s)
 		case !s.needed && !isClosed(s.synced) && now.Sub(s.startedAt) >= k.keepFor:
@@ -571,9 +605,10 @@ func (k *kind) endTrackingLocked(now time.Time) {
 	all := k.spaces[allNamespaces]
 	for ns, until := range k.tracking {
 		own, owner := k.spaces[ns], k.ownerOf(ns)
-		if until.IsZero() && owner != nil && isClosed(owner.synced) && (owner == own && all == nil || owner == all && own == nil) {
+		if until.IsZero() && owner != nil && isClosed(owner.synced) && (owner == own && (all == nil || k.isStubbed(ns)) || owner == all && own == nil) {
 			// Told from its owner's start, which has synced, and no
-			// switch under way.
+			// switch under way (a namespace the cluster-wide space holds
+			// stubs of stays with its own).
 			k.tracking[ns] = now.Add(k.keepFor)
 			continue
 		}
@@ -647,6 +682,9 @@ func (k *kind) startLocked(namespace string) (*space, error) {
 	if k.ctx == nil {
 		return nil, errors.New("scoped cache: read before the cache started")
 	}
+	if namespace == allNamespaces {
+		k.resetStubbed()
+	}
 	c, err := k.newCache(namespace)
 	if err != nil {
 		return nil, fmt.Errorf("scoped cache of %s in %q: %w", k.gvk.Kind, namespace, err)
@@ -658,13 +696,13 @@ func (k *kind) startLocked(namespace string) (*space, error) {
 		return nil, fmt.Errorf("scoped cache of %s in %q: %w", k.gvk.Kind, namespace, err)
 	}
 	for _, ix := range k.indexers {
-		if err := c.IndexField(ctx, k.obj, ix.field, ix.extract); err != nil {
+		if err := c.IndexField(ctx, k.obj, ix.field, skipStubs(ix.extract)); err != nil {
 			stop()
 			return nil, fmt.Errorf("scoped cache of %s in %q: index %s: %w", k.gvk.Kind, namespace, ix.field, err)
 		}
 	}
 	for _, ix := range k.rawIndexers {
-		if err := inf.AddIndexers(ix); err != nil {
+		if err := inf.AddIndexers(skipStubsRaw(ix)); err != nil {
 			stop()
 			return nil, fmt.Errorf("scoped cache of %s in %q: %w", k.gvk.Kind, namespace, err)
 		}
@@ -742,26 +780,23 @@ func (k *kind) reader(ctx context.Context, namespace string) (client.Reader, err
 	k.mu.Lock()
 	now := time.Now()
 	all, s := k.spaces[allNamespaces], k.spaces[namespace]
+	var err error
 	switch {
-	case k.clusterWide && all != nil && (namespace == "" || s == nil || isClosed(all.synced)):
-		s = all
 	case namespace == "":
-		spaces := make([]*space, 0, len(k.spaces))
-		for _, s := range k.spaces {
-			if s.needed {
-				s.lastRead = now
-				spaces = append(spaces, s)
-			}
-		}
+		r := k.acrossLocked(now)
 		k.mu.Unlock()
-		return union{k: k, spaces: spaces}, nil
-	case s == nil:
-		var err error
-		if s, err = k.startLocked(namespace); err != nil {
-			k.mu.Unlock()
-			return nil, err
-		}
-		s.needed, s.unneededSince = false, now
+		return r, nil
+	case k.clusterWide && all != nil && k.isStubbed(namespace) && s == nil,
+		(!k.clusterWide || all == nil) && s == nil:
+		// The cluster-wide space holds stubs of it, or nothing holds it:
+		// an informer of its own answers.
+		s, err = k.readSpaceLocked(namespace, now)
+	case k.clusterWide && all != nil && !k.isStubbed(namespace) && (s == nil || isClosed(all.synced)):
+		s = all
+	}
+	if err != nil {
+		k.mu.Unlock()
+		return nil, err
 	}
 	s.lastRead = now
 	k.mu.Unlock()
@@ -769,6 +804,43 @@ func (k *kind) reader(ctx context.Context, namespace string) (client.Reader, err
 		return nil, err
 	}
 	return s.cache, nil
+}
+
+// acrossLocked answers a read across namespaces: the needed namespaces'
+// spaces, or, cluster-wide, that space without its stubs and the needed
+// namespaces it stubbed from their own spaces. k.mu is held.
+func (k *kind) acrossLocked(now time.Time) client.Reader {
+	all := k.spaces[allNamespaces]
+	if k.clusterWide && all != nil {
+		var own []*space
+		for ns, o := range k.spaces {
+			if ns != allNamespaces && o.needed && k.isStubbed(ns) {
+				o.lastRead = now
+				own = append(own, o)
+			}
+		}
+		all.lastRead = now
+		return withoutStubs{k: k, all: all, spaces: own}
+	}
+	spaces := make([]*space, 0, len(k.spaces))
+	for _, s := range k.spaces {
+		if s.needed {
+			s.lastRead = now
+			spaces = append(spaces, s)
+		}
+	}
+	return union{k: k, spaces: spaces}
+}
+
+// readSpaceLocked starts the informer of a namespace nothing needs, for a
+// read; it stops keepFor after the last. k.mu is held.
+func (k *kind) readSpaceLocked(namespace string, now time.Time) (*space, error) {
+	s, err := k.startLocked(namespace)
+	if err != nil {
+		return nil, err
+	}
+	s.needed, s.unneededSince = false, now
+	return s, nil
 }
 
 // wait waits for the space to sync, for ctx, or for the space to stop.
@@ -809,7 +881,7 @@ func (k *kind) indexField(ctx context.Context, field string, extract client.Inde
 	defer k.mu.Unlock()
 	k.indexers = append(k.indexers, indexer{field: field, extract: extract})
 	for _, s := range k.spaces {
-		if err := s.cache.IndexField(ctx, k.obj, field, extract); err != nil {
+		if err := s.cache.IndexField(ctx, k.obj, field, skipStubs(extract)); err != nil {
 			return err
 		}
 	}
@@ -903,7 +975,7 @@ func (f *fanout) AddIndexers(indexers toolscache.Indexers) error {
 	k.rawIndexers = append(k.rawIndexers, indexers)
 	errs := make([]error, 0, len(k.spaces))
 	for _, s := range k.spaces {
-		errs = append(errs, s.informer.AddIndexers(indexers))
+		errs = append(errs, s.informer.AddIndexers(skipStubsRaw(indexers)))
 	}
 	return errors.Join(errs...)
 }
@@ -966,3 +1038,5 @@ func (r *registration) HasSynced() bool {
 }
 
 func (r *registration) HasSyncedChecker() toolscache.DoneChecker { return r.k.informer }
+
+func ptrTo[T any](v T) *T { return &v }

@@ -265,16 +265,8 @@ func TestBench(t *testing.T) {
 			b.ceilingRow()
 		case "idle":
 			b.idleRow()
-		case "memory":
-			b.stopSharedManager()
-			b.memoryRow()
 		default:
-			run, ok := scaleRows[row]
-			if !ok {
-				t.Fatalf("BENCH_ROWS: row %s is not in this build", row)
-			}
-			b.stopSharedManager()
-			run(b)
+			b.ownManagerRow(row)
 		}
 		fmt.Printf("bench: row %s done in %s\n", row, time.Since(start).Round(time.Second))
 		// The table so far, in case a later row fails the run.
@@ -288,6 +280,21 @@ func TestBench(t *testing.T) {
 			t.Errorf("BENCH REGRESSION: %s %s is %s %s, target %s", f.Row, f.Metric, format(f.Deckhand), f.Unit, f.Target)
 		}
 	}
+}
+
+// ownManagerRow runs a row that starts managers of its own: the memory row
+// and the scale rows.
+func (b *bench) ownManagerRow(row string) {
+	b.stopSharedManager()
+	if row == "memory" {
+		b.memoryRow()
+		return
+	}
+	run, ok := scaleRows[row]
+	if !ok {
+		b.t.Fatalf("BENCH_ROWS: row %s is not in this build", row)
+	}
+	run(b)
 }
 
 // stopSharedManager stops the speed rows' manager, for a row that runs

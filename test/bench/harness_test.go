@@ -52,6 +52,7 @@ type bench struct {
 type managerProcess struct {
 	p          *cluster.Process
 	metricsURL string
+	pprofURL   string // Go's /debug/pprof/, on loopback
 }
 
 const benchImage = "registry.k8s.io/pause:3.10"
@@ -90,12 +91,13 @@ func (b *bench) must(err error) {
 // startManager runs bin/deckhand with every controller, metrics on a
 // loopback port and production-level logging, until the run ends.
 func (b *bench) startManager() *managerProcess {
-	addr := testenv.FreeAddr(b.t)
+	addr, pprof := testenv.FreeAddr(b.t), testenv.FreeAddr(b.t)
 	p := b.c.RunManager(b.t,
 		"--metrics-bind-address", addr,
+		"--pprof-bind-address", pprof,
 		"--podbugger-allowed-images", "docker.io/library/busybox:*",
 		"--zap-log-level", "info")
-	m := &managerProcess{p: p, metricsURL: "https://" + addr + "/metrics"}
+	m := &managerProcess{p: p, metricsURL: "https://" + addr + "/metrics", pprofURL: "http://" + pprof + "/debug/pprof/"}
 	// The first scrape waits for the metrics server.
 	b.must(wait.PollUntilContextTimeout(b.ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		_, err := b.scrape(m)

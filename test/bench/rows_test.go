@@ -32,6 +32,7 @@ import (
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
+	"github.com/deckhand-dev/deckhand/internal/scopedcache"
 )
 
 var benchLabels = map[string]string{"app": "bench"}
@@ -804,4 +805,10 @@ func (b *bench) memoryRow() {
 		return err
 	}))
 	measure(fmt.Sprintf("%d unrelated pods + %d unrelated Jobs", pods, jobs), true)
+
+	// More namespaces in play than the scoped cache holds one by one: its
+	// pods and Jobs are then held cluster-wide.
+	watched := scopedcache.ClusterWideAbove + 1
+	b.watchedNamespaces(watched)
+	measure(fmt.Sprintf("%d unrelated pods + %d unrelated Jobs, %d namespaces with a JobWatcher and a PodBugger", pods, jobs, watched), true)
 }
