@@ -110,8 +110,8 @@ func (b *bench) incidentsRow() {
 		iw := b.watchIncidents(ns)
 		b.must(b.c.Client.Create(b.ctx, &debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "catch"},
 			Spec: debugv1beta1.PodBuggerSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "flaky"}},
-				Image:    cluster.BusyboxImage,
-				Triggers: []debugv1beta1.Trigger{debugv1beta1.TriggerError, debugv1beta1.TriggerOOMKilled, debugv1beta1.TriggerCrashLoopBackOff},
+				Image:     cluster.BusyboxImage,
+				Triggers:  []debugv1beta1.Trigger{debugv1beta1.TriggerError, debugv1beta1.TriggerOOMKilled, debugv1beta1.TriggerCrashLoopBackOff},
 				Incidents: &debugv1beta1.IncidentPolicy{MaxRecords: 200}}}))
 		for i := range crashers + ooms {
 			cmd := `echo "start $(date +%s)"; sleep 2; echo "exit $(date +%s)"; exit 1`
