@@ -269,8 +269,9 @@ func TestBench(t *testing.T) {
 			b.ownManagerRow(row)
 		}
 		fmt.Printf("bench: row %s done in %s\n", row, time.Since(start).Round(time.Second))
-		// The table so far, in case a later row fails the run.
+		// The table and the report so far, in case a later row fails the run.
 		printTable(rep)
+		writeJSON(t, rep)
 	}
 	rep.LoadEnd = loadAverage()
 	printTable(rep)
