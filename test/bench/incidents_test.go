@@ -244,6 +244,10 @@ func (b *bench) crashLoopRow() {
 		list := &debugv1beta1.PodIncidentList{}
 		b.must(b.c.Client.List(b.ctx, list, client.InNamespace(ns)))
 		recordsKept = append(recordsKept, float64(len(list.Items)))
+		if len(list.Items) > 0 {
+			r := list.Items[0].Spec
+			fmt.Printf("bench: crash loop: a record: reason %s, count %d, log error %q\n", r.Reason, r.Count, r.LogError)
+		}
 		counted := after.sum("deckhand_podbugger_incidents_total", label("namespace", ns)) - before.sum("deckhand_podbugger_incidents_total", label("namespace", ns))
 		fmt.Printf("bench: crash loop round: %d failures played, %g counted by the manager, %.3f cores, %d records kept\n",
 			failures, counted, spent/(window+5*time.Second).Seconds(), len(list.Items))
