@@ -100,14 +100,16 @@ type IncidentReconciler struct {
 	// Logs reads container logs; nil records no logs.
 	Logs PodLogs
 
-	written *writtenIncidents
+	written    *writtenIncidents
+	unanswered *unansweredNodes
 }
 
 // NewIncidentReconciler returns an incident recorder reading through c (the
 // cache), apiReader (the apiserver) and logs.
 func NewIncidentReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder, logs PodLogs) *IncidentReconciler {
 	return &IncidentReconciler{Client: c, APIReader: apiReader, Recorder: recorder, Now: time.Now, Logs: logs,
-		written: &writtenIncidents{byPod: map[types.NamespacedName]map[string]*debugv1beta1.PodIncident{}}}
+		written:    &writtenIncidents{byPod: map[types.NamespacedName]map[string]*debugv1beta1.PodIncident{}},
+		unanswered: &unansweredNodes{until: map[string]time.Time{}}}
 }
 
 // Reconcile records what failed in the pod for every PodBugger of its
@@ -270,10 +272,17 @@ func (r *IncidentReconciler) capture(ctx context.Context, pb *debugv1beta1.PodBu
 		c  capture
 		wg sync.WaitGroup
 	)
-	if r.Logs != nil && limit > 0 {
+	nodeName := pod.Spec.NodeName
+	until, paused := r.unanswered.paused(nodeName, r.Now())
+	switch {
+	case r.Logs == nil || limit == 0:
+	case paused:
+		c.logError = pausedNote(nodeName, until)
+	default:
 		wg.Go(func() {
 			var err error
 			c.logTail, c.logTruncated, err = r.failedLog(ctx, pod, f, limit)
+			r.unanswered.observe(nodeName, err, r.Now())
 			if err != nil {
 				c.logError = err.Error()
 			}

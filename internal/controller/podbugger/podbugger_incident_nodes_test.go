@@ -1,0 +1,91 @@
+package podbugger
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+)
+
+// notFoundReader answers every read with NotFound: the captures below need
+// no Events and no node, only the log reads they count.
+type notFoundReader struct{}
+
+func (notFoundReader) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
+	return apierrors.NewNotFound(schema.GroupResource{}, "")
+}
+
+func (notFoundReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return apierrors.NewNotFound(schema.GroupResource{}, "")
+}
+
+// TestACaptureWaitsForAnUnansweredNodeOnce: when a node's kubelet does not
+// answer a log read (down, partitioned, or simulated), the next captures of
+// its pods read no log for a while, saying why, instead of each waiting out
+// the timeout; a node that answers, even with a refusal, is read every time,
+// and so are other nodes. Without the pause, every capture on the silent
+// node waits logsTimeout and the recorder falls behind every failure of the
+// cluster (the bench's crash loop on kwok counted 214 of 2,000 failures).
+func TestACaptureWaitsForAnUnansweredNodeOnce(t *testing.T) {
+	var calls atomic.Int32
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	logs := func(ctx context.Context, _, pod, _ string, _ bool, _ int) (string, bool, error) {
+		calls.Add(1)
+		switch {
+		case strings.HasPrefix(pod, "silent"):
+			<-ctx.Done()
+			return "", false, ctx.Err()
+		case strings.HasPrefix(pod, "refusing"):
+			return "", false, apierrors.NewBadRequest("previous terminated container \"app\" in pod not found")
+		}
+		return "the log\n", false, nil
+	}
+	r := NewIncidentReconciler(nil, notFoundReader{}, nil, logs)
+	r.Now = func() time.Time { return now }
+	pb := &debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Name: "pb"}}
+	f := failure{reason: debugv1beta1.IncidentError, container: "app", previous: true}
+	capture := func(pod, node string) (capture, time.Duration) {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: pod}, Spec: corev1.PodSpec{NodeName: node,
+			Containers: []corev1.Container{{Name: "app"}}}}
+		start := time.Now()
+		c := r.capture(context.Background(), pb, p, f)
+		return c, time.Since(start)
+	}
+
+	c, took := capture("silent-1", "down")
+	if took < logsTimeout || c.logError == "" {
+		t.Fatalf("the first capture on the silent node: took %s, log error %q; want the timeout and its error", took, c.logError)
+	}
+	c, took = capture("silent-2", "down")
+	if took >= logsTimeout/2 || !strings.Contains(c.logError, "kubelet of node down did not answer") {
+		t.Fatalf("the second capture on the silent node took %s with log error %q; want no wait and a note naming the node", took, c.logError)
+	}
+	if got := calls.Load(); got != 1 {
+		t.Fatalf("log reads from the silent node: %d, want 1", got)
+	}
+	if c, _ = capture("healthy-1", "up"); c.logTail != "the log\n" {
+		t.Fatalf("a pod on another node: log %q, error %q; want its log", c.logTail, c.logError)
+	}
+	for range 2 {
+		capture("refusing-1", "answers")
+	}
+	if got := calls.Load(); got != 4 {
+		t.Fatalf("log reads: %d, want 4 (a kubelet that refuses has answered: it is asked again)", got)
+	}
+
+	// Once the pause is over the silent node is asked again.
+	now = now.Add(unansweredPause)
+	capture("silent-3", "down")
+	if got := calls.Load(); got != 5 {
+		t.Fatalf("log reads after the pause: %d, want 5", got)
+	}
+}
