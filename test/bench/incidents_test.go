@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -251,6 +252,7 @@ func (b *bench) crashLoopRow() {
 		counted := after.sum("deckhand_podbugger_incidents_total", label("namespace", ns)) - before.sum("deckhand_podbugger_incidents_total", label("namespace", ns))
 		fmt.Printf("bench: crash loop round: %d failures played, %g counted by the manager, %.3f cores, %d records kept\n",
 			failures, counted, spent/(window+5*time.Second).Seconds(), len(list.Items))
+		b.printManagerErrors("incidents", 3)
 		b.dropNamespace(ns)
 	}
 	row := fmt.Sprintf("PodBugger recording %d crash-looping pods on kwok (a failure per pod every %s)", n, period)
@@ -314,5 +316,21 @@ func (b *bench) patchContainer(ns, name string, restarts int32, failedAt metav1.
 	_, err := b.c.Clientset.CoreV1().Pods(ns).Patch(b.ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 	if err != nil {
 		fmt.Printf("bench: crash loop: patching %s: %v\n", name, err)
+	}
+}
+
+// printManagerErrors prints the last n reconcile errors of the shared
+// manager's controller whose name contains controller, and how many it
+// logged: what a row's figures alone would not explain.
+func (b *bench) printManagerErrors(controller string, n int) {
+	var errs []string
+	for _, line := range strings.Split(b.mgr.p.Logs(), "\n") {
+		if strings.Contains(line, "Reconciler error") && strings.Contains(line, controller) {
+			errs = append(errs, line)
+		}
+	}
+	fmt.Printf("bench: %d reconcile errors of %s logged so far\n", len(errs), controller)
+	for _, line := range errs[max(0, len(errs)-n):] {
+		fmt.Printf("bench:   %s\n", line[:min(len(line), 600)])
 	}
 }

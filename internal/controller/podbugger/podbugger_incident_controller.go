@@ -109,7 +109,7 @@ type IncidentReconciler struct {
 func NewIncidentReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder, logs PodLogs) *IncidentReconciler {
 	return &IncidentReconciler{Client: c, APIReader: apiReader, Recorder: recorder, Now: time.Now, Logs: logs,
 		written:    &writtenIncidents{byPod: map[types.NamespacedName]map[string]*debugv1beta1.PodIncident{}},
-		unanswered: &unansweredNodes{until: map[string]time.Time{}}}
+		unanswered: &unansweredNodes{until: map[string]silence{}}}
 }
 
 // Reconcile records what failed in the pod for every PodBugger of its
@@ -189,13 +189,19 @@ func (r *IncidentReconciler) record(ctx context.Context, pb *debugv1beta1.PodBug
 		if existing := recordFor(f, recs); existing != nil {
 			inc = existing.DeepCopy()
 			updateIncident(inc, fresh, f, c)
-			if err := r.Update(ctx, inc); err != nil {
-				if apierrors.IsNotFound(err) {
-					r.written.drop(pod, inc.Name) // pruned meanwhile: the retry opens a new one
-				}
+			err := r.Update(ctx, inc)
+			if apierrors.IsNotFound(err) {
+				// Pruned meanwhile (the PodBugger keeps maxRecords, and a
+				// cluster failing everywhere turns them over): the failure
+				// opens a new record now, not after a retry's backoff.
+				r.written.drop(pod, inc.Name)
+				recs = slices.DeleteFunc(recs, func(x debugv1beta1.PodIncident) bool { return x.Name == inc.Name })
+				inc = nil
+			} else if err != nil {
 				return fmt.Errorf("counting a failure in PodIncident %s: %w", inc.Name, err)
 			}
-		} else {
+		}
+		if inc == nil {
 			inc = newIncident(pb, fresh, f, c)
 			switch err := r.Create(ctx, inc); {
 			case apierrors.IsAlreadyExists(err):

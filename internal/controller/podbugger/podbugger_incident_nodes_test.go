@@ -34,7 +34,7 @@ func (notFoundReader) List(context.Context, client.ObjectList, ...client.ListOpt
 // the timeout; a node that answers, even with a refusal, is read every time,
 // and so are other nodes. Without the pause, every capture on the silent
 // node waits logsTimeout and the recorder falls behind every failure of the
-// cluster (the bench's crash loop on kwok counted 214 of 2,000 failures).
+// cluster (the bench's crash loop on 100 kwok nodes counted 214 of 2,000 failures).
 func TestACaptureWaitsForAnUnansweredNodeOnce(t *testing.T) {
 	var calls atomic.Int32
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
@@ -82,10 +82,22 @@ func TestACaptureWaitsForAnUnansweredNodeOnce(t *testing.T) {
 		t.Fatalf("log reads: %d, want 4 (a kubelet that refuses has answered: it is asked again)", got)
 	}
 
-	// Once the pause is over the silent node is asked again.
+	// Once the pause is over the silent node is asked again; silent again,
+	// it is paused twice as long, and an answer ends its pauses.
 	now = now.Add(unansweredPause)
 	capture("silent-3", "down")
 	if got := calls.Load(); got != 5 {
 		t.Fatalf("log reads after the pause: %d, want 5", got)
+	}
+	now = now.Add(unansweredPause)
+	capture("silent-4", "down")
+	if got := calls.Load(); got != 5 {
+		t.Fatalf("log reads %s after the second silence: %d, want 5 (the pause doubled)", unansweredPause, got)
+	}
+	now = now.Add(unansweredPause)
+	capture("healthy-2", "down") // the node answers again
+	capture("silent-5", "down")
+	if got := calls.Load(); got != 7 {
+		t.Fatalf("log reads after the node answered: %d, want 7", got)
 	}
 }

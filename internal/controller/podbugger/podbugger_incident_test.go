@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
@@ -231,4 +232,54 @@ func TestSchemaValidatesTriggers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// reconcileErrors is how many reconcile errors the incident recorder has
+// returned in this process.
+func reconcileErrors(t *testing.T) float64 {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_errors_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "podbugger-incidents" {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// TestAFailureAfterItsRecordWasPrunedOpensANewOne: a record deleted behind
+// the recorder's back (pruned by maxRecords while failures turn records
+// over, or by hand) is not where the next failure is counted: it opens a
+// new record at once, without an error and a retry's backoff for each such
+// failure (the crash loop bench logged 400 of them for 800 failures).
+func TestAFailureAfterItsRecordWasPrunedOpensANewOne(t *testing.T) {
+	g := testenv.NewG(t)
+	ns := env.Namespace(t)
+	env.StartManager(t, options())
+	web1 := pod(t, ns, "web-1", web, true)
+	pb := recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerCrashLoopBackOff}, nil)
+	g.Eventually(status(pb)).Should(condition(debugv1beta1.ConditionReady, metav1.ConditionTrue, debugv1beta1.ReasonCaptureOnly))
+
+	t0 := time.Now().Add(-3 * time.Second).Truncate(time.Second)
+	crash(t, web1, 2, 1, t0, true)
+	g.Eventually(incidentsIn(ns)).Should(HaveLen(1))
+	first, err := incidentsIn(ns)()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(env.Client.Delete(ctx, &first[0])).To(Succeed())
+	errorsBefore := reconcileErrors(t)
+
+	crash(t, web1, 3, 1, t0.Add(2*time.Second), true)
+	g.Eventually(incidentsIn(ns)).Should(ConsistOf(And(
+		HaveField("Spec.Count", int32(1)), HaveField("Spec.LastFailure.ContainerID", "containerd://instance-3"))))
+	g.Expect(reconcileErrors(t) - errorsBefore).To(BeZero(), "reconcile errors of the incident recorder")
 }
