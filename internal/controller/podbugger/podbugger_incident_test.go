@@ -281,5 +281,5 @@ func TestAFailureAfterItsRecordWasPrunedOpensANewOne(t *testing.T) {
 	crash(t, web1, 3, 1, t0.Add(2*time.Second), true)
 	g.Eventually(incidentsIn(ns)).Should(ConsistOf(And(
 		HaveField("Spec.Count", int32(1)), HaveField("Spec.LastFailure.ContainerID", "containerd://instance-3"))))
-	g.Expect(reconcileErrors(t) - errorsBefore).To(BeZero(), "reconcile errors of the incident recorder")
+	g.Expect(reconcileErrors(t)-errorsBefore).To(BeZero(), "reconcile errors of the incident recorder")
 }
