@@ -69,7 +69,10 @@ func TestClusterWideHoldsStubsOfWhatNothingNeeds(t *testing.T) {
 	// What the cluster-wide informer holds of it is a stub, and the
 	// handlers are not told of it; a needed namespace's pods are held and
 	// told whole.
-	g.Eventually(func() bool { held, _ := scopedcache.ClusterWideHolds(c, &corev1.Pod{}, other, "unrelated"); return scopedcache.IsStub(held) }).
+	g.Eventually(func() bool {
+		held, _ := scopedcache.ClusterWideHolds(c, &corev1.Pod{}, other, "unrelated")
+		return scopedcache.IsStub(held)
+	}).
 		Should(BeTrue(), "the unrelated pod is held whole")
 	held, _ := scopedcache.ClusterWideHolds(c, &corev1.Pod{}, spaces[0], "p0")
 	g.Expect(held).To(BeAssignableToTypeOf(&corev1.Pod{}))
