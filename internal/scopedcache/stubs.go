@@ -242,7 +242,7 @@ func (w withoutStubs) List(ctx context.Context, list client.ObjectList, opts ...
 	}
 	// The stubs are left out by their label, before the cache copies what
 	// it holds into list (a stub is not of list's kind).
-	if err := w.all.cache.List(ctx, list, withoutStubLabel(opts)...); err != nil {
+	if err := w.k.held(w.all).List(ctx, list, withoutStubLabel(opts)...); err != nil {
 		return err
 	}
 	items, err := apimeta.ExtractList(list)

@@ -16,9 +16,10 @@ import (
 )
 
 // maxCachedJobBytes is what a finished Job may cost the cache's heap, with
-// its entries in the informer's store and namespace index. The typed
-// batchv1.Job alone is 1,320 bytes (1,408 allocated) before any string.
-const maxCachedJobBytes = 2200
+// its entries in the informer's store and namespace index (issue 26's
+// target). The typed batchv1.Job alone is 1,320 bytes (1,408 allocated)
+// before any string: it is held as a cachedJob.
+const maxCachedJobBytes = 1024
 
 // finishedJobJSON is a finished Job as the apiserver sends it: labels the
 // Job controller's way, a selector, a pod template, managedFields, the

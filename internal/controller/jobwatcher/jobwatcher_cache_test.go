@@ -39,7 +39,11 @@ func TestSlimJobKeepsWhatDecisionsRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	slim := out.(*batchv1.Job)
+	held, ok := out.(*cachedJob)
+	if !ok {
+		t.Fatalf("a Job is cached as %T", out)
+	}
+	slim := held.job()
 	if len(slim.Spec.Template.Spec.Containers) != 0 || slim.ManagedFields != nil {
 		t.Errorf("template or managedFields kept: %+v", slim)
 	}
