@@ -84,9 +84,14 @@ func (b *bench) watchIncidents(ns string) *incidentWatch {
 		}
 		iw.mu.Lock()
 		defer iw.mu.Unlock()
-		if _, known := iw.recorded[f.ContainerID]; !known {
-			iw.recorded[f.ContainerID] = recordSeen{at: at, finished: f.FinishedAt.Time, started: f.StartedAt.Time, logTail: r.Spec.LogTail}
+		seen, known := iw.recorded[f.ContainerID]
+		if !known {
+			seen = recordSeen{at: at, finished: f.FinishedAt.Time, started: f.StartedAt.Time}
 		}
+		// The record is written at once, its log a moment later: the
+		// latest update of the failure's record holds it.
+		seen.logTail = r.Spec.LogTail
+		iw.recorded[f.ContainerID] = seen
 	})
 	return iw
 }

@@ -7,13 +7,9 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 )
 
 // notFoundReader answers every read with NotFound: the captures below need
@@ -51,29 +47,26 @@ func TestACaptureWaitsForAnUnansweredNodeOnce(t *testing.T) {
 	}
 	r := NewIncidentReconciler(nil, notFoundReader{}, nil, logs)
 	r.Now = func() time.Time { return now }
-	pb := &debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Name: "pb"}}
-	f := failure{reason: debugv1beta1.IncidentError, container: "app", previous: true}
-	capture := func(pod, node string) (capture, time.Duration) {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: pod}, Spec: corev1.PodSpec{NodeName: node,
-			Containers: []corev1.Container{{Name: "app"}}}}
+	capture := func(pod, node string) (logsRead, time.Duration) {
+		j := logJob{pod: client.ObjectKey{Namespace: "ns", Name: pod}, node: node, container: "app", limit: 4096}
 		start := time.Now()
-		c := r.capture(context.Background(), pb, p, f)
+		c := r.readJobLogs(context.Background(), j)
 		return c, time.Since(start)
 	}
 
 	c, took := capture("silent-1", "down")
-	if took < logsTimeout || c.logError == "" {
-		t.Fatalf("the first capture on the silent node: took %s, log error %q; want the timeout and its error", took, c.logError)
+	if took < logsTimeout || c.note == "" {
+		t.Fatalf("the first capture on the silent node: took %s, log error %q; want the timeout and its error", took, c.note)
 	}
 	c, took = capture("silent-2", "down")
-	if took >= logsTimeout/2 || !strings.Contains(c.logError, "kubelet of node down did not answer") {
-		t.Fatalf("the second capture on the silent node took %s with log error %q; want no wait and a note naming the node", took, c.logError)
+	if took >= logsTimeout/2 || !strings.Contains(c.note, "kubelet of node down did not answer") {
+		t.Fatalf("the second capture on the silent node took %s with log error %q; want no wait and a note naming the node", took, c.note)
 	}
 	if got := calls.Load(); got != 1 {
 		t.Fatalf("log reads from the silent node: %d, want 1", got)
 	}
-	if c, _ = capture("healthy-1", "up"); c.logTail != "the log\n" {
-		t.Fatalf("a pod on another node: log %q, error %q; want its log", c.logTail, c.logError)
+	if c, _ = capture("healthy-1", "up"); c.tail != "the log\n" {
+		t.Fatalf("a pod on another node: log %q, error %q; want its log", c.tail, c.note)
 	}
 	for range 2 {
 		capture("refusing-1", "answers")
