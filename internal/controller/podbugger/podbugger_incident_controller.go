@@ -42,7 +42,7 @@ const (
 
 // The incident recorder reads the failing pod afresh, its log, its Events
 // and its node, and writes PodIncidents; it changes no pod.
-// +kubebuilder:rbac:groups=debug.deckhand.dev,resources=podincidents,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=debug.deckhand.dev,resources=podincidents,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods/log,verbs=get
 // +kubebuilder:rbac:groups="",resources=events,verbs=list
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get
