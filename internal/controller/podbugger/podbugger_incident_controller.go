@@ -315,7 +315,7 @@ func refreshed(f failure, fresh *corev1.Pod) failure {
 	if f.instance == nil {
 		return f
 	}
-	for _, cs := range fresh.Status.ContainerStatuses {
+	for _, cs := range containerStatuses(fresh) {
 		if cs.Name != f.container {
 			continue
 		}
@@ -422,7 +422,7 @@ func (r *IncidentReconciler) podsOf(ctx context.Context, obj client.Object) []re
 }
 
 // podFailureChanged passes the pod events that may show a failure: a
-// container's state, restart count or last termination, the pod's phase,
+// container's (or an init container's) state, restart count or last termination, the pod's phase,
 // reason, Ready and DisruptionTarget conditions.
 var podFailureChanged = predicate.Funcs{
 	DeleteFunc: func(event.DeleteEvent) bool { return true },
@@ -436,7 +436,7 @@ var podFailureChanged = predicate.Funcs{
 // failureDigest is what of a pod's status failuresOf reads, as a string.
 func failureDigest(p *corev1.Pod) string {
 	d := fmt.Sprint(p.Status.Phase, p.Status.Reason, p.DeletionTimestamp != nil)
-	for _, cs := range p.Status.ContainerStatuses {
+	for _, cs := range containerStatuses(p) {
 		d += fmt.Sprint("|", cs.Name, cs.RestartCount, cs.Ready, cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff")
 		if t := cs.State.Terminated; t != nil {
 			d += "|t" + t.ContainerID + t.FinishedAt.String()
