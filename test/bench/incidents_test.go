@@ -255,8 +255,11 @@ func (b *bench) crashLoopRow() {
 			fmt.Printf("bench: crash loop: a record: reason %s, count %d, log error %q\n", r.Reason, r.Count, r.LogError)
 		}
 		counted := after.sum("deckhand_podbugger_incidents_total", label("namespace", ns)) - before.sum("deckhand_podbugger_incidents_total", label("namespace", ns))
-		fmt.Printf("bench: crash loop round: %d failures played, %g counted by the manager, %.3f cores, %d records kept\n",
-			failures, counted, spent/(window+5*time.Second).Seconds(), len(list.Items))
+		// Logs written into records after them (the second write of a
+		// failure whose log was read, or whose node did not answer).
+		logWrites := after.sum("deckhand_podbugger_incident_log_seconds_count", nil) - before.sum("deckhand_podbugger_incident_log_seconds_count", nil)
+		fmt.Printf("bench: crash loop round: %d failures played, %g counted by the manager, %g logs written after their records, %.3f cores, %d records kept\n",
+			failures, counted, logWrites, spent/(window+5*time.Second).Seconds(), len(list.Items))
 		b.printManagerErrors("incidents", 3)
 		b.dropNamespace(ns)
 	}

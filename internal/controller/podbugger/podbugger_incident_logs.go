@@ -62,30 +62,79 @@ type logJob struct {
 // logQueue is the bounded queue of log reads. A slot is reserved before the
 // record is written (a full queue is known before the write, and said in
 // the record) and freed when its read is done or its record not written.
+// Its memory follows what waits, up to max jobs: none when nothing fails.
 type logQueue struct {
-	slots chan struct{}
-	jobs  chan logJob
+	mu       sync.Mutex
+	max      int
+	reserved int
+	jobs     []logJob
+	// ready wakes a reader when a job is queued.
+	ready chan struct{}
 }
 
 func newLogQueue(n int) *logQueue {
-	return &logQueue{slots: make(chan struct{}, n), jobs: make(chan logJob, n)}
+	return &logQueue{max: n, ready: make(chan struct{}, 1)}
 }
 
 // reserve takes a slot if one is free.
 func (q *logQueue) reserve() bool {
-	select {
-	case q.slots <- struct{}{}:
-		return true
-	default:
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.reserved >= q.max {
 		return false
+	}
+	q.reserved++
+	return true
+}
+
+// release frees a slot: its read is done, or its record was not written.
+func (q *logQueue) release() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.reserved--
+}
+
+// submit queues j in the slot reserved for it.
+func (q *logQueue) submit(j logJob) {
+	q.mu.Lock()
+	q.jobs = append(q.jobs, j)
+	q.mu.Unlock()
+	q.wake()
+}
+
+func (q *logQueue) wake() {
+	select {
+	case q.ready <- struct{}{}:
+	default:
 	}
 }
 
-// release frees a slot reserved for a record that was not written.
-func (q *logQueue) release() { <-q.slots }
-
-// submit queues j in the slot reserved for it: it never blocks.
-func (q *logQueue) submit(j logJob) { q.jobs <- j }
+// next waits for the oldest job; false when ctx ends first.
+func (q *logQueue) next(ctx context.Context) (logJob, bool) {
+	for {
+		q.mu.Lock()
+		if len(q.jobs) > 0 {
+			j := q.jobs[0]
+			q.jobs[0] = logJob{}
+			q.jobs = q.jobs[1:]
+			more := len(q.jobs) > 0
+			if !more {
+				q.jobs = nil // the array goes with the backlog
+			}
+			q.mu.Unlock()
+			if more {
+				q.wake() // another reader takes the next one
+			}
+			return j, true
+		}
+		q.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return logJob{}, false
+		case <-q.ready:
+		}
+	}
+}
 
 // readLogs runs the pool's readers until ctx ends. It runs only on the
 // leader (a manager Runnable), as the recorder's workers do.
@@ -94,13 +143,12 @@ func (r *IncidentReconciler) readLogs(ctx context.Context) error {
 	for range logReaders {
 		wg.Go(func() {
 			for {
-				select {
-				case <-ctx.Done():
+				j, ok := r.logQueue.next(ctx)
+				if !ok {
 					return
-				case j := <-r.logQueue.jobs:
-					r.fillLog(ctx, j)
-					r.logQueue.release()
 				}
+				r.fillLog(ctx, j)
+				r.logQueue.release()
 			}
 		})
 	}

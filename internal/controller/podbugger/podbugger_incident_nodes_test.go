@@ -94,3 +94,32 @@ func TestACaptureWaitsForAnUnansweredNodeOnce(t *testing.T) {
 		t.Fatalf("log reads after the node answered: %d, want 7", got)
 	}
 }
+
+// TestTheLogQueueIsBounded: no more log reads wait than the queue holds, a
+// read done (or its record not written) frees its slot, and the readers
+// take the jobs in order.
+func TestTheLogQueueIsBounded(t *testing.T) {
+	q := newLogQueue(2)
+	if !q.reserve() || !q.reserve() || q.reserve() {
+		t.Fatal("want two slots, not three")
+	}
+	q.submit(logJob{container: "a"})
+	q.submit(logJob{container: "b"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	for _, want := range []string{"a", "b"} {
+		if j, ok := q.next(ctx); !ok || j.container != want {
+			t.Fatalf("next: %q, %v; want %q", j.container, ok, want)
+		}
+	}
+	if q.reserve() {
+		t.Fatal("a slot is free before its read is done")
+	}
+	q.release()
+	if !q.reserve() {
+		t.Fatal("no slot after a read was done")
+	}
+	if _, ok := q.next(ctx); ok {
+		t.Fatal("a job from an empty queue")
+	}
+}
