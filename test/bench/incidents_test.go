@@ -261,6 +261,9 @@ func (b *bench) crashLoopRow() {
 		fmt.Printf("bench: crash loop round: %d failures played, %g counted by the manager, %g logs written after their records, %.3f cores, %d records kept\n",
 			failures, counted, logWrites, spent/(window+5*time.Second).Seconds(), len(list.Items))
 		b.printManagerErrors("incidents", 3)
+		if err := b.saveHeapProfile(b.mgr, "crashloop"); err != nil { // bin/bench/heap-crashloop.pb.gz
+			fmt.Printf("bench: crash loop: %v\n", err)
+		}
 		b.dropNamespace(ns)
 	}
 	row := fmt.Sprintf("PodBugger recording %d crash-looping pods on kwok (a failure per pod every %s)", n, period)

@@ -287,7 +287,7 @@ func (r *IncidentReconciler) planLog(pb *debugv1beta1.PodBugger, pod *corev1.Pod
 		j.container = pod.Spec.Containers[0].Name
 	}
 	if f.instance != nil {
-		j.instanceID = f.instance.ContainerID
+		j.instanceID, j.previous = f.instance.ContainerID, f.previous
 	}
 	if name := ContainerName(pb.Name); debuggerStarted(pod, name) {
 		j.debugger = name

@@ -49,6 +49,9 @@ type logJob struct {
 	// instanceID is the failed instance's container ID; empty for a
 	// failure without one (NotReady, Evicted), whose current log is read.
 	instanceID string
+	// previous says the instance was the container's previous one when the
+	// failure was seen (its log is read with previous=true).
+	previous bool
 	// debugger names the PodBugger's debug container when it has started
 	// in the pod: its log is read as well.
 	debugger string
@@ -253,32 +256,34 @@ const (
 )
 
 // failedLog reads the log of j's failed instance, and makes sure it was
-// that instance's: the instance is looked up in the pod's status before and
-// after the read (the kubelet may restart the container in between, and
-// then the current log is the next instance's, or replace the previous one
-// with the next failure). When the instance has moved (current to
-// previous), its log is read again as the previous one.
+// that instance's: the instance is looked up in the pod's status after the
+// read (the kubelet may have restarted the container before it, and then
+// the current log is the next instance's, or replaced the previous one with
+// the next failure). When the instance has moved (current to previous), its
+// log is read again as the previous one.
 func (r *IncidentReconciler) failedLog(ctx context.Context, j logJob, logs PodLogs) (string, bool, error) {
 	if j.instanceID == "" {
 		return logs(ctx, j.pod.Namespace, j.pod.Name, j.container, false, j.limit)
 	}
-	at, restarts, err := r.instanceNow(ctx, j)
+	at := instanceCurrent
+	if j.previous {
+		at = instancePrevious
+	}
 	for range 3 {
+		out, truncated, err := logs(ctx, j.pod.Namespace, j.pod.Name, j.container, at == instancePrevious, j.limit)
 		if err != nil {
-			return "", false, fmt.Errorf("not read: the pod could not be read: %w", err)
+			return "", false, err
 		}
-		if at == instanceGone {
+		after, restarts, aerr := r.instanceNow(ctx, j)
+		switch {
+		case aerr != nil:
+			return "", false, fmt.Errorf("not read: the pod could not be read: %w", aerr)
+		case after == instanceGone:
 			return "", false, fmt.Errorf("not read: the container failed again (restart count %d) before the failed instance's log could be read; the kubelet keeps only the last instance's log", restarts)
-		}
-		out, truncated, lerr := logs(ctx, j.pod.Namespace, j.pod.Name, j.container, at == instancePrevious, j.limit)
-		if lerr != nil {
-			return "", false, lerr
-		}
-		after, afterRestarts, aerr := r.instanceNow(ctx, j)
-		if aerr == nil && after == at {
+		case after == at:
 			return out, truncated, nil
 		}
-		at, restarts, err = after, afterRestarts, aerr
+		at = after
 	}
 	return "", false, errors.New("not read: the container kept restarting while its log was read")
 }

@@ -100,8 +100,10 @@ func TestACaptureWaitsForAnUnansweredNodeOnce(t *testing.T) {
 // take the jobs in order.
 func TestTheLogQueueIsBounded(t *testing.T) {
 	q := newLogQueue(2)
-	if !q.reserve() || !q.reserve() || q.reserve() {
-		t.Fatal("want two slots, not three")
+	for i, want := range []bool{true, true, false} {
+		if got := q.reserve(); got != want {
+			t.Fatalf("reservation %d: %v, want %v (two slots)", i+1, got, want)
+		}
 	}
 	q.submit(logJob{container: "a"})
 	q.submit(logJob{container: "b"})
