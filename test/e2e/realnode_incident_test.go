@@ -258,9 +258,9 @@ func TestRealNodeIncidentsReuseOneDebugContainer(t *testing.T) {
 }
 
 // The kubelet evicts a pod that writes past its ephemeral-storage limit
-// (here into an emptyDir, which the kubelet measures about once a minute),
-// and a PodBugger with the Evicted trigger records it with the kubelet's
-// message.
+// (here into an emptyDir; the real node's kubelet enforces the limit though
+// its evictionHard is empty), and a PodBugger with the Evicted trigger
+// records it with the kubelet's message and Event.
 func TestRealNodeKubeletEvictionIsRecorded(t *testing.T) {
 	c.RealNode(t)
 	g := rnG(t)
@@ -287,7 +287,13 @@ func TestRealNodeKubeletEvictionIsRecorded(t *testing.T) {
 		list := &debugv1beta1.PodIncidentList{}
 		g.Expect(c.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 		g.Expect(list.Items).To(ContainElement(And(HaveField("Spec.Pod.Name", "hog"), HaveField("Spec.Reason", debugv1beta1.IncidentEvicted),
-			HaveField("Spec.Pod.Message", ContainSubstring("ephemeral")))))
+			HaveField("Spec.Pod.Message", ContainSubstring("ephemeral local storage")),
+			HaveField("Spec.Events", ContainElement(HaveField("Reason", "Evicted"))),
+			// The kubelet removes an evicted pod's log at once: the record
+			// has its log or says it is gone, never the kubelet's error
+			// as if the container had printed it.
+			Or(HaveField("Spec.LogTail", HavePrefix("filling\n")),
+				And(HaveField("Spec.LogTail", BeEmpty()), HaveField("Spec.LogError", ContainSubstring("the kubelet has removed the container's log")))))))
 	}).WithTimeout(4 * time.Minute).Should(Succeed())
 	out, err := c.Kubectl("get", "podincidents", "-n", ns, "-o", "yaml")
 	g.Expect(err).NotTo(HaveOccurred())

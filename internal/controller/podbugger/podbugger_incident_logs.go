@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -222,6 +224,9 @@ func (r *IncidentReconciler) readJobLogs(ctx context.Context, j logJob) logsRead
 	logs := func(ctx context.Context, ns, pod, container string, previous bool, limit int) (string, bool, error) {
 		out, truncated, err := r.Logs(ctx, ns, pod, container, previous, limit)
 		r.unanswered.observe(j.node, err, r.Now())
+		if err == nil && kubeletLogGone.MatchString(out) {
+			return "", false, fmt.Errorf("not read: the kubelet has removed the container's log (%s)", strings.TrimSpace(cut(out, 512)))
+		}
 		return out, truncated, err
 	}
 	var (
@@ -245,6 +250,11 @@ func (r *IncidentReconciler) readJobLogs(ctx context.Context, j logJob) logsRead
 	wg.Wait()
 	return got
 }
+
+// kubeletLogGone is what the kubelet streams, as if it were the log, for a
+// container whose log it has removed already (a pod it evicted, for one):
+// the record says so in logError, not as the container's output.
+var kubeletLogGone = regexp.MustCompile(`\Afailed to try resolving symlinks in path "[^"]*": lstat [^\n]*: no such file or directory\n?\z`)
 
 // where a failed instance is in its container's status.
 type where int

@@ -125,3 +125,19 @@ func TestTheLogQueueIsBounded(t *testing.T) {
 		t.Fatal("a job from an empty queue")
 	}
 }
+
+// TestARemovedLogIsNoLog: what the kubelet streams for a container whose
+// log it removed (a pod it evicted) goes to logError, not into logTail; a
+// program printing the words amid its output keeps its log.
+func TestARemovedLogIsNoLog(t *testing.T) {
+	gone := `failed to try resolving symlinks in path "/var/log/pods/ns_hog_uid/main/0.log": lstat /var/log/pods/ns_hog_uid: no such file or directory`
+	for out, wantLog := range map[string]bool{gone: false, gone + "\n": false, "filling\n" + gone + "\n": true, "filled\n": true} {
+		r := NewIncidentReconciler(nil, notFoundReader{}, nil, func(context.Context, string, string, string, bool, int) (string, bool, error) {
+			return out, false, nil
+		})
+		got := r.readJobLogs(context.Background(), logJob{pod: client.ObjectKey{Namespace: "ns", Name: "hog"}, node: "n", container: "main", limit: 4096})
+		if wantLog && (got.tail != out || got.note != "") || !wantLog && (got.tail != "" || !strings.Contains(got.note, "the kubelet has removed the container's log")) {
+			t.Errorf("the kubelet streamed %q: log %q, note %q", out, got.tail, got.note)
+		}
+	}
+}
