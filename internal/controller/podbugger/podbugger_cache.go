@@ -52,7 +52,8 @@ func slimIncident(inc *debugv1beta1.PodIncident) {
 // containers and ephemeral containers (carriers, targetContainerName, name
 // clashes), its phase (PodBugger injects into Running pods only) and its
 // ephemeral containers' statuses (whether a debugger started); and, for
-// the incident recorder, what shows a failure: the containers' states and
+// the incident recorder, what shows a failure: the containers' (and init
+// containers') states and
 // last terminations (without their messages, which it reads afresh), restart
 // counts and readiness, the Ready and DisruptionTarget conditions and the
 // pod's reason (Evicted).
@@ -68,6 +69,9 @@ func SlimPod(pod, slim *corev1.Pod) {
 	// its pods' status): what it kept is a superset of this.
 	if slim.Status.ContainerStatuses == nil {
 		slim.Status.ContainerStatuses = failureStatuses(pod.Status.ContainerStatuses)
+	}
+	if slim.Status.InitContainerStatuses == nil {
+		slim.Status.InitContainerStatuses = failureStatuses(pod.Status.InitContainerStatuses)
 	}
 	for _, c := range pod.Status.Conditions {
 		if (c.Type == corev1.PodReady || c.Type == corev1.DisruptionTarget) &&

@@ -1,0 +1,140 @@
+package podbugger_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+	podbuggercontroller "github.com/deckhand-dev/deckhand/internal/controller/podbugger"
+	"github.com/deckhand-dev/deckhand/internal/manager"
+	"github.com/deckhand-dev/deckhand/internal/testenv"
+)
+
+// startRecorder runs, for namespace ns only, the incident recorder alone,
+// reading logs through logs (envtest has no kubelet to read them from). A
+// manager serving the webhooks (and watching another namespace) runs too,
+// so that PodBuggers are admitted.
+func startRecorder(t *testing.T, ns string, logs podbuggercontroller.PodLogs) {
+	t.Helper()
+	opts := options()
+	opts.WatchNamespaces = []string{"kube-system"}
+	env.StartManager(t, opts)
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:                 manager.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := podbuggercontroller.NewIncidentReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("podbugger"), logs)
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("the recorder's manager stopped with an error: %v", err)
+		}
+	})
+}
+
+// TestASilentKubeletDelaysOnlyItsOwnLogs: pods crash at once on a node
+// whose kubelet never answers a log read and on a healthy node whose
+// kubelet answers late. Every failure is recorded at once (exit code,
+// times, node), the records of the silent node's pods while their log reads
+// still hang; the healthy node's records get their failed instance's log
+// when its kubelet answers, the silent node's say why they have none.
+// Reading the log before writing held the recorder's workers on the silent
+// node's reads (3 s each) and every other pod's record behind them.
+func TestASilentKubeletDelaysOnlyItsOwnLogs(t *testing.T) {
+	g := testenv.NewG(t)
+	ns := env.Namespace(t)
+	var hanging atomic.Int32
+	healthyAnswers := make(chan struct{})
+	startRecorder(t, ns, func(ctx context.Context, _, pod, container string, previous bool, _ int) (string, bool, error) {
+		if pod[:6] == "silent" {
+			hanging.Add(1)
+			defer hanging.Add(-1)
+			<-ctx.Done()
+			return "", false, ctx.Err()
+		}
+		select {
+		case <-healthyAnswers:
+		case <-ctx.Done():
+			return "", false, ctx.Err()
+		}
+		return fmt.Sprintf("the log of %s/%s, previous=%t\n", pod, container, previous), false, nil
+	})
+	recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerCrashLoopBackOff}, nil)
+
+	const perNode = 10
+	pods := make([]*corev1.Pod, 0, 2*perNode)
+	for _, node := range []string{"silent", "healthy"} {
+		for i := range perNode {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", node, i), Labels: web},
+				Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
+			env.Create(t, p)
+			pods = append(pods, p)
+		}
+	}
+	time.Sleep(time.Second) // the recorder has seen the pods
+	t0 := time.Now().Add(-time.Second).Truncate(time.Second)
+	for _, p := range pods { // the silent node's first: they take the workers first
+		crash(t, p, 2, 1, t0, true)
+	}
+	crashed := time.Now()
+
+	byPod := func() (map[string]debugv1beta1.PodIncident, error) {
+		items, err := incidentsIn(ns)()
+		out := map[string]debugv1beta1.PodIncident{}
+		for _, i := range items {
+			out[i.Spec.Pod.Name] = i
+		}
+		return out, err
+	}
+	g.Eventually(byPod).WithTimeout(2 * time.Second).WithPolling(50 * time.Millisecond).Should(HaveLen(2 * perNode))
+	recorded := time.Since(crashed)
+	recs, err := byPod()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(hanging.Load()).To(BeNumerically(">", 0), "the silent node's log reads still hang when every record exists")
+	for name, r := range recs {
+		g.Expect(r.Spec.LastFailure).To(And(HaveField("ExitCode", int32(1)), HaveField("ContainerID", "containerd://instance-2")), name)
+		g.Expect(r.Spec.Node).To(HaveField("Name", r.Spec.Pod.Name[:len(r.Spec.Pod.Name)-2]), name)
+		g.Expect(r.Spec.LogTail).To(BeEmpty(), "%s: no log yet", name)
+		g.Expect(r.Spec.LogError).To(ContainSubstring("being read"), name)
+	}
+	t.Logf("%d records %s after the crashes", len(recs), recorded.Round(time.Millisecond))
+
+	close(healthyAnswers)
+	g.Eventually(func(g Gomega) {
+		recs, err := byPod()
+		g.Expect(err).NotTo(HaveOccurred())
+		for i := range perNode {
+			h := recs[fmt.Sprintf("healthy-%d", i)]
+			g.Expect(h.Spec.LogTail).To(Equal(fmt.Sprintf("the log of healthy-%d/app, previous=true\n", i)))
+			g.Expect(h.Spec.LogError).To(BeEmpty())
+			s := recs[fmt.Sprintf("silent-%d", i)]
+			g.Expect(s.Spec.LogTail).To(BeEmpty())
+			g.Expect(s.Spec.LogError).To(Or(ContainSubstring("deadline exceeded"), ContainSubstring("kubelet of node silent did not answer")))
+			g.Expect(s.Spec.Count).To(Equal(int32(1)))
+		}
+	}).WithTimeout(15 * time.Second).Should(Succeed())
+}
