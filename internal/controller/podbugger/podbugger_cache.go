@@ -40,7 +40,14 @@ func CacheByObject() map[client.Object]cache.ByObject {
 func slimIncident(inc *debugv1beta1.PodIncident) {
 	inc.ManagedFields = nil
 	s := &inc.Spec
-	s.LogTail, s.LogError, s.Events, s.Node, s.Resources, s.DebugContainer, s.Pod.Message = "", "", nil, nil, nil, nil, ""
+	// A record still waiting for its log says so (the constant, which costs
+	// no memory): a read its manager queued and did not finish is read again
+	// by the next (podbugger_incident_logs.go).
+	logError := ""
+	if s.LogError == pendingLogNote {
+		logError = pendingLogNote
+	}
+	s.LogTail, s.LogError, s.Events, s.Node, s.Resources, s.DebugContainer, s.Pod.Message = "", logError, nil, nil, nil, nil, ""
 	if s.LastFailure != nil {
 		s.LastFailure.Message = ""
 	}

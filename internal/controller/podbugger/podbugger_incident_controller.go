@@ -174,21 +174,34 @@ func (r *IncidentReconciler) record(ctx context.Context, pb *debugv1beta1.PodBug
 		return err
 	}
 	var fresh *corev1.Pod
+	// readFresh reads the pod afresh, once; false when it is gone or
+	// another pod of the same name (whose own events bring it).
+	readFresh := func() (bool, error) {
+		if fresh != nil {
+			return true, nil
+		}
+		fresh = &corev1.Pod{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), fresh); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return fresh.UID == pod.UID, nil
+	}
 	maxAge := limitsOf(pb).maxAge
 	for _, f := range fs {
+		if lost := r.lostLog(f, recs); lost != nil {
+			if ok, err := readFresh(); !ok || err != nil {
+				return err
+			}
+			r.readAgain(pb, fresh, refreshed(f, fresh), lost)
+			continue
+		}
 		// A failure older than maxAge (a pod's lastState from long ago,
 		// when the PodBugger is new) would be pruned as soon as written.
 		if counted(f, recs) || r.Now().Sub(f.at) >= maxAge {
 			continue
 		}
-		if fresh == nil {
-			fresh = &corev1.Pod{}
-			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), fresh); err != nil {
-				return client.IgnoreNotFound(err)
-			}
-			if fresh.UID != pod.UID {
-				return nil // another pod of the same name: its own events bring it
-			}
+		if ok, err := readFresh(); !ok || err != nil {
+			return err
 		}
 		f = refreshed(f, fresh)
 		c := r.capture(ctx, fresh)
@@ -262,6 +275,35 @@ func (r *IncidentReconciler) patchSpec(ctx context.Context, inc *debugv1beta1.Po
 		return err
 	}
 	return r.Patch(ctx, inc, client.RawPatch(types.JSONPatchType, patch))
+}
+
+// lostLog is the record among recs that counts f as its last failure and
+// still waits for a log no reader of this process will write: one a manager
+// queued and stopped before writing (a restart, a lost lease). Nil when
+// there is none.
+func (r *IncidentReconciler) lostLog(f failure, recs []debugv1beta1.PodIncident) *debugv1beta1.PodIncident {
+	at := metav1.NewTime(f.at).Rfc3339Copy()
+	for i := range recs {
+		rec := &recs[i]
+		if rec.Spec.LogError == pendingLogNote && familyOf(rec) == f.family() && rec.Spec.LastTime.Equal(&at) &&
+			!r.logQueue.reading(client.ObjectKeyFromObject(rec)) {
+			return rec
+		}
+	}
+	return nil
+}
+
+// readAgain queues the log read of rec, a record whose log was lost, for f,
+// its last failure, unless the node did not answer lately or too many reads
+// wait: then the next event of the pod tries again.
+func (r *IncidentReconciler) readAgain(pb *debugv1beta1.PodBugger, pod *corev1.Pod, f failure, rec *debugv1beta1.PodIncident) {
+	var c capture
+	job, queued := r.planLog(pb, pod, f, &c)
+	if !queued {
+		return
+	}
+	job.record, job.count, job.lastTime = client.ObjectKeyFromObject(rec), rec.Spec.Count, rec.Spec.LastTime
+	r.logQueue.submit(job)
 }
 
 // planLog is the log read f's record waits for, queued (a slot reserved)
@@ -481,6 +523,15 @@ func (w *writtenIncidents) remember(pod *corev1.Pod, inc *debugv1beta1.PodIncide
 	slim := inc.DeepCopy()
 	slimIncident(slim)
 	w.byPod[key][inc.Name] = slim
+}
+
+// logWritten notes that the log of the record name of pod has been written.
+func (w *writtenIncidents) logWritten(pod types.NamespacedName, name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if inc := w.byPod[pod][name]; inc != nil {
+		inc.Spec.LogError = ""
+	}
 }
 
 func (w *writtenIncidents) drop(pod *corev1.Pod, name string) {

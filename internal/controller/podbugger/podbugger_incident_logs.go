@@ -73,12 +73,14 @@ type logQueue struct {
 	max      int
 	reserved int
 	jobs     []logJob
+	// records are the records whose jobs are queued or being read.
+	records map[types.NamespacedName]struct{}
 	// ready wakes a reader when a job is queued.
 	ready chan struct{}
 }
 
 func newLogQueue(n int) *logQueue {
-	return &logQueue{max: n, ready: make(chan struct{}, 1)}
+	return &logQueue{max: n, ready: make(chan struct{}, 1), records: map[types.NamespacedName]struct{}{}}
 }
 
 // reserve takes a slot if one is free.
@@ -103,8 +105,25 @@ func (q *logQueue) release() {
 func (q *logQueue) submit(j logJob) {
 	q.mu.Lock()
 	q.jobs = append(q.jobs, j)
+	q.records[j.record] = struct{}{}
 	q.mu.Unlock()
 	q.wake()
+}
+
+// done frees j's slot once its read is over.
+func (q *logQueue) done(j logJob) {
+	q.mu.Lock()
+	delete(q.records, j.record)
+	q.mu.Unlock()
+	q.release()
+}
+
+// reading reports whether a job of this process will write record's log.
+func (q *logQueue) reading(record types.NamespacedName) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	_, ok := q.records[record]
+	return ok
 }
 
 func (q *logQueue) wake() {
@@ -153,7 +172,7 @@ func (r *IncidentReconciler) readLogs(ctx context.Context) error {
 					return
 				}
 				r.fillLog(ctx, j)
-				r.logQueue.release()
+				r.logQueue.done(j)
 			}
 		})
 	}
@@ -191,6 +210,9 @@ func (r *IncidentReconciler) fillLog(ctx context.Context, j logJob) {
 	ops := []patchOp{
 		{opTest, "/spec/count", j.count},
 		{opTest, "/spec/lastTime", j.lastTime},
+		// Not written yet: a read queued again after a restart must not
+		// replace a log its first read wrote.
+		{opTest, "/spec/logError", pendingLogNote},
 		{opAdd, "/spec/logTail", got.tail},
 		{opAdd, "/spec/logTruncated", got.truncated},
 		{opAdd, "/spec/logError", cut(got.note, debugv1beta1.MaxIncidentMessage)},
@@ -208,6 +230,7 @@ func (r *IncidentReconciler) fillLog(ctx context.Context, j logJob) {
 		logf.FromContext(ctx).V(1).Info("the log of an incident not written", "podIncident", klog.KObj(inc), "error", err.Error())
 		return
 	}
+	r.written.logWritten(j.pod, j.record.Name)
 	logWrittenSeconds.Observe(r.Now().Sub(j.lastTime.Time).Seconds())
 }
 

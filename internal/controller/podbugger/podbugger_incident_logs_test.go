@@ -3,6 +3,7 @@ package podbugger_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -31,6 +33,14 @@ func startRecorder(t *testing.T, ns string, logs podbuggercontroller.PodLogs) {
 	opts := options()
 	opts.WatchNamespaces = []string{"kube-system"}
 	env.StartManager(t, opts)
+	runRecorder(t, ns, logs)
+}
+
+// runRecorder runs the incident recorder alone for namespace ns until the
+// test ends or stop is called (a manager that stops: its queued log reads
+// are lost).
+func runRecorder(t *testing.T, ns string, logs podbuggercontroller.PodLogs) (stop func()) {
+	t.Helper()
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:                 manager.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -48,12 +58,17 @@ func startRecorder(t *testing.T, ns string, logs podbuggercontroller.PodLogs) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("the recorder's manager stopped with an error: %v", err)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("the recorder's manager stopped with an error: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // TestASilentKubeletDelaysOnlyItsOwnLogs: pods crash at once on a node
@@ -137,4 +152,51 @@ func TestASilentKubeletDelaysOnlyItsOwnLogs(t *testing.T) {
 			g.Expect(s.Spec.Count).To(Equal(int32(1)))
 		}
 	}).WithTimeout(15 * time.Second).Should(Succeed())
+}
+
+// TestALogLostInARestartIsReadByTheNextManager: a manager records a
+// failure and stops before its kubelet answered the log read (a restart, a
+// lost lease): the queued read goes with it. The next manager, seeing the
+// record still waiting for the log of the pod's last failure, reads it and
+// writes it into the same record, counted once; a record's log already
+// written is not read again.
+func TestALogLostInARestartIsReadByTheNextManager(t *testing.T) {
+	g := testenv.NewG(t)
+	ns := env.Namespace(t)
+	opts := options()
+	opts.WatchNamespaces = []string{"kube-system"}
+	env.StartManager(t, opts)
+	stop := runRecorder(t, ns, func(ctx context.Context, _, _, _ string, _ bool, _ int) (string, bool, error) {
+		<-ctx.Done() // the kubelet has not answered when the manager stops
+		return "", false, ctx.Err()
+	})
+	recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerCrashLoopBackOff}, nil)
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app", Labels: web},
+		Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
+	env.Create(t, p)
+	time.Sleep(time.Second) // the recorder has seen the pod
+	crash(t, p, 2, 1, time.Now().Add(-time.Second).Truncate(time.Second), true)
+	g.Eventually(incidentsIn(ns)).WithTimeout(10 * time.Second).Should(ConsistOf(
+		HaveField("Spec.LogError", ContainSubstring("being read"))))
+	stop()
+	recs, err := incidentsIn(ns)()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(recs).To(ConsistOf(HaveField("Spec.LogError", ContainSubstring("being read"))), "the stopped manager wrote no log")
+
+	var reads atomic.Int32
+	runRecorder(t, ns, func(_ context.Context, _, pod, container string, previous bool, _ int) (string, bool, error) {
+		reads.Add(1)
+		return fmt.Sprintf("the log of %s/%s, previous=%t\n", pod, container, previous), false, nil
+	})
+	g.Eventually(incidentsIn(ns)).WithTimeout(15 * time.Second).Should(ConsistOf(And(
+		HaveField("Spec.LogTail", "the log of app/app, previous=true\n"),
+		HaveField("Spec.LogError", BeEmpty()),
+		HaveField("Spec.Count", int32(1)),
+		HaveField("Name", recs[0].Name))))
+	// Another event of the pod finds the log written: nothing is read again.
+	fresh := &corev1.Pod{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(p), fresh)).To(Succeed())
+	fresh.Status.Conditions = append(fresh.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady"})
+	g.Expect(env.Client.Status().Update(ctx, fresh)).To(Succeed())
+	g.Consistently(reads.Load).WithTimeout(2 * time.Second).Should(Equal(int32(1)))
 }
