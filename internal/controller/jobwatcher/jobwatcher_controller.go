@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -156,7 +157,7 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	case d.Verdict != verdictExpires:
 		return ctrl.Result{}, nil
 	case !d.due(now):
-		return ctrl.Result{RequeueAfter: d.Expiry.Sub(now)}, nil
+		return untilExpiry(d.Expiry.Sub(now)), nil
 	case d.Governor.spec.Suspend:
 		// Resuming the watcher requeues its Jobs.
 		return ctrl.Result{}, nil
@@ -165,6 +166,22 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, nil
 	}
 	return r.delete(ctx, job, watchers, h)
+}
+
+// normalPriority is the priority queue's default, which every event after
+// the initial list gets (controller-runtime queues the initial list's at
+// handler.LowPriority).
+const normalPriority = 0
+
+// untilExpiry requeues a Job for its expiry at normal priority. A requeue
+// keeps the priority of the request it came from unless told otherwise, so
+// a Job first seen in the initial list (finished shortly before the
+// manager started) would fall due at low priority, behind every Job of a
+// backlog that other watchers' history left due at the start, and wait for
+// the whole drain (5 s at 1,000 Jobs). A Job falling due is new work, as
+// one that finishes after the start is.
+func untilExpiry(after time.Duration) ctrl.Result {
+	return ctrl.Result{RequeueAfter: after, Priority: ptr.To(normalPriority)}
 }
 
 // observe reads from the cache the watchers that may govern the Jobs of
