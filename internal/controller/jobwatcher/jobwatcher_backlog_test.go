@@ -36,17 +36,21 @@ func (s slowDeletes) RoundTrip(req *http.Request) (*http.Response, error) {
 // A manager started on a cluster with history drains a backlog of due Jobs
 // (the initial list, queued at low priority); a Job of another watcher that
 // falls due meanwhile is deleted within about a second, not after the
-// backlog. The Job that falls due was itself in the initial list (it
-// finished just before the start, its TTL not yet over), and so was the
-// Job created after the start.
+// backlog: one in the initial list that fell due just before the start (a
+// restart's gap), one in the initial list not due yet (it finished just
+// before the start), and one created after the start.
 func TestADueJobDoesNotWaitForAnotherWatchersBacklog(t *testing.T) {
 	const backlog, ttl = 400, 4
 	g := testenv.NewG(t)
 	ctx := context.Background()
-	backlogNS, otherNS := env.Namespace(t), env.Namespace(t)
+	// Two watchers of one namespace, so that the initial list, in name
+	// order, queues the backlog (a-…) before the other watcher's Jobs (z-…).
+	ns := env.Namespace(t)
 	_, stop := env.StartManager(t, env.ManagerOptions()) // its webhooks admit the watchers
-	env.Create(t, jobWatcher(backlogNS, "history", i32(60), nil))
-	env.Create(t, jobWatcher(otherNS, "fast", i32(ttl), nil))
+	history, fast := jobWatcher(ns, "history", i32(60), nil), jobWatcher(ns, "fast", i32(ttl), nil)
+	history.Spec.JobNamePatterns, fast.Spec.JobNamePatterns = []string{"a-old-.*"}, []string{"z-.*"}
+	env.Create(t, history)
+	env.Create(t, fast)
 	stop()
 
 	// The backlog: finished an hour ago, while no manager ran.
@@ -55,38 +59,44 @@ func TestADueJobDoesNotWaitForAnotherWatchersBacklog(t *testing.T) {
 	for w := range 8 {
 		wg.Go(func() {
 			for i := w; i < backlog; i += 8 {
-				createJob(t, newJob(backlogNS, fmt.Sprintf("old-%d", i)), batchv1.JobComplete, long)
+				createJob(t, newJob(ns, fmt.Sprintf("a-old-%d", i)), batchv1.JobComplete, long)
 			}
 		})
 	}
 	wg.Wait()
 	// Finished just before the start: in the initial list, due ttl seconds
-	// later, in the middle of the drain.
+	// later, in the middle of the drain; and one that fell due just before
+	// the start (a restart's gap), due as the manager starts.
 	finishedAt := time.Now().Truncate(time.Second)
-	listed := createJob(t, newJob(otherNS, "listed"), batchv1.JobComplete, finishedAt)
-
-	// Each deletion of the backlog takes 100 ms at the apiserver: 4 workers
-	// drain it in 10 s or more.
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return slowDeletes{next: rt, part: "/namespaces/" + backlogNS + "/jobs/", d: 100 * time.Millisecond}
-	})
-	env.StartManagerWithConfig(t, cfg, env.ManagerOptions())
-	// Created once the manager runs: not in its initial list.
-	lateAt := time.Now().Truncate(time.Second)
-	late := createJob(t, newJob(otherNS, "late"), batchv1.JobComplete, lateAt)
+	listed := createJob(t, newJob(ns, "z-listed"), batchv1.JobComplete, finishedAt)
+	gap := createJob(t, newJob(ns, "z-gap"), batchv1.JobComplete, finishedAt.Add(-ttl*time.Second))
 
 	left := func() int {
 		var jobs batchv1.JobList
-		g.Expect(env.Client.List(ctx, &jobs, client.InNamespace(backlogNS))).To(Succeed())
+		g.Expect(env.Client.List(ctx, &jobs, client.InNamespace(ns))).To(Succeed())
 		n := 0
 		for _, j := range jobs.Items {
-			if j.DeletionTimestamp.IsZero() {
+			if strings.HasPrefix(j.Name, "a-old-") && j.DeletionTimestamp.IsZero() {
 				n++
 			}
 		}
 		return n
 	}
+	// Each deletion of the backlog takes 100 ms at the apiserver: 4 workers
+	// drain it in 10 s or more.
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return slowDeletes{next: rt, part: "/namespaces/" + ns + "/jobs/a-old-", d: 100 * time.Millisecond}
+	})
+	env.StartManagerWithConfig(t, cfg, env.ManagerOptions())
+	// Due at the start: deleted among the first, not after the backlog.
+	g.Eventually(env.Exists(gap)).WithPolling(50 * time.Millisecond).Should(BeFalse())
+	t.Logf("Job z-gap deleted, %d of the backlog of %d left", left(), backlog)
+	g.Expect(left()).To(BeNumerically(">", backlog/2), "z-gap waited for the backlog")
+	// Created once the manager runs: not in its initial list.
+	lateAt := time.Now().Truncate(time.Second)
+	late := createJob(t, newJob(ns, "z-late"), batchv1.JobComplete, lateAt)
+
 	for _, c := range []struct {
 		job *batchv1.Job
 		due time.Time

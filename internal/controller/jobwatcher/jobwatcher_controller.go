@@ -13,11 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -74,8 +76,14 @@ func Setup(mgr ctrl.Manager, opts setupoptions.Options) error {
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&batchv1.Job{}, builder.WithPredicates(predicate.Funcs{
-			CreateFunc: func(e event.CreateEvent) bool { return governableObject(e.Object) },
+			CreateFunc: func(e event.CreateEvent) bool { return governableObject(e.Object) && !e.IsInInitialList },
 			UpdateFunc: func(e event.UpdateEvent) bool { return governableObject(e.ObjectNew) },
+			DeleteFunc: func(event.DeleteEvent) bool { return false },
+		})).
+		// The initial list's Jobs are queued by when they fall due.
+		Watches(&batchv1.Job{}, handler.Funcs{CreateFunc: jobs.enqueueListed}, builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(e event.CreateEvent) bool { return governableObject(e.Object) && e.IsInInitialList },
+			UpdateFunc: func(event.UpdateEvent) bool { return false },
 			DeleteFunc: func(event.DeleteEvent) bool { return false },
 		})).
 		// A Job that finishes may push older ones beyond a history limit.
@@ -241,6 +249,62 @@ func (r *JobReconciler) jobsInReach(ctx context.Context, obj client.Object) []re
 		}
 	}
 	return reqs
+}
+
+// recentlyDue is how long ago a Job of the initial list may have fallen due
+// and still be queued as new work: a restart's gap (a rollout, a failover)
+// is seconds to a minute, and what fell due in it is the flow of Jobs the
+// gap interrupted, not history.
+const recentlyDue = time.Minute
+
+// enqueueListed queues a Job of the initial list (a start, a failover, a
+// namespace whose Jobs the cache starts to hold) by when it falls due.
+// controller-runtime queues the whole initial list at low priority, so that
+// Jobs falling due after the start go first; but a Job of the list that
+// falls due seconds later, or fell due during the restart's gap, is that
+// same flow, and behind a backlog of history (thousands of Jobs past their
+// TTL on a cluster Deckhand is installed on) it waited for the whole drain:
+// another watcher's Jobs 5 s late while 1,000 were deleted. So a Job not due
+// yet is queued for its expiry, at normal priority, without being judged
+// now; one due within recentlyDue at normal priority; the rest (history,
+// and every Job whose expiry the cache cannot tell alone: history limits,
+// no watcher yet) at low priority, judged by Reconcile as before. It reads
+// only the cache, and writes nothing: it runs on a follower too.
+func (r *JobReconciler) enqueueListed(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)}
+	pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
+	if !ok {
+		q.Add(req)
+		return
+	}
+	pq.AddWithOpts(r.listedOpts(ctx, e.Object), req)
+}
+
+// listedOpts is how enqueueListed queues obj.
+func (r *JobReconciler) listedOpts(ctx context.Context, obj client.Object) priorityqueue.AddOpts {
+	job, ok := obj.(*batchv1.Job)
+	if !ok {
+		return queueListed(time.Time{}, false, r.Now())
+	}
+	watchers, err := listWatchers(ctx, r.Client, job.Namespace)
+	if err != nil || anyHistoryLimits(watchers) {
+		return queueListed(time.Time{}, false, r.Now())
+	}
+	d := decide(job, watchers, nil)
+	return queueListed(d.Expiry, d.Verdict == verdictExpires, r.Now())
+}
+
+// queueListed is how a Job of the initial list that expires at expiry
+// (known: the cache alone tells when) is queued at now.
+func queueListed(expiry time.Time, known bool, now time.Time) priorityqueue.AddOpts {
+	switch {
+	case !known || now.Sub(expiry) >= recentlyDue:
+		return priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority)}
+	case expiry.After(now):
+		return priorityqueue.AddOpts{After: expiry.Sub(now), Priority: ptr.To(normalPriority)}
+	default:
+		return priorityqueue.AddOpts{Priority: ptr.To(normalPriority)}
+	}
 }
 
 // governableObject is governable for the objects of a Job event.
