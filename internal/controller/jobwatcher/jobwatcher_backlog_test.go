@@ -109,3 +109,67 @@ func TestADueJobDoesNotWaitForAnotherWatchersBacklog(t *testing.T) {
 	}
 	g.Eventually(left).WithTimeout(2 * time.Minute).Should(BeZero())
 }
+
+// A new watcher over a namespace with history (the usual backlog at
+// install) queues its Jobs past their TTL behind the Jobs other watchers
+// see finish meanwhile: one that finishes during the drain is deleted about
+// as soon as it falls due.
+func TestANewWatchersBacklogDoesNotHoldAnotherWatchersJobs(t *testing.T) {
+	const backlog, ttl = 400, 2
+	g := testenv.NewG(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	// Each deletion of the backlog takes 100 ms at the apiserver: 4 workers
+	// drain it in 10 s or more.
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return slowDeletes{next: rt, part: "/namespaces/" + ns + "/jobs/a-old-", d: 100 * time.Millisecond}
+	})
+	env.StartManagerWithConfig(t, cfg, env.ManagerOptions())
+	fast := jobWatcher(ns, "fast", i32(ttl), nil)
+	fast.Spec.JobNamePatterns = []string{"z-.*"}
+	env.Create(t, fast)
+	// The controller runs (its start, the initial list, is over): a due
+	// Job of the fast watcher goes.
+	probe := createJob(t, newJob(ns, "z-probe"), batchv1.JobComplete, time.Now().Add(-time.Hour))
+	g.Eventually(env.Exists(probe)).Should(BeFalse())
+
+	// History no watcher governs yet: finished an hour ago.
+	long := time.Now().Add(-time.Hour)
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < backlog; i += 8 {
+				createJob(t, newJob(ns, fmt.Sprintf("a-old-%d", i)), batchv1.JobComplete, long)
+			}
+		})
+	}
+	wg.Wait()
+	left := func() int {
+		var jobs batchv1.JobList
+		g.Expect(env.Client.List(ctx, &jobs, client.InNamespace(ns))).To(Succeed())
+		n := 0
+		for _, j := range jobs.Items {
+			if strings.HasPrefix(j.Name, "a-old-") && j.DeletionTimestamp.IsZero() {
+				n++
+			}
+		}
+		return n
+	}
+	g.Expect(left()).To(Equal(backlog))
+
+	history := jobWatcher(ns, "history", i32(60), nil)
+	history.Spec.JobNamePatterns = []string{"a-old-.*"}
+	history.Spec.MaxDeletionsPerMinute = i32(10000)
+	env.Create(t, history)
+	g.Eventually(left).Should(BeNumerically("<", backlog))
+	// Finished during the drain.
+	finishedAt := time.Now().Truncate(time.Second)
+	job := createJob(t, newJob(ns, "z-new"), batchv1.JobComplete, finishedAt)
+	g.Eventually(env.Exists(job)).WithPolling(50 * time.Millisecond).Should(BeFalse())
+	lag, remaining := time.Since(finishedAt.Add(ttl*time.Second)), left()
+	t.Logf("Job z-new deleted %.2fs after it fell due, %d of the backlog of %d left", lag.Seconds(), remaining, backlog)
+	g.Expect(lag).To(BeNumerically("<", 2*time.Second), "z-new waited for the new watcher's backlog")
+	g.Expect(remaining).To(BeNumerically(">", 0), "the backlog drained before z-new fell due: the test proves nothing")
+	g.Eventually(left).WithTimeout(2 * time.Minute).Should(BeZero())
+}

@@ -92,8 +92,8 @@ func Setup(mgr ctrl.Manager, opts setupoptions.Options) error {
 			UpdateFunc: func(e event.UpdateEvent) bool { return !governableObject(e.ObjectOld) && governableObject(e.ObjectNew) },
 			DeleteFunc: func(event.DeleteEvent) bool { return false },
 		})).
-		Watches(&deckhandbatchv1.JobWatcher{}, handler.EnqueueRequestsFromMapFunc(jobs.jobsInReach), watcherChanged).
-		Watches(&deckhandbatchv1.ClusterJobWatcher{}, handler.EnqueueRequestsFromMapFunc(jobs.jobsInReach), watcherChanged).
+		Watches(&deckhandbatchv1.JobWatcher{}, jobs.watcherJobs(), watcherChanged).
+		Watches(&deckhandbatchv1.ClusterJobWatcher{}, jobs.watcherJobs(), watcherChanged).
 		// Deleting is two requests per due Job; a few in parallel keep a
 		// burst of expiries (a new watcher over old Jobs) short.
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
@@ -225,11 +225,11 @@ func (r *JobReconciler) ledgerOf(gov *compiledWatcher) *ledger {
 	return r.deleted
 }
 
-// jobsInReach maps a watcher event to the finished Jobs the watcher could
-// govern, so that a new, changed or removed watcher re-judges them: this is
-// how Jobs that existed before a watcher (or before the operator started)
-// are found. It reads only the cache.
-func (r *JobReconciler) jobsInReach(ctx context.Context, obj client.Object) []reconcile.Request {
+// jobsInReach are the finished Jobs a watcher could govern, so that a new,
+// changed or removed watcher re-judges them: this is how Jobs that existed
+// before a watcher (or before the operator started) are found. It reads
+// only the cache.
+func (r *JobReconciler) jobsInReach(ctx context.Context, obj client.Object) []*batchv1.Job {
 	p := compiledWatcherOf(obj)
 	if p == nil {
 		return nil
@@ -239,16 +239,16 @@ func (r *JobReconciler) jobsInReach(ctx context.Context, obj client.Object) []re
 		logf.FromContext(ctx).Error(err, "listing Jobs for watcher", "watcher", p.key().String())
 		return nil
 	}
-	var reqs []reconcile.Request
+	var reached []*batchv1.Job
 	for i := range jobs.Items {
 		job := &jobs.Items[i]
 		// Judged on reach, not on the (possibly changed) patterns: a watcher
 		// that stops matching a Job may hand it to another one.
 		if (p.err != nil || p.reaches(job.Namespace)) && governable(job) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(job)})
+			reached = append(reached, job)
 		}
 	}
-	return reqs
+	return reached
 }
 
 // recentlyDue is how long ago a Job of the initial list may have fallen due
@@ -271,27 +271,74 @@ const recentlyDue = time.Minute
 // no watcher yet) at low priority, judged by Reconcile as before. It reads
 // only the cache, and writes nothing: it runs on a follower too.
 func (r *JobReconciler) enqueueListed(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)}
-	pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
-	if !ok {
-		q.Add(req)
-		return
+	if job, ok := e.Object.(*batchv1.Job); ok {
+		r.enqueueByExpiry(ctx, q, []*batchv1.Job{job})
 	}
-	pq.AddWithOpts(r.listedOpts(ctx, e.Object), req)
 }
 
-// listedOpts is how enqueueListed queues obj.
-func (r *JobReconciler) listedOpts(ctx context.Context, obj client.Object) priorityqueue.AddOpts {
-	job, ok := obj.(*batchv1.Job)
-	if !ok {
-		return queueListed(time.Time{}, false, r.Now())
+// watcherJobs handles the events of a watcher: the finished Jobs in its
+// reach (before and after a change) are judged again, each queued by when
+// it falls due, as the initial list's are. A new watcher over a namespace
+// with history (the usual backlog at install), or a spec change that
+// brings thousands of old Jobs past their TTL, is bulk work: queued at
+// normal priority it held every other watcher's Jobs falling due meanwhile
+// behind all of it; its history now goes at low priority.
+func (r *JobReconciler) watcherJobs() handler.EventHandler {
+	reached := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], watcher client.Object, before ...client.Object) {
+		jobs := r.jobsInReach(ctx, watcher)
+		for _, w := range before {
+			jobs = append(jobs, r.jobsInReach(ctx, w)...)
+		}
+		r.enqueueByExpiry(ctx, q, jobs)
 	}
-	watchers, err := listWatchers(ctx, r.Client, job.Namespace)
-	if err != nil || anyHistoryLimits(watchers) {
-		return queueListed(time.Time{}, false, r.Now())
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			reached(ctx, q, e.Object)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			reached(ctx, q, e.ObjectNew, e.ObjectOld)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			reached(ctx, q, e.Object)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			reached(ctx, q, e.Object)
+		},
 	}
-	d := decide(job, watchers, nil)
-	return queueListed(d.Expiry, d.Verdict == verdictExpires, r.Now())
+}
+
+// enqueueByExpiry queues each Job once, by when it falls due
+// (queueListed), the watchers of each namespace read once from the cache.
+func (r *JobReconciler) enqueueByExpiry(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], jobs []*batchv1.Job) {
+	pq, isPriority := q.(priorityqueue.PriorityQueue[reconcile.Request])
+	now := r.Now()
+	seen := map[reconcile.Request]bool{}
+	watchersOf := map[string][]*compiledWatcher{} // nil: unknown (an error, a history limit)
+	for _, job := range jobs {
+		req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(job)}
+		if seen[req] {
+			continue
+		}
+		seen[req] = true
+		if !isPriority {
+			q.Add(req)
+			continue
+		}
+		watchers, ok := watchersOf[job.Namespace]
+		if !ok {
+			var err error
+			if watchers, err = listWatchers(ctx, r.Client, job.Namespace); err != nil || anyHistoryLimits(watchers) {
+				watchers = nil
+			}
+			watchersOf[job.Namespace] = watchers
+		}
+		if watchers == nil {
+			pq.AddWithOpts(queueListed(time.Time{}, false, now), req)
+			continue
+		}
+		d := decide(job, watchers, nil)
+		pq.AddWithOpts(queueListed(d.Expiry, d.Verdict == verdictExpires, now), req)
+	}
 }
 
 // queueListed is how a Job of the initial list that expires at expiry
