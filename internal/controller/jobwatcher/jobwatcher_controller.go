@@ -94,8 +94,10 @@ func Setup(mgr ctrl.Manager, opts setupoptions.Options) error {
 		})).
 		Watches(&deckhandbatchv1.JobWatcher{}, jobs.watcherJobs(), watcherChanged).
 		Watches(&deckhandbatchv1.ClusterJobWatcher{}, jobs.watcherJobs(), watcherChanged).
-		// Deleting is two requests per due Job; a few in parallel keep a
-		// burst of expiries (a new watcher over old Jobs) short.
+		// Deleting is three requests per due Job; a few in parallel keep a
+		// burst of expiries (a new watcher over old Jobs) short. More did
+		// not drain faster on 2 cores shared with the apiserver
+		// (docs/performance.md, "The drain rate is the machine's").
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(jobs)
 	if err != nil {
