@@ -76,4 +76,3 @@ func waitedOn(st *modelv1.ModelBoxStatus) bool {
 	return meta.IsStatusConditionTrue(st.Conditions, modelv1.ConditionAvailable) ||
 		meta.IsStatusConditionTrue(st.Conditions, modelv1.ConditionDegraded)
 }
-
