@@ -51,6 +51,7 @@ type ModelBoxReconciler struct {
 	status   *status.Writer[modelv1.ModelBoxStatus]
 	verified *verified
 	first    *firstStatus
+	made     *madeChildren
 }
 
 // NewModelBoxReconciler returns a reconciler that writes through c, reads
@@ -63,6 +64,7 @@ func NewModelBoxReconciler(c client.Client, apiReader client.Reader, rec events.
 		Now:       time.Now,
 		verified:  newVerified(),
 		first:     newFirstStatus(),
+		made:      newMadeChildren(),
 	}
 	r.status = status.NewWriter(c,
 		status.ConditionMetrics("ModelBox", func(s *modelv1.ModelBoxStatus) []metav1.Condition { return s.Conditions }),
@@ -152,6 +154,7 @@ func (r *ModelBoxReconciler) forget(key client.ObjectKey) {
 	r.status.Forget(key)
 	r.verified.forget(key)
 	r.first.done(key)
+	r.made.forget(key)
 	forgetMetrics(key)
 }
 

@@ -116,7 +116,8 @@ func playDeploymentController(g Gomega, ns string, rollout time.Duration, starte
 
 // A new ModelBox whose Deployment becomes available within the second
 // costs one status write, not one saying "0 of 1 pods available" and
-// another saying Available; the requests the manager sends per ModelBox
+// another saying Available, and one read past the cache per child; the
+// requests the manager sends per ModelBox
 // until it is Available are logged, by verb and resource.
 func TestNewModelBoxRequestsUntilAvailable(t *testing.T) {
 	const boxes = 10
@@ -162,6 +163,10 @@ func TestNewModelBoxRequestsUntilAvailable(t *testing.T) {
 		t.Logf("per ModelBox: %-28s %.2f", k, per[k])
 	}
 	g.Expect(per).To(HaveKeyWithValue("PATCH modelboxes/status", BeNumerically("<=", 1.3)), "status writes per ModelBox")
+	// One read past the cache per child, before creating it: not again
+	// while the cache catches up with the creation.
+	g.Expect(per).To(HaveKeyWithValue("GET services", BeNumerically("<=", 1.1)), "Service reads per ModelBox")
+	g.Expect(per).To(HaveKeyWithValue("GET deployments", BeNumerically("<=", 1.1)), "Deployment reads per ModelBox")
 }
 
 // Holding the first status back never leaves a slow rollout without one
