@@ -54,16 +54,16 @@ func (c *requestCounter) key(req *http.Request) (string, bool) {
 	if i < 0 || i+2 >= len(parts) || parts[i+1] != c.namespace {
 		return "", false
 	}
-	rest := parts[i+2:]
-	resource := rest[0]
-	if len(rest) > 2 {
-		resource += "/" + rest[2]
+	tail := parts[i+2:]
+	resource := tail[0]
+	if len(tail) > 2 {
+		resource += "/" + tail[2]
 	}
 	verb := req.Method
 	switch {
 	case verb == http.MethodPatch && strings.HasPrefix(req.Header.Get("Content-Type"), "application/apply-patch"):
 		verb = "APPLY"
-	case verb == http.MethodGet && len(rest) == 1:
+	case verb == http.MethodGet && len(tail) == 1:
 		verb = "LIST"
 		if req.URL.Query().Get("watch") == "true" {
 			verb = "WATCH"
