@@ -84,9 +84,14 @@ func (b *bench) watchIncidents(ns string) *incidentWatch {
 		}
 		iw.mu.Lock()
 		defer iw.mu.Unlock()
-		if _, known := iw.recorded[f.ContainerID]; !known {
-			iw.recorded[f.ContainerID] = recordSeen{at: at, finished: f.FinishedAt.Time, started: f.StartedAt.Time, logTail: r.Spec.LogTail}
+		seen, known := iw.recorded[f.ContainerID]
+		if !known {
+			seen = recordSeen{at: at, finished: f.FinishedAt.Time, started: f.StartedAt.Time}
 		}
+		// The record is written at once, its log a moment later: the
+		// latest update of the failure's record holds it.
+		seen.logTail = r.Spec.LogTail
+		iw.recorded[f.ContainerID] = seen
 	})
 	return iw
 }
@@ -250,9 +255,15 @@ func (b *bench) crashLoopRow() {
 			fmt.Printf("bench: crash loop: a record: reason %s, count %d, log error %q\n", r.Reason, r.Count, r.LogError)
 		}
 		counted := after.sum("deckhand_podbugger_incidents_total", label("namespace", ns)) - before.sum("deckhand_podbugger_incidents_total", label("namespace", ns))
-		fmt.Printf("bench: crash loop round: %d failures played, %g counted by the manager, %.3f cores, %d records kept\n",
-			failures, counted, spent/(window+5*time.Second).Seconds(), len(list.Items))
+		// Logs written into records after them (the second write of a
+		// failure whose log was read, or whose node did not answer).
+		logWrites := after.sum("deckhand_podbugger_incident_log_seconds_count", nil) - before.sum("deckhand_podbugger_incident_log_seconds_count", nil)
+		fmt.Printf("bench: crash loop round: %d failures played, %g counted by the manager, %g logs written after their records, %.3f cores, %d records kept\n",
+			failures, counted, logWrites, spent/(window+5*time.Second).Seconds(), len(list.Items))
 		b.printManagerErrors("incidents", 3)
+		if err := b.saveHeapProfile(b.mgr, "crashloop"); err != nil { // bin/bench/heap-crashloop.pb.gz
+			fmt.Printf("bench: crash loop: %v\n", err)
+		}
 		b.dropNamespace(ns)
 	}
 	row := fmt.Sprintf("PodBugger recording %d crash-looping pods on kwok (a failure per pod every %s)", n, period)

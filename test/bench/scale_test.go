@@ -60,6 +60,11 @@ func (b *bench) saveHeapProfile(m *managerProcess, what string) error {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		return errors.Join(err, fmt.Errorf("heap profile: %s", resp.Status))
 	}
+	return keepBenchFile("heap-"+what+".pb.gz", body)
+}
+
+// keepBenchFile writes body to bin/bench/name, beside the run's figures.
+func keepBenchFile(name string, body []byte) error {
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		return err
@@ -68,7 +73,7 @@ func (b *bench) saveHeapProfile(m *managerProcess, what string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "heap-"+what+".pb.gz"), body, 0o644)
+	return os.WriteFile(filepath.Join(dir, name), body, 0o644)
 }
 
 // slope is the least-squares slope of y against x.

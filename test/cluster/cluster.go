@@ -320,10 +320,11 @@ func (c *Cluster) Namespace(t testing.TB, labels map[string]string) string {
 
 // Process is a Deckhand manager running as a child process.
 type Process struct {
-	cmd  *exec.Cmd
-	mu   sync.Mutex
-	logs bytes.Buffer
-	done chan struct{}
+	cmd     *exec.Cmd
+	started time.Time
+	mu      sync.Mutex
+	logs    bytes.Buffer
+	done    chan struct{}
 }
 
 // RunManager starts the manager binary (DECKHAND_BIN, default bin/deckhand)
@@ -359,6 +360,7 @@ func (c *Cluster) RunManagerFrom(t testing.TB, bin, webhookManifests string, arg
 	}, args)
 	p := &Process{cmd: exec.Command(bin, flags...), done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = p, p
+	p.started = time.Now()
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", bin, err)
 	}
@@ -449,6 +451,11 @@ func (p *Process) Stop() {
 		<-p.done
 	}
 }
+
+// Started is when the process was started: after the webhook
+// configurations were installed, which a restart of an installed manager
+// does not do.
+func (p *Process) Started() time.Time { return p.started }
 
 // Pid is the process's id, for reading its /proc entries.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }

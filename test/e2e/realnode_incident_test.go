@@ -74,6 +74,14 @@ func TestRealNodePodBuggerRecordsIncidents(t *testing.T) {
 	evictee := flaky("evictee", func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](30) },
 		"sh", "-c", "echo serving; sleep 3600")
 
+	// An init container that fails holds the pod back; the kubelet retries
+	// it in its backoff.
+	flaky("initfail", func(p *corev1.Pod) {
+		ic := p.Spec.Containers[0]
+		ic.Name, ic.Command = "migrate", []string{"sh", "-c", `echo "migrating $(date +%s)"; exit 4`}
+		p.Spec.InitContainers = []corev1.Container{ic}
+	}, "sleep", "3600")
+
 	records := func() ([]debugv1beta1.PodIncident, error) {
 		list := &debugv1beta1.PodIncidentList{}
 		err := c.Client.List(ctx, list, client.InNamespace(ns))
@@ -139,6 +147,20 @@ func TestRealNodePodBuggerRecordsIncidents(t *testing.T) {
 			"the log %q is of the instance started at %s", oom.Spec.LogTail, oom.Spec.LastFailure.StartedAt)
 		g.Expect(oom.Spec.Resources.Limits.Memory().String()).To(Equal("24Mi"))
 		g.Expect(oom.Spec.QOSClass).To(Equal("Burstable"))
+	}).Should(Succeed())
+
+	// The init container's failure, with its kind and its log.
+	g.Eventually(func(g Gomega) {
+		recs, err := records()
+		g.Expect(err).NotTo(HaveOccurred())
+		r := of(recs, "initfail", debugv1beta1.IncidentError)
+		if r == nil {
+			r = of(recs, "initfail", debugv1beta1.IncidentCrashLoopBackOff)
+		}
+		g.Expect(r).NotTo(BeNil())
+		g.Expect(r.Spec).To(And(HaveField("Container", "migrate"), HaveField("ContainerKind", debugv1beta1.ContainerKindInit),
+			HaveField("LastFailure.ExitCode", int32(4))))
+		g.Expect(r.Spec.LogTail).To(MatchRegexp(`^migrating \d+\n$`))
 	}).Should(Succeed())
 
 	// Not Ready beyond notReadyAfter.
@@ -233,4 +255,47 @@ func TestRealNodeIncidentsReuseOneDebugContainer(t *testing.T) {
 	}).WithTimeout(3 * time.Minute).Should(Succeed())
 	g.Expect(ephemeral()).To(Equal([]string{"probe"}), "one debug container, however often the pod failed")
 	g.Eventually(pbStatus).WithArguments(pb).Should(HaveField("Installed", int32(1)))
+}
+
+// The kubelet evicts a pod that writes past its ephemeral-storage limit
+// (here into an emptyDir; the real node's kubelet enforces the limit though
+// its evictionHard is empty), and a PodBugger with the Evicted trigger
+// records it with the kubelet's message and Event.
+func TestRealNodeKubeletEvictionIsRecorded(t *testing.T) {
+	c.RealNode(t)
+	g := rnG(t)
+	ctx := context.Background()
+	ns := c.RealNodeNamespace(t, nil)
+	c.RunManager(t, "--controllers", "podbugger", "--podbugger-allowed-images", "localhost/deckhand/busybox:*")
+	pb := &debugv1beta1.PodBugger{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "catch"},
+		Spec: debugv1beta1.PodBuggerSpec{
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "hog"}},
+			Image:    cluster.BusyboxImage,
+			Triggers: []debugv1beta1.Trigger{debugv1beta1.TriggerEvicted},
+		},
+	}
+	g.Eventually(func() error { return c.Client.Create(ctx, pb.DeepCopy()) }).WithTimeout(time.Minute).Should(Succeed())
+	hog := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hog", Labels: map[string]string{"app": "hog"}},
+		Spec: restrictedSpec("sh", "-c", "echo filling; dd if=/dev/zero of=/scratch/fill bs=1M count=32; echo filled; sleep 3600")}
+	hog.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	hog.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
+	hog.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("8Mi")}
+	g.Expect(c.Client.Create(ctx, hog)).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		list := &debugv1beta1.PodIncidentList{}
+		g.Expect(c.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+		g.Expect(list.Items).To(ContainElement(And(HaveField("Spec.Pod.Name", "hog"), HaveField("Spec.Reason", debugv1beta1.IncidentEvicted),
+			HaveField("Spec.Pod.Message", ContainSubstring("ephemeral local storage")),
+			HaveField("Spec.Events", ContainElement(HaveField("Reason", "Evicted"))),
+			// The kubelet removes an evicted pod's log at once: the record
+			// has its log or says it is gone, never the kubelet's error
+			// as if the container had printed it.
+			Or(HaveField("Spec.LogTail", HavePrefix("filling\n")),
+				And(HaveField("Spec.LogTail", BeEmpty()), HaveField("Spec.LogError", ContainSubstring("the kubelet has removed the container's log")))))))
+	}).WithTimeout(4 * time.Minute).Should(Succeed())
+	out, err := c.Kubectl("get", "podincidents", "-n", ns, "-o", "yaml")
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Logf("the eviction's record:\n%s", out)
 }

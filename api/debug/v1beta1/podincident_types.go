@@ -27,6 +27,22 @@ const (
 	MaxIncidentMessage = 1024
 )
 
+// ContainerKind is the kind of container that failed.
+// +kubebuilder:validation:Enum=Container;InitContainer;Sidecar
+type ContainerKind string
+
+// Kinds of containers.
+const (
+	// ContainerKindContainer is one of the pod's containers.
+	ContainerKindContainer ContainerKind = "Container"
+	// ContainerKindInit is an init container: the pod's containers wait for
+	// it to succeed.
+	ContainerKindInit ContainerKind = "InitContainer"
+	// ContainerKindSidecar is an init container that keeps running beside
+	// the pod's containers (restartPolicy: Always).
+	ContainerKindSidecar ContainerKind = "Sidecar"
+)
+
 // IncidentReason is what failed.
 // +kubebuilder:validation:Enum=Error;OOMKilled;CrashLoopBackOff;NotReady;Evicted
 type IncidentReason string
@@ -55,6 +71,11 @@ type PodIncidentSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	Container string `json:"container,omitempty"`
+	// containerKind is the kind of container that failed: Container,
+	// InitContainer (the pod's containers wait for it to succeed) or Sidecar
+	// (an init container that runs beside them); empty with container.
+	// +optional
+	ContainerKind ContainerKind `json:"containerKind,omitempty"`
 	// reason is what failed: Error, OOMKilled, CrashLoopBackOff, NotReady or
 	// Evicted.
 	// +required

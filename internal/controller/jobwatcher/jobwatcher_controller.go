@@ -13,10 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -73,8 +76,14 @@ func Setup(mgr ctrl.Manager, opts setupoptions.Options) error {
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&batchv1.Job{}, builder.WithPredicates(predicate.Funcs{
-			CreateFunc: func(e event.CreateEvent) bool { return governableObject(e.Object) },
+			CreateFunc: func(e event.CreateEvent) bool { return governableObject(e.Object) && !e.IsInInitialList },
 			UpdateFunc: func(e event.UpdateEvent) bool { return governableObject(e.ObjectNew) },
+			DeleteFunc: func(event.DeleteEvent) bool { return false },
+		})).
+		// The initial list's Jobs are queued by when they fall due.
+		Watches(&batchv1.Job{}, handler.Funcs{CreateFunc: jobs.enqueueListed}, builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(e event.CreateEvent) bool { return governableObject(e.Object) && e.IsInInitialList },
+			UpdateFunc: func(event.UpdateEvent) bool { return false },
 			DeleteFunc: func(event.DeleteEvent) bool { return false },
 		})).
 		// A Job that finishes may push older ones beyond a history limit.
@@ -83,10 +92,12 @@ func Setup(mgr ctrl.Manager, opts setupoptions.Options) error {
 			UpdateFunc: func(e event.UpdateEvent) bool { return !governableObject(e.ObjectOld) && governableObject(e.ObjectNew) },
 			DeleteFunc: func(event.DeleteEvent) bool { return false },
 		})).
-		Watches(&deckhandbatchv1.JobWatcher{}, handler.EnqueueRequestsFromMapFunc(jobs.jobsInReach), watcherChanged).
-		Watches(&deckhandbatchv1.ClusterJobWatcher{}, handler.EnqueueRequestsFromMapFunc(jobs.jobsInReach), watcherChanged).
-		// Deleting is two requests per due Job; a few in parallel keep a
-		// burst of expiries (a new watcher over old Jobs) short.
+		Watches(&deckhandbatchv1.JobWatcher{}, jobs.watcherJobs(), watcherChanged).
+		Watches(&deckhandbatchv1.ClusterJobWatcher{}, jobs.watcherJobs(), watcherChanged).
+		// Deleting is three requests per due Job; a few in parallel keep a
+		// burst of expiries (a new watcher over old Jobs) short. More did
+		// not drain faster on 2 cores shared with the apiserver
+		// (docs/performance.md, "The drain rate is the machine's").
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(jobs)
 	if err != nil {
@@ -156,7 +167,7 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	case d.Verdict != verdictExpires:
 		return ctrl.Result{}, nil
 	case !d.due(now):
-		return ctrl.Result{RequeueAfter: d.Expiry.Sub(now)}, nil
+		return untilExpiry(d.Expiry.Sub(now)), nil
 	case d.Governor.spec.Suspend:
 		// Resuming the watcher requeues its Jobs.
 		return ctrl.Result{}, nil
@@ -165,6 +176,22 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, nil
 	}
 	return r.delete(ctx, job, watchers, h)
+}
+
+// normalPriority is the priority queue's default, which every event after
+// the initial list gets (controller-runtime queues the initial list's at
+// handler.LowPriority).
+const normalPriority = 0
+
+// untilExpiry requeues a Job for its expiry at normal priority. A requeue
+// keeps the priority of the request it came from unless told otherwise, so
+// a Job first seen in the initial list (finished shortly before the
+// manager started) would fall due at low priority, behind every Job of a
+// backlog that other watchers' history left due at the start, and wait for
+// the whole drain (5 s at 1,000 Jobs). A Job falling due is new work, as
+// one that finishes after the start is.
+func untilExpiry(after time.Duration) ctrl.Result {
+	return ctrl.Result{RequeueAfter: after, Priority: ptr.To(normalPriority)}
 }
 
 // observe reads from the cache the watchers that may govern the Jobs of
@@ -200,11 +227,11 @@ func (r *JobReconciler) ledgerOf(gov *compiledWatcher) *ledger {
 	return r.deleted
 }
 
-// jobsInReach maps a watcher event to the finished Jobs the watcher could
-// govern, so that a new, changed or removed watcher re-judges them: this is
-// how Jobs that existed before a watcher (or before the operator started)
-// are found. It reads only the cache.
-func (r *JobReconciler) jobsInReach(ctx context.Context, obj client.Object) []reconcile.Request {
+// jobsInReach are the finished Jobs a watcher could govern, so that a new,
+// changed or removed watcher re-judges them: this is how Jobs that existed
+// before a watcher (or before the operator started) are found. It reads
+// only the cache.
+func (r *JobReconciler) jobsInReach(ctx context.Context, obj client.Object) []*batchv1.Job {
 	p := compiledWatcherOf(obj)
 	if p == nil {
 		return nil
@@ -214,16 +241,119 @@ func (r *JobReconciler) jobsInReach(ctx context.Context, obj client.Object) []re
 		logf.FromContext(ctx).Error(err, "listing Jobs for watcher", "watcher", p.key().String())
 		return nil
 	}
-	var reqs []reconcile.Request
+	var reached []*batchv1.Job
 	for i := range jobs.Items {
 		job := &jobs.Items[i]
 		// Judged on reach, not on the (possibly changed) patterns: a watcher
 		// that stops matching a Job may hand it to another one.
 		if (p.err != nil || p.reaches(job.Namespace)) && governable(job) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(job)})
+			reached = append(reached, job)
 		}
 	}
-	return reqs
+	return reached
+}
+
+// recentlyDue is how long ago a Job of the initial list may have fallen due
+// and still be queued as new work: a restart's gap (a rollout, a failover)
+// is seconds to a minute, and what fell due in it is the flow of Jobs the
+// gap interrupted, not history.
+const recentlyDue = time.Minute
+
+// enqueueListed queues a Job of the initial list (a start, a failover, a
+// namespace whose Jobs the cache starts to hold) by when it falls due.
+// controller-runtime queues the whole initial list at low priority, so that
+// Jobs falling due after the start go first; but a Job of the list that
+// falls due seconds later, or fell due during the restart's gap, is that
+// same flow, and behind a backlog of history (thousands of Jobs past their
+// TTL on a cluster Deckhand is installed on) it waited for the whole drain:
+// another watcher's Jobs 5 s late while 1,000 were deleted. So a Job not due
+// yet is queued for its expiry, at normal priority, without being judged
+// now; one due within recentlyDue at normal priority; the rest (history,
+// and every Job whose expiry the cache cannot tell alone: history limits,
+// no watcher yet) at low priority, judged by Reconcile as before. It reads
+// only the cache, and writes nothing: it runs on a follower too.
+func (r *JobReconciler) enqueueListed(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if job, ok := e.Object.(*batchv1.Job); ok {
+		r.enqueueByExpiry(ctx, q, []*batchv1.Job{job})
+	}
+}
+
+// watcherJobs handles the events of a watcher: the finished Jobs in its
+// reach (before and after a change) are judged again, each queued by when
+// it falls due, as the initial list's are. A new watcher over a namespace
+// with history (the usual backlog at install), or a spec change that
+// brings thousands of old Jobs past their TTL, is bulk work: queued at
+// normal priority it held every other watcher's Jobs falling due meanwhile
+// behind all of it; its history now goes at low priority.
+func (r *JobReconciler) watcherJobs() handler.EventHandler {
+	reached := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], watcher client.Object, before ...client.Object) {
+		jobs := r.jobsInReach(ctx, watcher)
+		for _, w := range before {
+			jobs = append(jobs, r.jobsInReach(ctx, w)...)
+		}
+		r.enqueueByExpiry(ctx, q, jobs)
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			reached(ctx, q, e.Object)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			reached(ctx, q, e.ObjectNew, e.ObjectOld)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			reached(ctx, q, e.Object)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			reached(ctx, q, e.Object)
+		},
+	}
+}
+
+// enqueueByExpiry queues each Job once, by when it falls due
+// (queueListed), the watchers of each namespace read once from the cache.
+func (r *JobReconciler) enqueueByExpiry(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], jobs []*batchv1.Job) {
+	pq, isPriority := q.(priorityqueue.PriorityQueue[reconcile.Request])
+	now := r.Now()
+	seen := map[reconcile.Request]bool{}
+	watchersOf := map[string][]*compiledWatcher{} // nil: unknown (an error, a history limit)
+	for _, job := range jobs {
+		req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(job)}
+		if seen[req] {
+			continue
+		}
+		seen[req] = true
+		if !isPriority {
+			q.Add(req)
+			continue
+		}
+		watchers, ok := watchersOf[job.Namespace]
+		if !ok {
+			var err error
+			if watchers, err = listWatchers(ctx, r.Client, job.Namespace); err != nil || anyHistoryLimits(watchers) {
+				watchers = nil
+			}
+			watchersOf[job.Namespace] = watchers
+		}
+		if watchers == nil {
+			pq.AddWithOpts(queueListed(time.Time{}, false, now), req)
+			continue
+		}
+		d := decide(job, watchers, nil)
+		pq.AddWithOpts(queueListed(d.Expiry, d.Verdict == verdictExpires, now), req)
+	}
+}
+
+// queueListed is how a Job of the initial list that expires at expiry
+// (known: the cache alone tells when) is queued at now.
+func queueListed(expiry time.Time, known bool, now time.Time) priorityqueue.AddOpts {
+	switch {
+	case !known || now.Sub(expiry) >= recentlyDue:
+		return priorityqueue.AddOpts{Priority: ptr.To(handler.LowPriority)}
+	case expiry.After(now):
+		return priorityqueue.AddOpts{After: expiry.Sub(now), Priority: ptr.To(normalPriority)}
+	default:
+		return priorityqueue.AddOpts{Priority: ptr.To(normalPriority)}
+	}
 }
 
 // governableObject is governable for the objects of a Job event.

@@ -53,7 +53,7 @@ func (r *JobReconciler) delete(ctx context.Context, cached *batchv1.Job, watcher
 		// it back.
 		return ctrl.Result{}, nil
 	case !d.due(now):
-		return ctrl.Result{RequeueAfter: d.Expiry.Sub(now)}, nil
+		return untilExpiry(d.Expiry.Sub(now)), nil
 	}
 
 	gov := d.Governor

@@ -50,6 +50,8 @@ type ModelBoxReconciler struct {
 
 	status   *status.Writer[modelv1.ModelBoxStatus]
 	verified *verified
+	first    *firstStatus
+	made     *madeChildren
 }
 
 // NewModelBoxReconciler returns a reconciler that writes through c, reads
@@ -61,6 +63,8 @@ func NewModelBoxReconciler(c client.Client, apiReader client.Reader, rec events.
 		Recorder:  rec,
 		Now:       time.Now,
 		verified:  newVerified(),
+		first:     newFirstStatus(),
+		made:      newMadeChildren(),
 	}
 	r.status = status.NewWriter(c,
 		status.ConditionMetrics("ModelBox", func(s *modelv1.ModelBoxStatus) []metav1.Condition { return s.Conditions }),
@@ -101,7 +105,9 @@ func Setup(mgr ctrl.Manager, _ setupoptions.Options) error {
 // only means another writer got there first: it is retried without calling
 // the ModelBox degraded. Refusals are retried with backoff too, not made
 // terminal: some (a node port another Service holds) clear up without any
-// change the controller watches.
+// change the controller watches. The first status of a ModelBox whose
+// children this pass or a recent one created waits for its rollout, up to
+// statusInterval (see firstStatus).
 func (r *ModelBoxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	box := &modelv1.ModelBox{}
 	if err := r.Get(ctx, req.NamespacedName, box); err != nil {
@@ -121,6 +127,9 @@ func (r *ModelBoxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, err
 	}
 	outdated, syncErr := r.sync(ctx, box, obs)
+	if outdated && len(box.Status.Conditions) == 0 {
+		r.first.created(req.NamespacedName, r.Now())
+	}
 	if outdated && syncErr == nil {
 		return ctrl.Result{RequeueAfter: statusInterval}, nil // the creation events bring the next pass
 	}
@@ -128,7 +137,11 @@ func (r *ModelBoxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if apierrors.IsConflict(syncErr) {
 		shown = nil
 	}
-	want := computeStatus(box, obs, shown, metav1.NewTime(r.Now()))
+	now := r.Now()
+	want := computeStatus(box, obs, shown, metav1.NewTime(now))
+	if wait := r.first.wait(req.NamespacedName, now, &want); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, syncErr
+	}
 	wait, err := r.status.Write(ctx, box, &box.Status, want)
 	if err != nil {
 		return ctrl.Result{}, errors.Join(syncErr, fmt.Errorf("writing status of ModelBox %s: %w", req.NamespacedName, err))
@@ -140,6 +153,8 @@ func (r *ModelBoxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 func (r *ModelBoxReconciler) forget(key client.ObjectKey) {
 	r.status.Forget(key)
 	r.verified.forget(key)
+	r.first.done(key)
+	r.made.forget(key)
 	forgetMetrics(key)
 }
 

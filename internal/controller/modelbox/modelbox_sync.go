@@ -200,6 +200,7 @@ func (r *ModelBoxReconciler) syncChild(ctx context.Context, w *written, box *mod
 			return nil
 		}
 		r.verified.drop(child)
+		r.made.drop(child)
 		uid := live.GetUID()
 		if err := r.Delete(ctx, live, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting %s %s: %w", kind, key, err)
@@ -209,12 +210,19 @@ func (r *ModelBoxReconciler) syncChild(ctx context.Context, w *written, box *mod
 		return nil
 	}
 	if live != nil {
+		r.made.drop(child) // the cache shows it
 		same, err := r.matches(child, live, want, owned)
 		if err != nil || same {
 			return err
 		}
 	}
 	if live == nil {
+		if r.made.recent(child, r.Now()) {
+			// Created by this manager less than a second ago: the cache
+			// has not caught up (see madeChildren).
+			w.behind = true
+			return nil
+		}
 		// The cache shows only labelled children: make sure this is not
 		// someone else's object before taking it over.
 		exists, err := r.checkUnowned(ctx, box, kind, key)
@@ -245,6 +253,7 @@ func (r *ModelBoxReconciler) syncChild(ctx context.Context, w *written, box *mod
 	applied := appliedMeta(want, kind)
 	switch {
 	case live == nil:
+		r.made.record(child, r.Now())
 		countWrite(key, kind, outcomeCreated)
 		w.created.add(kind, applied)
 	case applied.ResourceVersion != live.GetResourceVersion():

@@ -50,6 +50,14 @@ var captureSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 	Buckets: []float64{0.25, 0.5, 1, 1.5, 2, 3, 5, 10, 30, 60},
 }, []string{"reason"})
 
+// logWrittenSeconds is how long after a failure its record's log (or why
+// none could be read) was written into the record, which is written first.
+var logWrittenSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
+	Name:    "deckhand_podbugger_incident_log_seconds",
+	Help:    "Time from a pod's failure (the kubelet's finishedAt, to the second) to its failed instance's log written into its PodIncident.",
+	Buckets: []float64{0.25, 0.5, 1, 1.5, 2, 3, 5, 10, 30, 60},
+})
+
 func init() {
-	metrics.Registry.MustRegister(incidents, captureSeconds)
+	metrics.Registry.MustRegister(incidents, captureSeconds, logWrittenSeconds)
 }

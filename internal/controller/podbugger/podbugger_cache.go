@@ -40,7 +40,14 @@ func CacheByObject() map[client.Object]cache.ByObject {
 func slimIncident(inc *debugv1beta1.PodIncident) {
 	inc.ManagedFields = nil
 	s := &inc.Spec
-	s.LogTail, s.LogError, s.Events, s.Node, s.Resources, s.DebugContainer, s.Pod.Message = "", "", nil, nil, nil, nil, ""
+	// A record still waiting for its log says so (the constant, which costs
+	// no memory): a read its manager queued and did not finish is read again
+	// by the next (podbugger_incident_logs.go).
+	logError := ""
+	if s.LogError == pendingLogNote {
+		logError = pendingLogNote
+	}
+	s.LogTail, s.LogError, s.Events, s.Node, s.Resources, s.DebugContainer, s.Pod.Message = "", logError, nil, nil, nil, nil, ""
 	if s.LastFailure != nil {
 		s.LastFailure.Message = ""
 	}
@@ -52,7 +59,8 @@ func slimIncident(inc *debugv1beta1.PodIncident) {
 // containers and ephemeral containers (carriers, targetContainerName, name
 // clashes), its phase (PodBugger injects into Running pods only) and its
 // ephemeral containers' statuses (whether a debugger started); and, for
-// the incident recorder, what shows a failure: the containers' states and
+// the incident recorder, what shows a failure: the containers' (and init
+// containers') states and
 // last terminations (without their messages, which it reads afresh), restart
 // counts and readiness, the Ready and DisruptionTarget conditions and the
 // pod's reason (Evicted).
@@ -68,6 +76,9 @@ func SlimPod(pod, slim *corev1.Pod) {
 	// its pods' status): what it kept is a superset of this.
 	if slim.Status.ContainerStatuses == nil {
 		slim.Status.ContainerStatuses = failureStatuses(pod.Status.ContainerStatuses)
+	}
+	if slim.Status.InitContainerStatuses == nil {
+		slim.Status.InitContainerStatuses = failureStatuses(pod.Status.InitContainerStatuses)
 	}
 	for _, c := range pod.Status.Conditions {
 		if (c.Type == corev1.PodReady || c.Type == corev1.DisruptionTarget) &&

@@ -97,7 +97,9 @@ func (f failure) family() string {
 // none is). It is pure.
 func failuresOf(pod *corev1.Pod, triggers []debugv1beta1.Trigger, notReadyAfter time.Duration, now time.Time) (fs []failure, recheck time.Duration) {
 	on := func(t debugv1beta1.Trigger) bool { return slices.Contains(triggers, t) }
-	for _, cs := range pod.Status.ContainerStatuses {
+	// An init container that fails (the pod's containers wait for it) is a
+	// failure too, and so is a sidecar's.
+	for _, cs := range containerStatuses(pod) {
 		inst, previous := failedInstance(cs)
 		if inst == nil {
 			continue
@@ -268,13 +270,28 @@ func updateIncident(inc *debugv1beta1.PodIncident, pod *corev1.Pod, f failure, c
 	s.Events = incidentEvents(c.events)
 	s.Node = c.node
 	s.QOSClass = string(pod.Status.QOSClass)
-	s.Resources = nil
-	for _, ct := range pod.Spec.Containers {
-		if ct.Name == f.container && (len(ct.Resources.Requests) > 0 || len(ct.Resources.Limits) > 0) {
+	s.Resources, s.ContainerKind = nil, ""
+	for _, ct := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+		if ct.Name != f.container || f.container == "" {
+			continue
+		}
+		s.ContainerKind = containerKind(pod, ct)
+		if len(ct.Resources.Requests) > 0 || len(ct.Resources.Limits) > 0 {
 			s.Resources = &corev1.ResourceRequirements{Requests: ct.Resources.Requests, Limits: ct.Resources.Limits}
 		}
 	}
 	s.DebugContainer = c.debug
+}
+
+// containerKind is the kind of pod's container c.
+func containerKind(pod *corev1.Pod, c corev1.Container) debugv1beta1.ContainerKind {
+	if !slices.ContainsFunc(pod.Spec.InitContainers, func(i corev1.Container) bool { return i.Name == c.Name }) {
+		return debugv1beta1.ContainerKindContainer
+	}
+	if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+		return debugv1beta1.ContainerKindSidecar
+	}
+	return debugv1beta1.ContainerKindInit
 }
 
 // incidentEvents are the latest MaxIncidentEvents of events, the latest

@@ -2,6 +2,7 @@ package podbugger
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -25,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -40,7 +42,7 @@ const (
 
 // The incident recorder reads the failing pod afresh, its log, its Events
 // and its node, and writes PodIncidents; it changes no pod.
-// +kubebuilder:rbac:groups=debug.deckhand.dev,resources=podincidents,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=debug.deckhand.dev,resources=podincidents,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods/log,verbs=get
 // +kubebuilder:rbac:groups="",resources=events,verbs=list
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get
@@ -82,8 +84,9 @@ func ClientsetLogs(cs kubernetes.Interface) PodLogs {
 	}
 }
 
-// logsTimeout bounds the reads of one capture, so that a node that cannot
-// serve logs (a simulated one, one gone) delays a record only briefly.
+// logsTimeout bounds the reads of one capture (Events, node) and of one
+// record's logs, so that a node that cannot serve logs (a simulated one,
+// one gone) holds a log reader only briefly.
 const logsTimeout = 3 * time.Second
 
 // IncidentReconciler records, for each PodBugger with a failure trigger, the
@@ -102,6 +105,7 @@ type IncidentReconciler struct {
 
 	written    *writtenIncidents
 	unanswered *unansweredNodes
+	logQueue   *logQueue
 }
 
 // NewIncidentReconciler returns an incident recorder reading through c (the
@@ -109,7 +113,8 @@ type IncidentReconciler struct {
 func NewIncidentReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder, logs PodLogs) *IncidentReconciler {
 	return &IncidentReconciler{Client: c, APIReader: apiReader, Recorder: recorder, Now: time.Now, Logs: logs,
 		written:    &writtenIncidents{byPod: map[types.NamespacedName]map[string]*debugv1beta1.PodIncident{}},
-		unanswered: &unansweredNodes{until: map[string]silence{}}}
+		unanswered: &unansweredNodes{until: map[string]silence{}},
+		logQueue:   newLogQueue(maxQueuedLogReads)}
 }
 
 // Reconcile records what failed in the pod for every PodBugger of its
@@ -160,57 +165,61 @@ func selects(pb *debugv1beta1.PodBugger, pod *corev1.Pod) bool {
 
 // record counts each of fs not counted yet in a record of pb: in the record
 // of the same reason and container its backoff window still holds, or in a
-// new one. The pod is read afresh once, before the first capture.
+// new one. The pod is read afresh once, before the first capture. The
+// record is written at once, without the failed instance's log, which a
+// log reader fills in afterwards (podbugger_incident_logs.go).
 func (r *IncidentReconciler) record(ctx context.Context, pb *debugv1beta1.PodBugger, pod *corev1.Pod, fs []failure) error {
 	recs, err := r.recordsOf(ctx, pb, pod)
 	if err != nil {
 		return err
 	}
 	var fresh *corev1.Pod
+	// readFresh reads the pod afresh, once; false when it is gone or
+	// another pod of the same name (whose own events bring it).
+	readFresh := func() (bool, error) {
+		if fresh != nil {
+			return true, nil
+		}
+		fresh = &corev1.Pod{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), fresh); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return fresh.UID == pod.UID, nil
+	}
 	maxAge := limitsOf(pb).maxAge
 	for _, f := range fs {
+		if lost := r.lostLog(f, recs); lost != nil {
+			if ok, err := readFresh(); !ok || err != nil {
+				return err
+			}
+			r.readAgain(pb, fresh, refreshed(f, fresh), lost)
+			continue
+		}
 		// A failure older than maxAge (a pod's lastState from long ago,
 		// when the PodBugger is new) would be pruned as soon as written.
 		if counted(f, recs) || r.Now().Sub(f.at) >= maxAge {
 			continue
 		}
-		if fresh == nil {
-			fresh = &corev1.Pod{}
-			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), fresh); err != nil {
-				return client.IgnoreNotFound(err)
-			}
-			if fresh.UID != pod.UID {
-				return nil // another pod of the same name: its own events bring it
-			}
+		if ok, err := readFresh(); !ok || err != nil {
+			return err
 		}
 		f = refreshed(f, fresh)
-		c := r.capture(ctx, pb, fresh, f)
-		var inc *debugv1beta1.PodIncident
-		if existing := recordFor(f, recs); existing != nil {
-			inc = existing.DeepCopy()
-			updateIncident(inc, fresh, f, c)
-			err := r.Update(ctx, inc)
-			if apierrors.IsNotFound(err) {
-				// Pruned meanwhile (the PodBugger keeps maxRecords, and a
-				// cluster failing everywhere turns them over): the failure
-				// opens a new record now, not after a retry's backoff.
-				r.written.drop(pod, inc.Name)
-				recs = slices.DeleteFunc(recs, func(x debugv1beta1.PodIncident) bool { return x.Name == inc.Name })
-				inc = nil
-			} else if err != nil {
-				return fmt.Errorf("counting a failure in PodIncident %s: %w", inc.Name, err)
+		c := r.capture(ctx, fresh)
+		job, queued := r.planLog(pb, fresh, f, &c)
+		inc, err := r.write(ctx, pb, fresh, f, c, recs)
+		if queued {
+			if inc == nil || err != nil {
+				r.logQueue.release()
+			} else {
+				job.record, job.count, job.lastTime = client.ObjectKeyFromObject(inc), inc.Spec.Count, inc.Spec.LastTime
+				r.logQueue.submit(job)
 			}
 		}
+		if err != nil {
+			return err
+		}
 		if inc == nil {
-			inc = newIncident(pb, fresh, f, c)
-			switch err := r.Create(ctx, inc); {
-			case apierrors.IsAlreadyExists(err):
-				continue // written before a restart or a lost response: counted
-			case err != nil:
-				return fmt.Errorf("creating PodIncident %s: %w", inc.Name, err)
-			}
-			r.Recorder.Eventf(pb, fresh, corev1.EventTypeWarning, EventIncidentRecorded, "RecordIncident",
-				"Pod %s%s failed (%s%s): recorded in PodIncident %s", pod.Name, containerNote(f), f.reason, exitNote(f), inc.Name)
+			continue
 		}
 		r.written.remember(pod, inc)
 		recs = slices.DeleteFunc(recs, func(x debugv1beta1.PodIncident) bool { return x.Name == inc.Name })
@@ -221,6 +230,111 @@ func (r *IncidentReconciler) record(ctx context.Context, pb *debugv1beta1.PodBug
 			"podIncident", inc.Name, "count", inc.Spec.Count)
 	}
 	return nil
+}
+
+// write counts f in its record among recs, or opens a new one; nil when f
+// was counted already (a record written before a restart or a lost
+// response).
+func (r *IncidentReconciler) write(ctx context.Context, pb *debugv1beta1.PodBugger, pod *corev1.Pod, f failure, c capture,
+	recs []debugv1beta1.PodIncident) (*debugv1beta1.PodIncident, error) {
+	if existing := recordFor(f, recs); existing != nil {
+		inc := existing.DeepCopy()
+		updateIncident(inc, pod, f, c)
+		err := r.patchSpec(ctx, inc, existing.Spec.Count)
+		if err == nil {
+			return inc, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("counting a failure in PodIncident %s: %w", inc.Name, err)
+		}
+		// Pruned meanwhile (the PodBugger keeps maxRecords, and a cluster
+		// failing everywhere turns them over): the failure opens a new
+		// record now, not after a retry's backoff.
+		r.written.drop(pod, inc.Name)
+	}
+	inc := newIncident(pb, pod, f, c)
+	switch err := r.Create(ctx, inc); {
+	case apierrors.IsAlreadyExists(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("creating PodIncident %s: %w", inc.Name, err)
+	}
+	r.Recorder.Eventf(pb, pod, corev1.EventTypeWarning, EventIncidentRecorded, "RecordIncident",
+		"Pod %s%s failed (%s%s): recorded in PodIncident %s", pod.Name, containerNote(f), f.reason, exitNote(f), inc.Name)
+	return inc, nil
+}
+
+// patchSpec replaces inc's spec with its own if the apiserver's record still
+// counts count failures: the log reader writes the log of a record's last
+// failure meanwhile (so a resourceVersion would conflict for nothing), and
+// the count tells whether the record this one was computed from is the
+// latest.
+func (r *IncidentReconciler) patchSpec(ctx context.Context, inc *debugv1beta1.PodIncident, count int32) error {
+	patch, err := json.Marshal([]patchOp{{opTest, "/spec/count", count}, {opReplace, "/spec", inc.Spec}})
+	if err != nil {
+		return err
+	}
+	return r.Patch(ctx, inc, client.RawPatch(types.JSONPatchType, patch))
+}
+
+// lostLog is the record among recs that counts f as its last failure and
+// still waits for a log no reader of this process will write: one a manager
+// queued and stopped before writing (a restart, a lost lease). Nil when
+// there is none.
+func (r *IncidentReconciler) lostLog(f failure, recs []debugv1beta1.PodIncident) *debugv1beta1.PodIncident {
+	at := metav1.NewTime(f.at).Rfc3339Copy()
+	for i := range recs {
+		rec := &recs[i]
+		if rec.Spec.LogError == pendingLogNote && familyOf(rec) == f.family() && rec.Spec.LastTime.Equal(&at) &&
+			!r.logQueue.reading(client.ObjectKeyFromObject(rec)) {
+			return rec
+		}
+	}
+	return nil
+}
+
+// readAgain queues the log read of rec, a record whose log was lost, for f,
+// its last failure, unless the node did not answer lately or too many reads
+// wait: then the next event of the pod tries again.
+func (r *IncidentReconciler) readAgain(pb *debugv1beta1.PodBugger, pod *corev1.Pod, f failure, rec *debugv1beta1.PodIncident) {
+	var c capture
+	job, queued := r.planLog(pb, pod, f, &c)
+	if !queued {
+		return
+	}
+	job.record, job.count, job.lastTime = client.ObjectKeyFromObject(rec), rec.Spec.Count, rec.Spec.LastTime
+	r.logQueue.submit(job)
+}
+
+// planLog is the log read f's record waits for, queued (a slot reserved)
+// unless the node did not answer lately or too many reads wait: then c says
+// why the record has no log. The debug container's output is read with it.
+func (r *IncidentReconciler) planLog(pb *debugv1beta1.PodBugger, pod *corev1.Pod, f failure, c *capture) (logJob, bool) {
+	limit := limitsOf(pb).logTailBytes
+	if r.Logs == nil || limit == 0 {
+		return logJob{}, false
+	}
+	node := pod.Spec.NodeName
+	if until, paused := r.unanswered.paused(node, r.Now()); paused {
+		c.logError = pausedNote(node, until)
+		return logJob{}, false
+	}
+	if !r.logQueue.reserve() {
+		c.logError = fmt.Sprintf("not read: %d log reads were waiting for their kubelets", maxQueuedLogReads)
+		return logJob{}, false
+	}
+	c.logError = pendingLogNote
+	j := logJob{pod: client.ObjectKeyFromObject(pod), podUID: pod.UID, node: node, container: f.container, limit: limit}
+	if j.container == "" && len(pod.Spec.Containers) > 0 {
+		j.container = pod.Spec.Containers[0].Name
+	}
+	if f.instance != nil {
+		j.instanceID, j.previous = f.instance.ContainerID, f.previous
+	}
+	if name := ContainerName(pb.Name); debuggerStarted(pod, name) {
+		j.debugger = name
+	}
+	return j, true
 }
 
 func containerNote(f failure) string {
@@ -243,7 +357,7 @@ func refreshed(f failure, fresh *corev1.Pod) failure {
 	if f.instance == nil {
 		return f
 	}
-	for _, cs := range fresh.Status.ContainerStatuses {
+	for _, cs := range containerStatuses(fresh) {
 		if cs.Name != f.container {
 			continue
 		}
@@ -267,42 +381,16 @@ func (r *IncidentReconciler) recordsOf(ctx context.Context, pb *debugv1beta1.Pod
 	return r.written.merge(pod, pb.UID, list.Items), nil
 }
 
-// capture reads, at once, what f's record holds besides the pod: the failed
-// instance's log, the pod's Events, its node and the debug container's log.
-// It never fails: what cannot be read is noted or left out.
-func (r *IncidentReconciler) capture(ctx context.Context, pb *debugv1beta1.PodBugger, pod *corev1.Pod, f failure) capture {
+// capture reads, at once, what a record holds besides the pod and its
+// logs: the pod's Events and its node. It never fails: what cannot be read
+// is noted or left out.
+func (r *IncidentReconciler) capture(ctx context.Context, pod *corev1.Pod) capture {
 	ctx, cancel := context.WithTimeout(ctx, logsTimeout)
 	defer cancel()
-	limit := limitsOf(pb).logTailBytes
 	var (
 		c  capture
 		wg sync.WaitGroup
 	)
-	nodeName := pod.Spec.NodeName
-	until, paused := r.unanswered.paused(nodeName, r.Now())
-	switch {
-	case r.Logs == nil || limit == 0:
-	case paused:
-		c.logError = pausedNote(nodeName, until)
-	default:
-		wg.Go(func() {
-			var err error
-			c.logTail, c.logTruncated, err = r.failedLog(ctx, pod, f, limit)
-			r.unanswered.observe(nodeName, err, r.Now())
-			if err != nil {
-				c.logError = err.Error()
-			}
-		})
-		if name := ContainerName(pb.Name); debuggerStarted(pod, name) {
-			wg.Go(func() {
-				out, _, err := r.Logs(ctx, pod.Namespace, pod.Name, name, false, limit)
-				if err != nil {
-					out = "(log not readable: " + cut(err.Error(), 256) + ")"
-				}
-				c.debug = &debugv1beta1.IncidentDebugContainer{Name: name, LogTail: out}
-			})
-		}
-	}
 	wg.Go(func() {
 		list := &corev1.EventList{}
 		if err := r.APIReader.List(ctx, list, client.InNamespace(pod.Namespace),
@@ -324,36 +412,6 @@ func (r *IncidentReconciler) capture(ctx context.Context, pb *debugv1beta1.PodBu
 	return c
 }
 
-// failedLog reads the log of f's failed instance. An instance that was the
-// container's current one when the status was read may have been replaced
-// since (the kubelet restarts at once the first times), and then the
-// current log is the next instance's: the pod is read again, and if the
-// instance has become the previous one, its log is read as such.
-func (r *IncidentReconciler) failedLog(ctx context.Context, pod *corev1.Pod, f failure, limit int) (string, bool, error) {
-	container := f.container
-	if container == "" && len(pod.Spec.Containers) > 0 {
-		container = pod.Spec.Containers[0].Name
-	}
-	out, truncated, err := r.Logs(ctx, pod.Namespace, pod.Name, container, f.previous, limit)
-	if f.instance == nil || f.previous {
-		return out, truncated, err
-	}
-	again := &corev1.Pod{}
-	if gerr := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), again); gerr != nil {
-		return out, truncated, err
-	}
-	for _, cs := range again.Status.ContainerStatuses {
-		if cs.Name != container || (cs.State.Terminated != nil && cs.State.Terminated.ContainerID == f.instance.ContainerID) {
-			continue
-		}
-		if last := cs.LastTerminationState.Terminated; last != nil && last.ContainerID == f.instance.ContainerID {
-			return r.Logs(ctx, pod.Namespace, pod.Name, container, true, limit)
-		}
-		return "", false, errors.New("the failed instance was replaced twice before its log could be read")
-	}
-	return out, truncated, err
-}
-
 // debuggerStarted reports whether pod carries the ephemeral container name
 // and its kubelet has started it (its log is there).
 func debuggerStarted(pod *corev1.Pod, name string) bool {
@@ -368,6 +426,9 @@ func debuggerStarted(pod *corev1.Pod, name string) bool {
 // SetupWithManager watches pods (the failures) and PodBuggers (a new or
 // changed one looks at the pods of its namespace).
 func (r *IncidentReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.Add(manager.RunnableFunc(r.readLogs)); err != nil {
+		return fmt.Errorf("adding the incident log readers: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName+"-incidents").
 		For(&corev1.Pod{}, builder.WithPredicates(podFailureChanged)).
@@ -403,7 +464,7 @@ func (r *IncidentReconciler) podsOf(ctx context.Context, obj client.Object) []re
 }
 
 // podFailureChanged passes the pod events that may show a failure: a
-// container's state, restart count or last termination, the pod's phase,
+// container's (or an init container's) state, restart count or last termination, the pod's phase,
 // reason, Ready and DisruptionTarget conditions.
 var podFailureChanged = predicate.Funcs{
 	DeleteFunc: func(event.DeleteEvent) bool { return true },
@@ -417,7 +478,7 @@ var podFailureChanged = predicate.Funcs{
 // failureDigest is what of a pod's status failuresOf reads, as a string.
 func failureDigest(p *corev1.Pod) string {
 	d := fmt.Sprint(p.Status.Phase, p.Status.Reason, p.DeletionTimestamp != nil)
-	for _, cs := range p.Status.ContainerStatuses {
+	for _, cs := range containerStatuses(p) {
 		d += fmt.Sprint("|", cs.Name, cs.RestartCount, cs.Ready, cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff")
 		if t := cs.State.Terminated; t != nil {
 			d += "|t" + t.ContainerID + t.FinishedAt.String()
@@ -462,6 +523,15 @@ func (w *writtenIncidents) remember(pod *corev1.Pod, inc *debugv1beta1.PodIncide
 	slim := inc.DeepCopy()
 	slimIncident(slim)
 	w.byPod[key][inc.Name] = slim
+}
+
+// logWritten notes that the log of the record name of pod has been written.
+func (w *writtenIncidents) logWritten(pod types.NamespacedName, name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if inc := w.byPod[pod][name]; inc != nil {
+		inc.Spec.LogError = ""
+	}
 }
 
 func (w *writtenIncidents) drop(pod *corev1.Pod, name string) {

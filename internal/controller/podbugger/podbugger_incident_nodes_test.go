@@ -7,13 +7,9 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 )
 
 // notFoundReader answers every read with NotFound: the captures below need
@@ -51,29 +47,26 @@ func TestACaptureWaitsForAnUnansweredNodeOnce(t *testing.T) {
 	}
 	r := NewIncidentReconciler(nil, notFoundReader{}, nil, logs)
 	r.Now = func() time.Time { return now }
-	pb := &debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Name: "pb"}}
-	f := failure{reason: debugv1beta1.IncidentError, container: "app", previous: true}
-	capture := func(pod, node string) (capture, time.Duration) {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: pod}, Spec: corev1.PodSpec{NodeName: node,
-			Containers: []corev1.Container{{Name: "app"}}}}
+	capture := func(pod, node string) (logsRead, time.Duration) {
+		j := logJob{pod: client.ObjectKey{Namespace: "ns", Name: pod}, node: node, container: "app", limit: 4096}
 		start := time.Now()
-		c := r.capture(context.Background(), pb, p, f)
+		c := r.readJobLogs(context.Background(), j)
 		return c, time.Since(start)
 	}
 
 	c, took := capture("silent-1", "down")
-	if took < logsTimeout || c.logError == "" {
-		t.Fatalf("the first capture on the silent node: took %s, log error %q; want the timeout and its error", took, c.logError)
+	if took < logsTimeout || c.note == "" {
+		t.Fatalf("the first capture on the silent node: took %s, log error %q; want the timeout and its error", took, c.note)
 	}
 	c, took = capture("silent-2", "down")
-	if took >= logsTimeout/2 || !strings.Contains(c.logError, "kubelet of node down did not answer") {
-		t.Fatalf("the second capture on the silent node took %s with log error %q; want no wait and a note naming the node", took, c.logError)
+	if took >= logsTimeout/2 || !strings.Contains(c.note, "kubelet of node down did not answer") {
+		t.Fatalf("the second capture on the silent node took %s with log error %q; want no wait and a note naming the node", took, c.note)
 	}
 	if got := calls.Load(); got != 1 {
 		t.Fatalf("log reads from the silent node: %d, want 1", got)
 	}
-	if c, _ = capture("healthy-1", "up"); c.logTail != "the log\n" {
-		t.Fatalf("a pod on another node: log %q, error %q; want its log", c.logTail, c.logError)
+	if c, _ = capture("healthy-1", "up"); c.tail != "the log\n" {
+		t.Fatalf("a pod on another node: log %q, error %q; want its log", c.tail, c.note)
 	}
 	for range 2 {
 		capture("refusing-1", "answers")
@@ -99,5 +92,52 @@ func TestACaptureWaitsForAnUnansweredNodeOnce(t *testing.T) {
 	capture("silent-5", "down")
 	if got := calls.Load(); got != 7 {
 		t.Fatalf("log reads after the node answered: %d, want 7", got)
+	}
+}
+
+// TestTheLogQueueIsBounded: no more log reads wait than the queue holds, a
+// read done (or its record not written) frees its slot, and the readers
+// take the jobs in order.
+func TestTheLogQueueIsBounded(t *testing.T) {
+	q := newLogQueue(2)
+	for i, want := range []bool{true, true, false} {
+		if got := q.reserve(); got != want {
+			t.Fatalf("reservation %d: %v, want %v (two slots)", i+1, got, want)
+		}
+	}
+	q.submit(logJob{container: "a"})
+	q.submit(logJob{container: "b"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	for _, want := range []string{"a", "b"} {
+		if j, ok := q.next(ctx); !ok || j.container != want {
+			t.Fatalf("next: %q, %v; want %q", j.container, ok, want)
+		}
+	}
+	if q.reserve() {
+		t.Fatal("a slot is free before its read is done")
+	}
+	q.release()
+	if !q.reserve() {
+		t.Fatal("no slot after a read was done")
+	}
+	if _, ok := q.next(ctx); ok {
+		t.Fatal("a job from an empty queue")
+	}
+}
+
+// TestARemovedLogIsNoLog: what the kubelet streams for a container whose
+// log it removed (a pod it evicted) goes to logError, not into logTail; a
+// program printing the words amid its output keeps its log.
+func TestARemovedLogIsNoLog(t *testing.T) {
+	gone := `failed to try resolving symlinks in path "/var/log/pods/ns_hog_uid/main/0.log": lstat /var/log/pods/ns_hog_uid: no such file or directory`
+	for out, wantLog := range map[string]bool{gone: false, gone + "\n": false, "filling\n" + gone + "\n": true, "filled\n": true} {
+		r := NewIncidentReconciler(nil, notFoundReader{}, nil, func(context.Context, string, string, string, bool, int) (string, bool, error) {
+			return out, false, nil
+		})
+		got := r.readJobLogs(context.Background(), logJob{pod: client.ObjectKey{Namespace: "ns", Name: "hog"}, node: "n", container: "main", limit: 4096})
+		if wantLog && (got.tail != out || got.note != "") || !wantLog && (got.tail != "" || !strings.Contains(got.note, "the kubelet has removed the container's log")) {
+			t.Errorf("the kubelet streamed %q: log %q, note %q", out, got.tail, got.note)
+		}
 	}
 }

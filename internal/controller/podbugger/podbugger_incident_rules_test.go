@@ -42,6 +42,14 @@ func TestFailuresOf(t *testing.T) {
 			LastTerminationState: corev1.ContainerState{Terminated: term(1, 0, "Error", "a")}}), triggers: all, want: []debugv1beta1.IncidentReason{"CrashLoopBackOff"}, wantPrevious: true},
 		"restarted, running again": {status: status(corev1.ContainerStatus{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
 			LastTerminationState: corev1.ContainerState{Terminated: term(2, 0, "Error", "a")}}), triggers: all, want: []debugv1beta1.IncidentReason{"Error"}, wantPrevious: true},
+		"an init container exited 1": {status: corev1.PodStatus{Phase: corev1.PodPending, InitContainerStatuses: []corev1.ContainerStatus{
+			{Name: "init", State: corev1.ContainerState{Terminated: term(1, 0, "Error", "a")}}}}, triggers: all, want: []debugv1beta1.IncidentReason{"Error"}},
+		"an init container completed": {status: corev1.PodStatus{Phase: corev1.PodRunning, InitContainerStatuses: []corev1.ContainerStatus{
+			{Name: "init", State: corev1.ContainerState{Terminated: term(0, 0, "Completed", "a")}}}}, triggers: all},
+		"an init container in a crash loop, OOM-killed": {status: corev1.PodStatus{Phase: corev1.PodPending, InitContainerStatuses: []corev1.ContainerStatus{
+			{Name: "init", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+				LastTerminationState: corev1.ContainerState{Terminated: term(137, 0, "OOMKilled", "a")}}}},
+			triggers: all, want: []debugv1beta1.IncidentReason{"OOMKilled"}, wantPrevious: true},
 		"evicted by the kubelet": {status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted"}, triggers: all, want: []debugv1beta1.IncidentReason{"Evicted"}},
 		"evicted through the API": {status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.DisruptionTarget,
 			Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI"}}}, triggers: all, want: []debugv1beta1.IncidentReason{"Evicted"}},

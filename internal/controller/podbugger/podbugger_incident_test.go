@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -282,4 +283,45 @@ func TestAFailureAfterItsRecordWasPrunedOpensANewOne(t *testing.T) {
 	g.Eventually(incidentsIn(ns)).Should(ConsistOf(And(
 		HaveField("Spec.Count", int32(1)), HaveField("Spec.LastFailure.ContainerID", "containerd://instance-3"))))
 	g.Expect(reconcileErrors(t)-errorsBefore).To(BeZero(), "reconcile errors of the incident recorder")
+}
+
+// TestInitContainerFailuresAreRecorded: an init container that fails (the
+// pod's containers wait for it) and a sidecar OOM-killed in a crash loop are
+// recorded like a container's failures, each record saying which kind of
+// container failed, with its resources.
+func TestInitContainerFailuresAreRecorded(t *testing.T) {
+	g := testenv.NewG(t)
+	ns := env.Namespace(t)
+	env.StartManager(t, options())
+	recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerError, debugv1beta1.TriggerOOMKilled}, nil)
+	limits := corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("16Mi")}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-init", Labels: web}, Spec: corev1.PodSpec{
+		InitContainers: []corev1.Container{
+			{Name: "migrate", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{Limits: limits}},
+			{Name: "proxy", Image: "registry.k8s.io/pause:3.10", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)},
+		},
+		Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
+	}}
+	env.Create(t, p)
+	finished := metav1.NewTime(time.Now().Add(-2 * time.Second).Truncate(time.Second))
+	p.Status.Phase = corev1.PodPending
+	p.Status.InitContainerStatuses = []corev1.ContainerStatus{
+		{Name: "migrate", Image: "pause", ImageID: "pause", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: 3, Reason: "Error", ContainerID: "containerd://migrate-1", FinishedAt: finished}}},
+		{Name: "proxy", Image: "pause", ImageID: "pause", RestartCount: 1,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+				ExitCode: 137, Reason: "OOMKilled", ContainerID: "containerd://proxy-1", FinishedAt: finished}}},
+	}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Image: "pause", ImageID: "pause",
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}}
+	g.Expect(env.Client.Status().Update(ctx, p)).To(Succeed())
+
+	g.Eventually(incidentsIn(ns)).Should(ConsistOf(
+		And(HaveField("Spec.Container", "migrate"), HaveField("Spec.ContainerKind", debugv1beta1.ContainerKindInit),
+			HaveField("Spec.Reason", debugv1beta1.IncidentError), HaveField("Spec.LastFailure.ExitCode", int32(3)),
+			HaveField("Spec.Resources.Limits", HaveKeyWithValue(corev1.ResourceMemory, resource.MustParse("16Mi")))),
+		And(HaveField("Spec.Container", "proxy"), HaveField("Spec.ContainerKind", debugv1beta1.ContainerKindSidecar),
+			HaveField("Spec.Reason", debugv1beta1.IncidentOOMKilled), HaveField("Spec.LastFailure.ContainerID", "containerd://proxy-1"))))
+	g.Consistently(incidentsIn(ns)).Should(HaveLen(2))
 }

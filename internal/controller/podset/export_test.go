@@ -1,6 +1,8 @@
 package podset
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -35,3 +37,8 @@ func (r *PodSetReconciler) RecordCreated(set *appsv1beta1.PodSet, pods []*corev1
 
 // PodEventHandler is the handler of the pod informer's events.
 func (r *PodSetReconciler) PodEventHandler() handler.Funcs { return r.podEventHandler() }
+
+// SyncBegan records that the PodSet key's last sync began at at.
+func (r *PodSetReconciler) SyncBegan(key types.NamespacedName, at time.Time) {
+	r.syncs.began(key, at)
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -69,6 +70,7 @@ type PodSetReconciler struct {
 	podName      func(*appsv1beta1.PodSet) string // newPodName; tests choose names that collide
 	expectations *expectations
 	backoff      *finishedBackoff
+	syncs        syncTimes
 }
 
 // NewPodSetReconciler returns a reconciler that writes through c, reads
@@ -81,6 +83,7 @@ func NewPodSetReconciler(c client.Client, apiReader client.Reader, rec events.Ev
 		Now:       time.Now,
 		backoff:   newFinishedBackoff(),
 		podName:   newPodName,
+		syncs:     syncTimes{at: map[types.NamespacedName]time.Time{}},
 	}
 	clock := func() time.Time { return r.Now() }
 	r.status = status.NewWriter(c,
@@ -153,6 +156,7 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if set.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil // the garbage collector removes the pods
 	}
+	r.syncs.began(req.NamespacedName, r.Now())
 	if err := r.settleUnsure(ctx, set); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -232,6 +236,7 @@ func resultOf(failure *syncFailure, delays ...time.Duration) (ctrl.Result, error
 func (r *PodSetReconciler) forget(key types.NamespacedName) {
 	r.expectations.forget(key)
 	r.backoff.forget(key)
+	r.syncs.forget(key)
 	r.status.Forget(key)
 	forgetMetrics(key)
 }
@@ -306,9 +311,13 @@ func (r *PodSetReconciler) podEventHandler() handler.Funcs {
 			if progressOnly(e.ObjectOld, e.ObjectNew) {
 				// Scheduled, started, ready: a thousand starting pods send
 				// thousands of these, and each would be a sync of the whole
-				// set. Gathered, they make a few.
-				q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: e.ObjectNew.GetNamespace(), Name: ref.Name}}, progressDelay)
-				return
+				// set. Gathered, they make a few; news after a quiet spell
+				// (the pod that completes a set) is acted on at once.
+				key := types.NamespacedName{Namespace: e.ObjectNew.GetNamespace(), Name: ref.Name}
+				if wait := progressWait(r.syncs.last(key), r.Now()); wait > 0 {
+					q.AddAfter(reconcile.Request{NamespacedName: key}, wait)
+					return
+				}
 			}
 			enqueue(q, e.ObjectNew, ref)
 		},
@@ -323,10 +332,46 @@ func (r *PodSetReconciler) podEventHandler() handler.Funcs {
 	}
 }
 
-// progressDelay is how long a PodSet's sync waits after a pod of it made
-// progress (progressOnly), so that the progress of many pods is handled in
-// one sync.
+// progressDelay is how far apart the syncs of a PodSet that its pods'
+// progress (progressOnly) asks for are: the progress of many pods is
+// handled in one sync.
 const progressDelay = 250 * time.Millisecond
+
+// progressWait is how long the sync that a pod's progress asks for waits, at
+// now, for a PodSet whose last sync began at last: the rest of progressDelay
+// since then, or nothing once it has passed. The first news after a quiet
+// spell is acted on at once (the last pod of a set becoming ready, whose
+// status a user waits for); what follows it within progressDelay is gathered
+// into one sync at the window's end. A fixed delay after every event held
+// each set's last status 250 ms behind its pods.
+func progressWait(last, now time.Time) time.Duration {
+	return max(0, last.Add(progressDelay).Sub(now))
+}
+
+// syncTimes are when each PodSet's last sync began.
+type syncTimes struct {
+	mu sync.Mutex
+	at map[types.NamespacedName]time.Time
+}
+
+func (s *syncTimes) began(key types.NamespacedName, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.at[key] = now
+}
+
+// last is when key's last sync began; zero when none did.
+func (s *syncTimes) last(key types.NamespacedName) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.at[key]
+}
+
+func (s *syncTimes) forget(key types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.at, key)
+}
 
 // progressOnly says whether an update of a pod its PodSet still controls
 // only moves it along its way (scheduled, started, ready), which changes the

@@ -1,0 +1,353 @@
+package podbugger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+)
+
+// A record is written the moment a failure is seen, without its log; the
+// log is read afterwards, by a small pool of its own, and written into the
+// record by a second update. A kubelet that does not answer (a node down,
+// or kwok's) then delays only the logs of its own pods, never another pod's
+// record: with the log read before the write, the bench's crash loop on 100
+// silent kwok nodes counted 702 of 2,000 failures. The failed instance's log
+// stays readable (previous=true) until the container fails again, which the
+// kubelet's backoff spaces out by 10 s or more.
+const (
+	// logReaders is how many log reads run at once: each holds one
+	// goroutine and, while it streams, a buffer of about 2*logTailBytes.
+	logReaders = 16
+	// maxQueuedLogReads bounds the log reads waiting for a reader (each a
+	// few hundred bytes): failures beyond it are recorded with a note
+	// instead of a log, however many pods a tenant makes crash.
+	maxQueuedLogReads = 1024
+)
+
+// pendingLogNote is what a record says of its log until the log is read.
+const pendingLogNote = "being read: the failed instance's log is written here once its kubelet answers"
+
+// logJob is the log read a record waits for: whose log, and which state of
+// which record it belongs to (count and lastTime: a record that counted a
+// later failure meanwhile waits for that failure's log, not this one's).
+type logJob struct {
+	pod       types.NamespacedName
+	podUID    types.UID
+	node      string
+	container string
+	// instanceID is the failed instance's container ID; empty for a
+	// failure without one (NotReady, Evicted), whose current log is read.
+	instanceID string
+	// previous says the instance was the container's previous one when the
+	// failure was seen (its log is read with previous=true).
+	previous bool
+	// debugger names the PodBugger's debug container when it has started
+	// in the pod: its log is read as well.
+	debugger string
+	limit    int
+
+	record   types.NamespacedName
+	count    int32
+	lastTime metav1.Time
+}
+
+// logQueue is the bounded queue of log reads. A slot is reserved before the
+// record is written (a full queue is known before the write, and said in
+// the record) and freed when its read is done or its record not written.
+// Its memory follows what waits, up to max jobs: none when nothing fails.
+type logQueue struct {
+	mu       sync.Mutex
+	max      int
+	reserved int
+	jobs     []logJob
+	// records are the records whose jobs are queued or being read.
+	records map[types.NamespacedName]struct{}
+	// ready wakes a reader when a job is queued.
+	ready chan struct{}
+}
+
+func newLogQueue(n int) *logQueue {
+	return &logQueue{max: n, ready: make(chan struct{}, 1), records: map[types.NamespacedName]struct{}{}}
+}
+
+// reserve takes a slot if one is free.
+func (q *logQueue) reserve() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.reserved >= q.max {
+		return false
+	}
+	q.reserved++
+	return true
+}
+
+// release frees a slot: its read is done, or its record was not written.
+func (q *logQueue) release() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.reserved--
+}
+
+// submit queues j in the slot reserved for it.
+func (q *logQueue) submit(j logJob) {
+	q.mu.Lock()
+	q.jobs = append(q.jobs, j)
+	q.records[j.record] = struct{}{}
+	q.mu.Unlock()
+	q.wake()
+}
+
+// done frees j's slot once its read is over.
+func (q *logQueue) done(j logJob) {
+	q.mu.Lock()
+	delete(q.records, j.record)
+	q.mu.Unlock()
+	q.release()
+}
+
+// reading reports whether a job of this process will write record's log.
+func (q *logQueue) reading(record types.NamespacedName) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	_, ok := q.records[record]
+	return ok
+}
+
+func (q *logQueue) wake() {
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// next waits for the oldest job; false when ctx ends first.
+func (q *logQueue) next(ctx context.Context) (logJob, bool) {
+	for {
+		q.mu.Lock()
+		if len(q.jobs) > 0 {
+			j := q.jobs[0]
+			q.jobs[0] = logJob{}
+			q.jobs = q.jobs[1:]
+			more := len(q.jobs) > 0
+			if !more {
+				q.jobs = nil // the array goes with the backlog
+			}
+			q.mu.Unlock()
+			if more {
+				q.wake() // another reader takes the next one
+			}
+			return j, true
+		}
+		q.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return logJob{}, false
+		case <-q.ready:
+		}
+	}
+}
+
+// readLogs runs the pool's readers until ctx ends. It runs only on the
+// leader (a manager Runnable), as the recorder's workers do.
+func (r *IncidentReconciler) readLogs(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for range logReaders {
+		wg.Go(func() {
+			for {
+				j, ok := r.logQueue.next(ctx)
+				if !ok {
+					return
+				}
+				r.fillLog(ctx, j)
+				r.logQueue.done(j)
+			}
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+// The operations of the JSON patches the recorder writes.
+const (
+	opTest    = "test"
+	opAdd     = "add"
+	opReplace = "replace"
+)
+
+// patchOp is one operation of a JSON patch (RFC 6902).
+type patchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+// logsRead is what a log job read: the failed instance's log or why not,
+// and the debug container's output.
+type logsRead struct {
+	tail, note string
+	truncated  bool
+	debug      *debugv1beta1.IncidentDebugContainer
+}
+
+// fillLog reads j's logs and writes them into j's record, unless the record
+// has counted another failure since (or is gone): that failure's own job
+// fills it.
+func (r *IncidentReconciler) fillLog(ctx context.Context, j logJob) {
+	got := r.readJobLogs(ctx, j)
+	ops := []patchOp{
+		{opTest, "/spec/count", j.count},
+		{opTest, "/spec/lastTime", j.lastTime},
+		// Not written yet: a read queued again after a restart must not
+		// replace a log its first read wrote.
+		{opTest, "/spec/logError", pendingLogNote},
+		{opAdd, "/spec/logTail", got.tail},
+		{opAdd, "/spec/logTruncated", got.truncated},
+		{opAdd, "/spec/logError", cut(got.note, debugv1beta1.MaxIncidentMessage)},
+	}
+	if got.debug != nil {
+		ops = append(ops, patchOp{opAdd, "/spec/debugContainer", got.debug})
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return
+	}
+	inc := &debugv1beta1.PodIncident{ObjectMeta: metav1.ObjectMeta{Namespace: j.record.Namespace, Name: j.record.Name}}
+	if err := r.Patch(ctx, inc, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		// The record counted a later failure, or was pruned: nothing to do.
+		logf.FromContext(ctx).V(1).Info("the log of an incident not written", "podIncident", klog.KObj(inc), "error", err.Error())
+		return
+	}
+	r.written.logWritten(j.pod, j.record.Name)
+	logWrittenSeconds.Observe(r.Now().Sub(j.lastTime.Time).Seconds())
+}
+
+// readJobLogs reads j's logs within logsTimeout, unless j's node did not
+// answer lately.
+func (r *IncidentReconciler) readJobLogs(ctx context.Context, j logJob) logsRead {
+	if until, paused := r.unanswered.paused(j.node, r.Now()); paused {
+		return logsRead{note: pausedNote(j.node, until)}
+	}
+	ctx, cancel := context.WithTimeout(ctx, logsTimeout)
+	defer cancel()
+	// Only what the kubelet (or the apiserver) answered tells whether the
+	// node answers.
+	logs := func(ctx context.Context, ns, pod, container string, previous bool, limit int) (string, bool, error) {
+		out, truncated, err := r.Logs(ctx, ns, pod, container, previous, limit)
+		r.unanswered.observe(j.node, err, r.Now())
+		if err == nil && kubeletLogGone.MatchString(out) {
+			return "", false, fmt.Errorf("not read: the kubelet has removed the container's log (%s)", strings.TrimSpace(cut(out, 512)))
+		}
+		return out, truncated, err
+	}
+	var (
+		got logsRead
+		wg  sync.WaitGroup
+	)
+	if j.debugger != "" {
+		wg.Go(func() {
+			out, _, err := logs(ctx, j.pod.Namespace, j.pod.Name, j.debugger, false, j.limit)
+			if err != nil {
+				out = "(log not readable: " + cut(err.Error(), 256) + ")"
+			}
+			got.debug = &debugv1beta1.IncidentDebugContainer{Name: j.debugger, LogTail: out}
+		})
+	}
+	var err error
+	got.tail, got.truncated, err = r.failedLog(ctx, j, logs)
+	if err != nil {
+		got.note = err.Error()
+	}
+	wg.Wait()
+	return got
+}
+
+// kubeletLogGone is what the kubelet streams, as if it were the log, for a
+// container whose log it has removed already (a pod it evicted, for one):
+// the record says so in logError, not as the container's output.
+var kubeletLogGone = regexp.MustCompile(`\Afailed to try resolving symlinks in path "[^"]*": lstat [^\n]*: no such file or directory\n?\z`)
+
+// where a failed instance is in its container's status.
+type where int
+
+const (
+	instanceGone     where = iota // replaced by a newer failure: its log is no longer kept
+	instanceCurrent               // the container's current state: its log is the current one
+	instancePrevious              // its last termination: its log is the previous one
+)
+
+// failedLog reads the log of j's failed instance, and makes sure it was
+// that instance's: the instance is looked up in the pod's status after the
+// read (the kubelet may have restarted the container before it, and then
+// the current log is the next instance's, or replaced the previous one with
+// the next failure). When the instance has moved (current to previous), its
+// log is read again as the previous one.
+func (r *IncidentReconciler) failedLog(ctx context.Context, j logJob, logs PodLogs) (string, bool, error) {
+	if j.instanceID == "" {
+		return logs(ctx, j.pod.Namespace, j.pod.Name, j.container, false, j.limit)
+	}
+	at := instanceCurrent
+	if j.previous {
+		at = instancePrevious
+	}
+	for range 3 {
+		out, truncated, err := logs(ctx, j.pod.Namespace, j.pod.Name, j.container, at == instancePrevious, j.limit)
+		if err != nil {
+			return "", false, err
+		}
+		after, restarts, aerr := r.instanceNow(ctx, j)
+		switch {
+		case aerr != nil:
+			return "", false, fmt.Errorf("not read: the pod could not be read: %w", aerr)
+		case after == instanceGone:
+			return "", false, fmt.Errorf("not read: the container failed again (restart count %d) before the failed instance's log could be read; the kubelet keeps only the last instance's log", restarts)
+		case after == at:
+			return out, truncated, nil
+		}
+		at = after
+	}
+	return "", false, errors.New("not read: the container kept restarting while its log was read")
+}
+
+// instanceNow is where j's failed instance is in the pod's status as the
+// apiserver holds it, and the container's restart count.
+func (r *IncidentReconciler) instanceNow(ctx context.Context, j logJob) (where, int32, error) {
+	pod := &corev1.Pod{}
+	if err := r.APIReader.Get(ctx, j.pod, pod); err != nil {
+		return instanceGone, 0, err
+	}
+	if pod.UID != j.podUID {
+		return instanceGone, 0, errors.New("the pod was replaced by another of the same name")
+	}
+	for _, cs := range containerStatuses(pod) {
+		if cs.Name != j.container {
+			continue
+		}
+		switch {
+		case cs.State.Terminated != nil && cs.State.Terminated.ContainerID == j.instanceID:
+			return instanceCurrent, cs.RestartCount, nil
+		case cs.LastTerminationState.Terminated != nil && cs.LastTerminationState.Terminated.ContainerID == j.instanceID:
+			return instancePrevious, cs.RestartCount, nil
+		}
+		return instanceGone, cs.RestartCount, nil
+	}
+	return instanceGone, 0, nil
+}
+
+// containerStatuses are the statuses of pod's containers, init containers
+// first.
+func containerStatuses(pod *corev1.Pod) []corev1.ContainerStatus {
+	return append(append([]corev1.ContainerStatus(nil), pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
+}
