@@ -35,3 +35,7 @@ func ClusterWideHolds(c *Cache, obj client.Object, namespace, name string) (any,
 	held, exists, err := inf.GetIndexer().GetByKey(namespace + "/" + name)
 	return held, exists && err == nil
 }
+
+// IsStub reports whether obj is what the cluster-wide informer holds of an
+// object of a namespace nothing needs.
+func IsStub(obj any) bool { return isStub(obj) }

@@ -144,6 +144,7 @@ func (r *registration) deliver(s *space, ev event, old, obj any, initial bool) {
 }
 
 func (r *registration) dispatch(ev event, old, obj any, initial bool) {
+	old, obj = r.k.expandAny(old), r.k.expandAny(obj)
 	switch ev {
 	case added:
 		r.handler.OnAdd(obj, initial)
@@ -252,7 +253,7 @@ func (k *kind) handOver(namespace string, to *space, regs []*registration) {
 			}
 			obj := t.obj
 			r.told[namespace][name] = told{obj: obj, gone: true}
-			out = append(out, func() { r.handler.OnDelete(obj) })
+			out = append(out, func() { r.dispatch(deleted, nil, obj, false) })
 		}
 		r.mu.Unlock()
 		for _, f := range out {
@@ -273,7 +274,7 @@ func (k *kind) objectsIn(s *space, namespace string) []client.Object {
 	}
 	// Stubs were never told (stubs.go).
 	opts := withoutStubLabel([]client.ListOption{client.InNamespace(namespace), client.UnsafeDisableDeepCopy})
-	if err := s.cache.List(context.Background(), list, opts...); err != nil {
+	if err := k.held(s).List(context.Background(), list, opts...); err != nil {
 		return nil
 	}
 	var out []client.Object

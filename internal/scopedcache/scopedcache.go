@@ -50,6 +50,11 @@ type Need struct {
 	// Triggers are the cluster-wide kinds whose changes can change what
 	// Namespaces returns.
 	Triggers []client.Object
+	// Expand, when set, says that the kind's transform (cache.ByObject)
+	// holds its objects as a compact type (compact.go): it returns a new
+	// object of the kind's type from a compact one, and false for anything
+	// else. The first Need of a kind with Expand sets it.
+	Expand func(held client.Object) (client.Object, bool)
 }
 
 // NamespacesOf is a Need's Namespaces for a controller that acts in the
@@ -145,6 +150,9 @@ func (o Options) New(needs ...Need) cache.NewCacheFunc {
 			}
 			if n.Namespaces != nil {
 				k.needs = append(k.needs, n)
+			}
+			if k.expand == nil {
+				k.expand = n.Expand
 			}
 		}
 		return c, nil
@@ -307,13 +315,15 @@ type kind struct {
 	obj      client.Object
 	scheme   *runtime.Scheme
 	needs    []Need
-	newCache func(namespace string) (cache.Cache, error)
+	newCache func(namespace string, held *heldStores) (cache.Cache, error)
 	// allowed are the namespaces the manager may watch (its
 	// DefaultNamespaces); nil is any.
 	allowed  sets.Set[string]
 	informer *fanout
 	// keepFor is how long an unneeded space lives (Options.KeepFor).
 	keepFor time.Duration
+	// expand turns a compact object back into the kind's (Need.Expand).
+	expand func(client.Object) (client.Object, bool)
 
 	// poke asks run to look at the needs again; started is closed once the
 	// namespaces needed at start have synced.
@@ -361,8 +371,11 @@ type space struct {
 	namespace string
 	cache     cache.Cache
 	informer  cache.Informer
-	stop      context.CancelFunc
-	synced    chan struct{}
+	// held are the stores of the space's informers of the kind, read
+	// directly for a compact kind (compact.go).
+	held   *heldStores
+	stop   context.CancelFunc
+	synced chan struct{}
 	// dropped is closed when the space stops: a reader waiting for it to
 	// sync gets an error instead of waiting for good.
 	dropped   chan struct{}
@@ -384,7 +397,7 @@ func newKind(gvk schema.GroupVersionKind, obj client.Object, cfg *rest.Config, o
 		}
 	}
 	k.informer = &fanout{k: k}
-	k.newCache = func(namespace string) (cache.Cache, error) {
+	k.newCache = func(namespace string, held *heldStores) (cache.Cache, error) {
 		o := opts
 		if namespace != allNamespaces {
 			o.DefaultNamespaces = map[string]cache.Config{namespace: {}}
@@ -394,6 +407,8 @@ func newKind(gvk schema.GroupVersionKind, obj client.Object, cfg *rest.Config, o
 				return nil, err
 			}
 		}
+		// Set last: clusterWideOptions starts again from opts.
+		o.NewInformer = k.capturing(opts.NewInformer, held)
 		return cache.New(cfg, o)
 	}
 	return k
@@ -685,7 +700,8 @@ func (k *kind) startLocked(namespace string) (*space, error) {
 	if namespace == allNamespaces {
 		k.resetStubbed()
 	}
-	c, err := k.newCache(namespace)
+	held := &heldStores{}
+	c, err := k.newCache(namespace, held)
 	if err != nil {
 		return nil, fmt.Errorf("scoped cache of %s in %q: %w", k.gvk.Kind, namespace, err)
 	}
@@ -696,18 +712,18 @@ func (k *kind) startLocked(namespace string) (*space, error) {
 		return nil, fmt.Errorf("scoped cache of %s in %q: %w", k.gvk.Kind, namespace, err)
 	}
 	for _, ix := range k.indexers {
-		if err := c.IndexField(ctx, k.obj, ix.field, skipStubs(ix.extract)); err != nil {
+		if err := c.IndexField(ctx, k.obj, ix.field, k.indexable(ix.extract)); err != nil {
 			stop()
 			return nil, fmt.Errorf("scoped cache of %s in %q: index %s: %w", k.gvk.Kind, namespace, ix.field, err)
 		}
 	}
 	for _, ix := range k.rawIndexers {
-		if err := inf.AddIndexers(skipStubsRaw(ix)); err != nil {
+		if err := inf.AddIndexers(k.indexableRaw(ix)); err != nil {
 			stop()
 			return nil, fmt.Errorf("scoped cache of %s in %q: %w", k.gvk.Kind, namespace, err)
 		}
 	}
-	s := &space{namespace: namespace, cache: c, informer: inf, stop: stop,
+	s := &space{namespace: namespace, cache: c, informer: inf, held: held, stop: stop,
 		synced: make(chan struct{}), dropped: make(chan struct{}), needed: true, startedAt: time.Now()}
 	for _, r := range k.handlers {
 		if err := r.add(s); err != nil {
@@ -803,7 +819,7 @@ func (k *kind) reader(ctx context.Context, namespace string) (client.Reader, err
 	if err := s.wait(ctx); err != nil {
 		return nil, err
 	}
-	return s.cache, nil
+	return k.held(s), nil
 }
 
 // acrossLocked answers a read across namespaces: the needed namespaces'
@@ -881,7 +897,7 @@ func (k *kind) indexField(ctx context.Context, field string, extract client.Inde
 	defer k.mu.Unlock()
 	k.indexers = append(k.indexers, indexer{field: field, extract: extract})
 	for _, s := range k.spaces {
-		if err := s.cache.IndexField(ctx, k.obj, field, skipStubs(extract)); err != nil {
+		if err := s.cache.IndexField(ctx, k.obj, field, k.indexable(extract)); err != nil {
 			return err
 		}
 	}
@@ -908,7 +924,7 @@ func (u union) List(ctx context.Context, list client.ObjectList, opts ...client.
 		if !ok {
 			return fmt.Errorf("scoped cache: %T is not a list", list)
 		}
-		if err := s.cache.List(ctx, part, opts...); err != nil {
+		if err := u.k.held(s).List(ctx, part, opts...); err != nil {
 			return err
 		}
 		objs, err := apimeta.ExtractList(part)
@@ -975,7 +991,7 @@ func (f *fanout) AddIndexers(indexers toolscache.Indexers) error {
 	k.rawIndexers = append(k.rawIndexers, indexers)
 	errs := make([]error, 0, len(k.spaces))
 	for _, s := range k.spaces {
-		errs = append(errs, s.informer.AddIndexers(skipStubsRaw(indexers)))
+		errs = append(errs, s.informer.AddIndexers(k.indexableRaw(indexers)))
 	}
 	return errors.Join(errs...)
 }

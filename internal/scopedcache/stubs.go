@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"unique"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -24,10 +28,9 @@ import (
 // would cost memory again (issue 26: 2,000 unrelated pods and 2,000 Jobs
 // took the manager from 8 to 32 MiB of heap). So the cluster-wide informer
 // keeps an object of a namespace that is not needed when the object
-// arrives as a stub: a metav1.PartialObjectMetadata (a few hundred bytes,
-// where an empty corev1.Pod or batchv1.Job is over 1,200) with its name,
-// namespace, UID, resourceVersion, generation and timestamps, labelled
-// StubLabel, nothing else. The namespaces it stubbed are remembered
+// arrives as a stub: its name, namespace and resourceVersion, nothing else
+// (a few hundred bytes with its store entries, where an empty corev1.Pod or
+// batchv1.Job is over 1,200). The namespaces it stubbed are remembered
 // (kind.stubbed), and the cluster-wide space answers for none of them:
 //   - a read in such a namespace is answered by an informer of the
 //     namespace's own, started for the read as in per-namespace mode;
@@ -47,24 +50,74 @@ import (
 // StubLabel marks an object the cluster-wide informer holds as a stub.
 const StubLabel = "scopedcache.deckhand.dev/stub"
 
+// stub is what the cluster-wide informer holds of an object of a namespace
+// nothing needs: its key and resourceVersion (the informer tells a resync
+// from a change by it), nothing else. A metav1.PartialObjectMetadata, the
+// first stub, cost 869 B of heap with its store entries (its ObjectMeta is
+// 256 bytes before any string, and its label map more); a stub costs about
+// its key (TestStubCostsAboutItsKey). Its namespace string is shared by the
+// stubs of a namespace.
+type stub struct {
+	name, namespace, resourceVersion string
+}
+
+// A stub is a client.Object for the informer's key and index functions, a
+// list's label selector and controller-runtime's index wrapper: it tells
+// its name, namespace and resourceVersion and StubLabel (a map made on each
+// call), zero for the rest, and ignores every setter but those three.
+var _ client.Object = &stub{}
+
+// GetObjectKind has no kind to tell: a stub never leaves the package.
+func (s *stub) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject copies the stub.
+func (s *stub) DeepCopyObject() runtime.Object { c := *s; return &c }
+
+func (s *stub) GetNamespace() string                          { return s.namespace }
+func (s *stub) SetNamespace(ns string)                        { s.namespace = ns }
+func (s *stub) GetName() string                               { return s.name }
+func (s *stub) SetName(name string)                           { s.name = name }
+func (s *stub) GetResourceVersion() string                    { return s.resourceVersion }
+func (s *stub) SetResourceVersion(v string)                   { s.resourceVersion = v }
+func (s *stub) GetLabels() map[string]string                  { return map[string]string{StubLabel: ""} }
+func (s *stub) SetLabels(map[string]string)                   {}
+func (s *stub) GetGenerateName() string                       { return "" }
+func (s *stub) SetGenerateName(string)                        {}
+func (s *stub) GetUID() types.UID                             { return "" }
+func (s *stub) SetUID(types.UID)                              {}
+func (s *stub) GetGeneration() int64                          { return 0 }
+func (s *stub) SetGeneration(int64)                           {}
+func (s *stub) GetSelfLink() string                           { return "" }
+func (s *stub) SetSelfLink(string)                            {}
+func (s *stub) GetCreationTimestamp() metav1.Time             { return metav1.Time{} }
+func (s *stub) SetCreationTimestamp(metav1.Time)              {}
+func (s *stub) GetDeletionTimestamp() *metav1.Time            { return nil }
+func (s *stub) SetDeletionTimestamp(*metav1.Time)             {}
+func (s *stub) GetDeletionGracePeriodSeconds() *int64         { return nil }
+func (s *stub) SetDeletionGracePeriodSeconds(*int64)          {}
+func (s *stub) GetAnnotations() map[string]string             { return nil }
+func (s *stub) SetAnnotations(map[string]string)              {}
+func (s *stub) GetFinalizers() []string                       { return nil }
+func (s *stub) SetFinalizers([]string)                        {}
+func (s *stub) GetOwnerReferences() []metav1.OwnerReference   { return nil }
+func (s *stub) SetOwnerReferences([]metav1.OwnerReference)    {}
+func (s *stub) GetManagedFields() []metav1.ManagedFieldsEntry { return nil }
+func (s *stub) SetManagedFields([]metav1.ManagedFieldsEntry)  {}
+
 // isStub reports whether obj (or the object of a deletion tombstone) is a
 // stub.
 func isStub(obj any) bool {
 	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	_, ok := obj.(*metav1.PartialObjectMetadata)
+	_, ok := obj.(*stub)
 	return ok
 }
 
-// stubOf is o reduced to a stub of the kind.
-func (k *kind) stubOf(o client.Object) *metav1.PartialObjectMetadata {
-	s := &metav1.PartialObjectMetadata{}
-	s.SetGroupVersionKind(k.gvk)
-	s.Name, s.Namespace, s.UID, s.ResourceVersion = o.GetName(), o.GetNamespace(), o.GetUID(), o.GetResourceVersion()
-	s.Generation, s.CreationTimestamp, s.DeletionTimestamp = o.GetGeneration(), o.GetCreationTimestamp(), o.GetDeletionTimestamp()
-	s.Labels = map[string]string{StubLabel: ""}
-	return s
+// stubOf is o reduced to a stub, its namespace shared with the other stubs
+// of the namespace.
+func stubOf(o client.Object) *stub {
+	return &stub{name: o.GetName(), namespace: unique.Make(o.GetNamespace()).Value(), resourceVersion: o.GetResourceVersion()}
 }
 
 // skipStubs is extract for everything but stubs, which are in no index.
@@ -135,7 +188,7 @@ func (k *kind) stubbing(inner toolscache.TransformFunc) toolscache.TransformFunc
 		o, ok := obj.(client.Object)
 		if ok && !k.neededHas(o.GetNamespace()) {
 			k.markStubbed(o.GetNamespace())
-			return k.stubOf(o), nil
+			return stubOf(o), nil
 		}
 		if inner != nil {
 			return inner(obj)
@@ -189,7 +242,7 @@ func (w withoutStubs) List(ctx context.Context, list client.ObjectList, opts ...
 	}
 	// The stubs are left out by their label, before the cache copies what
 	// it holds into list (a stub is not of list's kind).
-	if err := w.all.cache.List(ctx, list, withoutStubLabel(opts)...); err != nil {
+	if err := w.k.held(w.all).List(ctx, list, withoutStubLabel(opts)...); err != nil {
 		return err
 	}
 	items, err := apimeta.ExtractList(list)

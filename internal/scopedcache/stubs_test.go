@@ -8,7 +8,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/deckhand-dev/deckhand/internal/scopedcache"
@@ -70,8 +69,11 @@ func TestClusterWideHoldsStubsOfWhatNothingNeeds(t *testing.T) {
 	// What the cluster-wide informer holds of it is a stub, and the
 	// handlers are not told of it; a needed namespace's pods are held and
 	// told whole.
-	g.Eventually(func() any { held, _ := scopedcache.ClusterWideHolds(c, &corev1.Pod{}, other, "unrelated"); return held }).
-		Should(BeAssignableToTypeOf(&metav1.PartialObjectMetadata{}), "the unrelated pod is held whole")
+	g.Eventually(func() bool {
+		held, _ := scopedcache.ClusterWideHolds(c, &corev1.Pod{}, other, "unrelated")
+		return scopedcache.IsStub(held)
+	}).
+		Should(BeTrue(), "the unrelated pod is held whole")
 	held, _ := scopedcache.ClusterWideHolds(c, &corev1.Pod{}, spaces[0], "p0")
 	g.Expect(held).To(BeAssignableToTypeOf(&corev1.Pod{}))
 	g.Eventually(h.get(spaces[0] + "/p0")).ShouldNot(BeNil())

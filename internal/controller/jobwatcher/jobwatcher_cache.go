@@ -3,9 +3,16 @@ package jobwatcher
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
+	"unique"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -13,28 +20,174 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/scopedcache"
 )
 
-// CacheByObject keeps Jobs in the manager's cache without their pod
-// template: the controller decides from status, TTL, labels and
-// annotations, and a cluster can hold thousands of finished Jobs whose
-// templates would otherwise dominate the cache.
+// CacheByObject keeps Jobs in the manager's cache as slimJob makes them:
+// the controller decides from the finish condition, TTL, labels and its
+// own annotations, and a cluster can hold thousands of finished Jobs.
 func CacheByObject() map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
 		&batchv1.Job{}: {Transform: slimJob},
 	}
 }
 
-// slimJob drops what Deckhand never reads from a cached Job: managedFields
-// and the pod template. Deletion decisions re-read the Job from the
-// apiserver, so nothing acts on the slimmed copy alone.
+// cachedJob is what the manager's cache holds of a Job: what the
+// controller reads from the cache, nothing else (slimJob). It is not a
+// batchv1.Job, whose struct alone is 1,320 bytes with its pod template
+// zeroed: the scoped cache turns it back into one (expandJob) for every
+// read, handler and index (internal/scopedcache/compact.go), so no reader
+// changes. Issue 26: a finished Job cost 3.8 KB of live heap cached as a
+// slimmed batchv1.Job, 2.1 KB as one rebuilt with only these fields, and
+// costs under 1 KiB as a cachedJob (TestCachedJobHeap).
+type cachedJob struct {
+	// ObjectMeta holds name, namespace, UID, resourceVersion, generation,
+	// creation and deletion timestamps, and Deckhand's annotations; its
+	// Labels are kept in labels.
+	metav1.ObjectMeta
+	// labels are the labels as key, value pairs: a slice of four labels is
+	// 128 bytes, a map of them over 300.
+	labels []string
+	// ttl is spec.ttlSecondsAfterFinished, which leaves the Job to
+	// Kubernetes.
+	ttl *int32
+	// finishedBy is the type of the condition the Job finished by
+	// (Complete or Failed, true), "" while it runs; finishedAt its time.
+	finishedBy batchv1.JobConditionType
+	finishedAt metav1.Time
+}
+
+var _ client.Object = &cachedJob{}
+
+// GetObjectKind has no kind: a cachedJob never leaves the cache.
+func (c *cachedJob) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject copies the cachedJob.
+func (c *cachedJob) DeepCopyObject() runtime.Object {
+	out := &cachedJob{labels: slices.Clone(c.labels), finishedBy: c.finishedBy, finishedAt: c.finishedAt}
+	c.DeepCopyInto(&out.ObjectMeta)
+	if c.ttl != nil {
+		out.ttl = ptr.To(*c.ttl)
+	}
+	return out
+}
+
+// GetLabels are the Job's labels, a map of its own.
+func (c *cachedJob) GetLabels() map[string]string {
+	if len(c.labels) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(c.labels)/2)
+	for i := 0; i+1 < len(c.labels); i += 2 {
+		out[c.labels[i]] = c.labels[i+1]
+	}
+	return out
+}
+
+// SetLabels sets the Job's labels: keys interned, and values equal to the
+// Job's name or UID (the Job controller's job-name and controller-uid
+// labels) sharing those strings instead of holding them again.
+func (c *cachedJob) SetLabels(in map[string]string) {
+	c.labels = nil
+	if len(in) == 0 {
+		return
+	}
+	c.labels = make([]string, 0, 2*len(in))
+	for k, v := range in {
+		switch v {
+		case c.Name:
+			v = c.Name
+		case string(c.UID):
+			v = string(c.UID)
+		}
+		c.labels = append(c.labels, unique.Make(k).Value(), v)
+	}
+}
+
+// job is the batchv1.Job the cachedJob stands for, new: what readers,
+// handlers and indexes of the cache see.
+func (c *cachedJob) job() *batchv1.Job {
+	j := &batchv1.Job{TypeMeta: metav1.TypeMeta{APIVersion: batchv1.SchemeGroupVersion.String(), Kind: "Job"}}
+	c.DeepCopyInto(&j.ObjectMeta)
+	j.Labels = c.GetLabels()
+	if c.ttl != nil {
+		j.Spec.TTLSecondsAfterFinished = ptr.To(*c.ttl)
+	}
+	if c.finishedBy != "" {
+		j.Status.Conditions = []batchv1.JobCondition{{Type: c.finishedBy, Status: corev1.ConditionTrue, LastTransitionTime: c.finishedAt}}
+	}
+	return j
+}
+
+// expandJob is the scoped cache's Need.Expand for Jobs.
+func expandJob(held client.Object) (client.Object, bool) {
+	c, ok := held.(*cachedJob)
+	if !ok {
+		return held, false
+	}
+	return c.job(), true
+}
+
+// slimJob is the cache transform for Jobs: a Job is held as a cachedJob,
+// with what the controller reads from the cache:
+//   - its metadata: name, namespace, UID, resourceVersion, generation,
+//     creation and deletion timestamps, labels (for watchers' selectors)
+//     and Deckhand's own annotations (batch.deckhand.dev/...); other
+//     annotations, owner references, finalizers and managedFields go;
+//   - spec.ttlSecondsAfterFinished, which leaves the Job to Kubernetes;
+//   - the condition it finished by (Complete or Failed, true): its type
+//     and time, no reason, message or interim conditions.
+//
+// The namespace and label keys are interned. What a delete acts on is read
+// past the cache (jobwatcher_delete.go), and a failure record from that
+// read, so nothing irreversible rests on the slim copy. A reader that
+// starts reading another field of a cached Job adds it here and in job.
 func slimJob(obj any) (any, error) {
 	job, ok := obj.(*batchv1.Job)
 	if !ok {
-		return obj, nil
+		return obj, nil // a cachedJob already, a tombstone, or a stub of the scoped cache
 	}
-	job.ManagedFields = nil
-	job.Spec.Template = corev1.PodTemplateSpec{}
-	return job, nil
+	slim := &cachedJob{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              job.Name,
+			Namespace:         unique.Make(job.Namespace).Value(),
+			UID:               job.UID,
+			ResourceVersion:   job.ResourceVersion,
+			Generation:        job.Generation,
+			CreationTimestamp: job.CreationTimestamp,
+			DeletionTimestamp: job.DeletionTimestamp,
+			Annotations:       deckhandAnnotations(job.Annotations),
+		},
+		ttl: job.Spec.TTLSecondsAfterFinished,
+	}
+	slim.SetLabels(job.Labels)
+	for _, c := range job.Status.Conditions {
+		if c.Status == corev1.ConditionTrue && (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) {
+			slim.finishedBy, slim.finishedAt = batchv1.JobComplete, c.LastTransitionTime
+			if c.Type == batchv1.JobFailed {
+				slim.finishedBy = batchv1.JobFailed
+			}
+			break
+		}
+	}
+	return slim, nil
 }
+
+// deckhandAnnotations are the annotations of Deckhand's batch group
+// (ttl, keep): the only ones the controller reads.
+func deckhandAnnotations(in map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range in {
+		if strings.HasPrefix(k, deckhandAnnotationPrefix) {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// deckhandAnnotationPrefix is the prefix of the annotations a Job carries
+// for Deckhand.
+const deckhandAnnotationPrefix = "batch.deckhand.dev/"
 
 // Needs says where the manager must cache Jobs for this controller: in the
 // namespaces of JobWatchers and in those ClusterJobWatchers reach. Jobs of
@@ -43,6 +196,7 @@ func Needs() []scopedcache.Need {
 	return []scopedcache.Need{{
 		Object:     &batchv1.Job{},
 		Namespaces: jobNamespaces,
+		Expand:     expandJob,
 		// A new namespace may be one a ClusterJobWatcher reaches.
 		Triggers: []client.Object{&deckhandbatchv1.JobWatcher{}, &deckhandbatchv1.ClusterJobWatcher{}, &corev1.Namespace{}},
 	}}

@@ -1,0 +1,250 @@
+package scopedcache
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Compact kinds: informers that hold a smaller type than the kind.
+//
+// A typed informer holds objects of the kind's Go type, and some are large
+// before any of their content: a batchv1.Job is 1,320 bytes with its pod
+// template zeroed, more than the 1 KiB a cached object may cost (issue 26).
+// A Need with Expand lets the kind's transform (cache.ByObject) turn each
+// decoded object into a compact client.Object of another type, and the
+// cache turns it back into the kind's type wherever it leaves the
+// informers, so no reader or handler changes:
+//   - reads (Get, List) are answered from the informer's store by
+//     compactReader, which expands what it returns, a fresh object each
+//     time (the copy controller-runtime's cache reader makes);
+//   - handlers are told expanded objects (registration.dispatch);
+//   - indexes are computed on expanded objects (indexable).
+
+// expandAny is obj, or the object of a tombstone, expanded to the kind's
+// type.
+func (k *kind) expandAny(obj any) any {
+	if k.expand == nil || obj == nil {
+		return obj
+	}
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		if o, ok := d.Obj.(client.Object); ok {
+			if e, ok := k.expand(o); ok {
+				d.Obj = e
+			}
+		}
+		return d
+	}
+	if o, ok := obj.(client.Object); ok {
+		if e, ok := k.expand(o); ok {
+			return e
+		}
+	}
+	return obj
+}
+
+// indexable is extract for the kind's objects: stubs are in no index, and
+// a compact object is indexed as its expansion.
+func (k *kind) indexable(extract client.IndexerFunc) client.IndexerFunc {
+	return skipStubs(func(o client.Object) []string {
+		if k.expand != nil {
+			if e, ok := k.expand(o); ok {
+				o = e
+			}
+		}
+		return extract(o)
+	})
+}
+
+// indexableRaw is indexers for the kind's objects, as indexable.
+func (k *kind) indexableRaw(indexers toolscache.Indexers) toolscache.Indexers {
+	out := make(toolscache.Indexers, len(indexers))
+	for name, f := range skipStubsRaw(indexers) {
+		out[name] = func(obj any) ([]string, error) { return f(k.expandAny(obj)) }
+	}
+	return out
+}
+
+// held is what reads what s holds: its cache, or for a compact kind a
+// compactReader of its informer.
+func (k *kind) held(s *space) client.Reader {
+	if k.expand == nil {
+		return s.cache
+	}
+	return compactReader{k: k, s: s}
+}
+
+// compactReader reads a compact kind from a space's informer as
+// controller-runtime's cache reader does (namespace, label selector, exact
+// field selectors by index, limit), and expands what it returns. Stubs are
+// never returned.
+type compactReader struct {
+	k *kind
+	s *space
+}
+
+// heldStores are the stores of a space's informers of the kind: one, or
+// one per namespace of a manager limited to some (DefaultNamespaces).
+type heldStores struct {
+	mu     sync.Mutex
+	stores []toolscache.Indexer
+}
+
+func (h *heldStores) add(s toolscache.Indexer) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stores = append(h.stores, s)
+}
+
+func (h *heldStores) all() []toolscache.Indexer {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.stores)
+}
+
+// capturing is the informer constructor of a space's cache (newInformer,
+// client-go's when nil) that records the stores of the kind's informers in
+// held: controller-runtime's cache keeps them to itself, and its reader
+// cannot read a compact kind.
+func (k *kind) capturing(newInformer func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer, held *heldStores) func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer {
+	if newInformer == nil {
+		newInformer = toolscache.NewSharedIndexInformer
+	}
+	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+		inf := newInformer(lw, obj, resync, indexers)
+		if reflect.TypeOf(obj) == reflect.TypeOf(k.obj) {
+			held.add(inf.GetIndexer())
+		}
+		return inf
+	}
+}
+
+func (c compactReader) Get(_ context.Context, key client.ObjectKey, out client.Object, _ ...client.GetOption) error {
+	var item any
+	exists := false
+	for _, idx := range c.s.held.all() {
+		var err error
+		if item, exists, err = idx.GetByKey(key.Namespace + "/" + key.Name); err != nil {
+			return err
+		}
+		if exists {
+			break
+		}
+	}
+	if !exists || isStub(item) {
+		return apierrors.NewNotFound(schema.GroupResource{Group: c.k.gvk.Group, Resource: c.k.gvk.Kind}, key.Name)
+	}
+	obj, ok := c.k.expandAny(item).(client.Object)
+	if !ok {
+		return fmt.Errorf("scoped cache: the cache of %s held a %T", c.s.describe(), item)
+	}
+	src, dst := reflect.ValueOf(obj), reflect.ValueOf(out)
+	if src.Type() != dst.Type() {
+		return fmt.Errorf("scoped cache: the cache holds %s as %T, but %T was asked for", c.k.gvk.Kind, obj, out)
+	}
+	dst.Elem().Set(src.Elem())
+	out.GetObjectKind().SetGroupVersionKind(c.k.gvk)
+	return nil
+}
+
+func (c compactReader) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	lo := client.ListOptions{}
+	lo.ApplyOptions(opts)
+	if lo.Continue != "" {
+		return fmt.Errorf("continue list option is not supported by the cache")
+	}
+	var items []any
+	for _, idx := range c.s.held.all() {
+		var got []any
+		var err error
+		switch {
+		case lo.FieldSelector != nil:
+			got, err = byFields(idx, lo.FieldSelector, lo.Namespace)
+		case lo.Namespace != "":
+			got, err = idx.ByIndex(toolscache.NamespaceIndex, lo.Namespace)
+		default:
+			got = idx.List()
+		}
+		if err != nil {
+			return err
+		}
+		items = append(items, got...)
+	}
+	out := make([]runtime.Object, 0, len(items))
+	for _, item := range items {
+		if lo.Limit > 0 && int64(len(out)) >= lo.Limit {
+			break
+		}
+		if isStub(item) {
+			continue
+		}
+		obj, ok := c.k.expandAny(item).(client.Object)
+		if !ok {
+			return fmt.Errorf("scoped cache: the cache of %s held a %T", c.s.describe(), item)
+		}
+		if lo.LabelSelector != nil && !lo.LabelSelector.Matches(labels.Set(obj.GetLabels())) {
+			continue
+		}
+		obj.GetObjectKind().SetGroupVersionKind(c.k.gvk)
+		out = append(out, obj)
+	}
+	if err := apimeta.SetList(list, out); err != nil {
+		return err
+	}
+	list.SetContinue("continue-not-supported")
+	return nil
+}
+
+var _ client.Reader = compactReader{}
+
+// byFields is what idx's field indexes (controller-runtime's, named
+// "field:<field>", keyed "<namespace>/<value>" or "__all_namespaces/<value>")
+// hold for every exact requirement of sel.
+func byFields(idx toolscache.Indexer, sel fields.Selector, namespace string) ([]any, error) {
+	reqs := sel.Requirements()
+	if len(reqs) == 0 {
+		return nil, fmt.Errorf("an empty field selector is not supported by the cache")
+	}
+	if namespace == "" {
+		namespace = "__all_namespaces"
+	}
+	var out []any
+	for i, req := range reqs {
+		if req.Operator != selection.Equals && req.Operator != selection.DoubleEquals {
+			return nil, fmt.Errorf("non-exact field matches are not supported by the cache")
+		}
+		got, err := idx.ByIndex("field:"+req.Field, namespace+"/"+req.Value)
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			out = got
+			continue
+		}
+		keep := map[any]bool{}
+		for _, o := range got {
+			keep[o] = true
+		}
+		kept := out[:0]
+		for _, o := range out {
+			if keep[o] {
+				kept = append(kept, o)
+			}
+		}
+		out = kept
+	}
+	return out, nil
+}
