@@ -87,11 +87,17 @@ func Setup(mgr ctrl.Manager, opts setupoptions.Options) error {
 			DeleteFunc: func(event.DeleteEvent) bool { return false },
 		})).
 		// A Job that finishes may push older ones beyond a history limit.
+		// Not for the initial list: each of its Jobs is judged, its history
+		// included, on its own (enqueueListed), and mapping each of N
+		// listed Jobs to its peers would list the namespace N times.
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobs.historyPeers), builder.WithPredicates(predicate.Funcs{
-			CreateFunc: func(e event.CreateEvent) bool { return governableObject(e.Object) },
+			CreateFunc: func(e event.CreateEvent) bool { return governableObject(e.Object) && !e.IsInInitialList },
 			UpdateFunc: func(e event.UpdateEvent) bool { return !governableObject(e.ObjectOld) && governableObject(e.ObjectNew) },
 			DeleteFunc: func(event.DeleteEvent) bool { return false },
 		})).
+		// Every change of the cache's Jobs makes the memoized history of
+		// its namespace stale.
+		Watches(&batchv1.Job{}, jobs.histories.jobsChanged()).
 		Watches(&deckhandbatchv1.JobWatcher{}, jobs.watcherJobs(), watcherChanged).
 		Watches(&deckhandbatchv1.ClusterJobWatcher{}, jobs.watcherJobs(), watcherChanged).
 		// Deleting is three requests per due Job; a few in parallel keep a
@@ -137,12 +143,16 @@ type JobReconciler struct {
 	// deleted tells the status controllers of each kind which watcher
 	// deleted a Job.
 	deleted, clusterDeleted *ledger
+	// histories memoizes each namespace's history between changes of its
+	// Jobs.
+	histories *historyMemo
 }
 
 // NewJobReconciler returns a JobReconciler that reads failed containers' logs
 // through logs (none when nil) and credits deletions to the ledgers of the JobWatcher and ClusterJobWatcher status controllers.
 func NewJobReconciler(c client.Client, apiReader client.Reader, rec events.EventRecorder, logs PodLogs, deleted, clusterDeleted *ledger) *JobReconciler {
-	return &JobReconciler{Client: c, APIReader: apiReader, Recorder: rec, Now: time.Now, Logs: logs, deleted: deleted, clusterDeleted: clusterDeleted}
+	return &JobReconciler{Client: c, APIReader: apiReader, Recorder: rec, Now: time.Now, Logs: logs, deleted: deleted, clusterDeleted: clusterDeleted,
+		histories: newHistoryMemo()}
 }
 
 // Reconcile judges one Job from the cache and, once it is due, deletes it
@@ -201,11 +211,17 @@ func (r *JobReconciler) observe(ctx context.Context, ns string) ([]*compiledWatc
 	if err != nil || !anyHistoryLimits(watchers) {
 		return watchers, nil, err
 	}
-	var jobs batchv1.JobList
-	if err := r.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
-		return nil, nil, fmt.Errorf("listing Jobs: %w", err)
+	h, err := r.histories.get(ns, watchers, func() (history, error) {
+		var jobs batchv1.JobList
+		if err := r.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
+			return nil, fmt.Errorf("listing Jobs: %w", err)
+		}
+		return historyOf(watchers, jobs.Items), nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	return watchers, historyOf(watchers, jobs.Items), nil
+	return watchers, h, nil
 }
 
 // reportWouldDelete records, in dry run, that the governor would have

@@ -115,6 +115,9 @@ func anyHistoryLimits(watchers []*compiledWatcher) bool {
 // Job pushes older ones out at once. It reads only the cache, and lists the
 // namespace's Jobs only when a watcher in reach has a history limit.
 func (r *JobReconciler) historyPeers(ctx context.Context, obj client.Object) []reconcile.Request {
+	// The memo may not have been told of this event yet (each handler is
+	// told in its own time): the history must count this Job.
+	r.histories.changed(obj.GetNamespace())
 	_, h, err := r.observe(ctx, obj.GetNamespace())
 	if err != nil {
 		logf.FromContext(ctx).Error(err, "finding Jobs beyond a history limit", "job", klog.KObj(obj))

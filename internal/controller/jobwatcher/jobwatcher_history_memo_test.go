@@ -1,0 +1,83 @@
+package jobwatcher
+
+import (
+	"errors"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
+)
+
+// The memo computes a namespace's history again exactly when what it
+// depends on changed: a Job of the namespace (changed), or a watcher with
+// a history limit (another one, or another generation of its spec); a
+// history computed while a change came in is not kept.
+func TestHistoryMemoIsComputedAgainOnlyAfterAChange(t *testing.T) {
+	w := &deckhandbatchv1.JobWatcher{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w", UID: "w-1", Generation: 1}}
+	w.Spec.SuccessfulJobsHistoryLimit = ptr.To[int32](3)
+	watchers := []*compiledWatcher{compileJobWatcher(w)}
+	m := newHistoryMemo()
+	computed := 0
+	compute := func() (history, error) {
+		computed++
+		return history{historyKey{"w-1", types.NamespacedName{Namespace: "ns", Name: "old"}}: true}, nil
+	}
+	get := func(ns string, ws []*compiledWatcher) {
+		t.Helper()
+		h, err := m.get(ns, ws, compute)
+		if err != nil || len(h) != 1 {
+			t.Fatalf("get(%s) = %v, %v", ns, h, err)
+		}
+	}
+	steps := []struct {
+		what   string
+		before func()
+		ns     string
+		want   int
+	}{
+		{"first judgement", nil, "ns", 1},
+		{"nothing changed", nil, "ns", 1},
+		{"a Job of another namespace changed", func() { m.changed("other") }, "ns", 1},
+		{"a Job of the namespace changed", func() { m.changed("ns") }, "ns", 2},
+		{"nothing changed since", nil, "ns", 2},
+		{"the watcher's spec changed", func() {
+			w2 := w.DeepCopy()
+			w2.Generation = 2
+			watchers = []*compiledWatcher{compileJobWatcher(w2)}
+		}, "ns", 3},
+	}
+	for _, s := range steps {
+		if s.before != nil {
+			s.before()
+		}
+		get(s.ns, watchers)
+		if computed != s.want {
+			t.Fatalf("%s: computed %d times, want %d", s.what, computed, s.want)
+		}
+	}
+
+	// A change while the history is computed: the result is used once,
+	// not kept.
+	m.changed("ns")
+	_, _ = m.get("ns", watchers, func() (history, error) {
+		computed++
+		m.changed("ns")
+		return history{}, nil
+	})
+	get("ns", watchers)
+	if computed != 5 {
+		t.Fatalf("a history computed across a change was kept: computed %d times, want 5", computed)
+	}
+	// An error is not kept either.
+	m.changed("ns")
+	if _, err := m.get("ns", watchers, func() (history, error) { return nil, errors.New("cache not synced") }); err == nil {
+		t.Fatal("the error was not returned")
+	}
+	get("ns", watchers)
+	if computed != 6 {
+		t.Fatalf("after an error: computed %d times, want 6", computed)
+	}
+}
