@@ -154,7 +154,7 @@ func TestHistoryIsListedOncePerNamespaceWhileNothingChanges(t *testing.T) {
 	_, stop := env.StartManager(t, env.ManagerOptions()) // its webhook admits the watcher
 	env.Create(t, w)
 	stop()
-	var created []*batchv1.Job
+	created := make([]*batchv1.Job, 0, jobs)
 	for i := range jobs {
 		created = append(created, createJob(t, newJob(ns, fmt.Sprintf("job-%03d", i)), batchv1.JobComplete, time.Now().Add(-time.Minute)))
 	}
