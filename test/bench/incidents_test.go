@@ -230,8 +230,16 @@ func (b *bench) crashLoopRow() {
 		before, callsBefore := b.mustScrape(b.mgr), b.apiCalls()
 		cpuBefore, err := cpuSeconds(b.mgr.p.Pid())
 		b.must(err)
+		// Where the CPU goes, for go tool pprof: the manager's CPU profile
+		// over the failures (bin/bench/cpu-crashloop.pb.gz, the last
+		// round's).
+		cpuProfile := make(chan error, 1)
+		go func() {
+			cpuProfile <- saveProfile(b.mgr, fmt.Sprintf("profile?seconds=%d", int(window.Seconds())), "cpu-crashloop.pb.gz")
+		}()
 		failures := b.playCrashLoops(ns, n, period, window)
 		time.Sleep(5 * time.Second) // the last failures' records
+		b.must(<-cpuProfile)
 		cpuAfter, err := cpuSeconds(b.mgr.p.Pid())
 		b.must(err)
 		after, callsAfter := b.mustScrape(b.mgr), b.apiCalls()

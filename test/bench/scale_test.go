@@ -51,16 +51,22 @@ func (b *bench) sampleMemory(m *managerProcess, what string) memorySample {
 }
 
 func (b *bench) saveHeapProfile(m *managerProcess, what string) error {
-	resp, err := http.Get(m.pprofURL + "heap?gc=1")
+	return saveProfile(m, "heap?gc=1", "heap-"+what+".pb.gz")
+}
+
+// saveProfile keeps the manager's profile at query (of /debug/pprof/) as
+// bin/bench/name.
+func saveProfile(m *managerProcess, query, name string) error {
+	resp, err := http.Get(m.pprofURL + query)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil || resp.StatusCode != http.StatusOK {
-		return errors.Join(err, fmt.Errorf("heap profile: %s", resp.Status))
+		return errors.Join(err, fmt.Errorf("profile %s: %s", query, resp.Status))
 	}
-	return keepBenchFile("heap-"+what+".pb.gz", body)
+	return keepBenchFile(name, body)
 }
 
 // keepBenchFile writes body to bin/bench/name, beside the run's figures.
