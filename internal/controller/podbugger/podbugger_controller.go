@@ -208,13 +208,19 @@ func (r *PodBuggerReconciler) changedSince(ctx context.Context, pb *debugv1beta1
 }
 
 // read returns, through reader, the labels of pb's namespace and its pods.
+//
+// Read from the cache, the pods share their labels, containers and statuses
+// with the cache's own (no copy): a pass over a namespace of 1,000 pods that
+// copied each one was most of the manager's CPU while they crash-looped
+// (docs/performance.md). Nothing changes them: addContainer copies the pod
+// it updates.
 func (r *PodBuggerReconciler) read(ctx context.Context, reader client.Reader, pb *debugv1beta1.PodBugger) (map[string]string, []corev1.Pod, error) {
 	ns := &corev1.Namespace{}
 	if err := reader.Get(ctx, client.ObjectKey{Name: pb.Namespace}, ns); err != nil {
 		return nil, nil, fmt.Errorf("reading namespace of PodBugger %s: %w", client.ObjectKeyFromObject(pb), err)
 	}
 	pods := &corev1.PodList{}
-	if err := reader.List(ctx, pods, client.InNamespace(pb.Namespace)); err != nil {
+	if err := reader.List(ctx, pods, client.InNamespace(pb.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, fmt.Errorf("listing pods for PodBugger %s: %w", client.ObjectKeyFromObject(pb), err)
 	}
 	return ns.Labels, pods.Items, nil
