@@ -310,12 +310,32 @@ func (c *Cluster) KubectlWithin(timeout time.Duration, args ...string) (string, 
 // and deletes it, with everything in it, when the test ends.
 func (c *Cluster) Namespace(t testing.TB, labels map[string]string) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-", Labels: labels}}
-	if err := c.Client.Create(context.Background(), ns); err != nil {
+	return c.createNamespace(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "e2e-", Labels: labels}})
+}
+
+// createNamespace creates ns, deletes it when the test ends, and returns
+// once its default ServiceAccount exists: until the controller-manager has
+// made it, the apiserver refuses every pod created there ("error looking up
+// service account"), and after an apiserver or etcd restart that can take
+// seconds.
+func (c *Cluster) createNamespace(t testing.TB, ns *corev1.Namespace) string {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.Client.Create(ctx, ns); err != nil {
 		t.Fatalf("creating namespace: %v", err)
 	}
 	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), ns) })
-	return ns.Name
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "default"}, &corev1.ServiceAccount{})
+		if err == nil {
+			return ns.Name
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("namespace %s has no default ServiceAccount a minute after its creation: %v", ns.Name, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // Process is a Deckhand manager running as a child process.

@@ -81,11 +81,7 @@ func (c *Cluster) RealNodeNamespace(t testing.TB, labels map[string]string) stri
 		"scheduler.alpha.kubernetes.io/node-selector":      RealNodeLabel + "=true",
 		"scheduler.alpha.kubernetes.io/defaultTolerations": string(tolerations),
 	}}}
-	if err := c.Client.Create(context.Background(), ns); err != nil {
-		t.Fatalf("creating namespace: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), ns) })
-	return ns.Name
+	return c.createNamespace(t, ns)
 }
 
 // RealNodeToleration tolerates the real node's taint.
