@@ -7,6 +7,12 @@
 //
 //	go run ./hack/benchchart -in bin/bench/latest.json -out docs/img/scale.svg
 //
+// -in takes several reports, comma-separated, oldest first: a run of one
+// size (N = 100,000 takes most of an hour) is drawn beside an earlier run's
+// smaller sizes. A figure (row, metric and N) of a later report replaces the
+// same figure of an earlier one, and the title names every report's commit
+// and start.
+//
 // Every point is a <circle> with data-series, data-n and data-value
 // attributes, so what the chart shows can be read back from it.
 package main
@@ -108,22 +114,28 @@ const (
 	panelW, panelH          = 640, 360
 	left, right, top, below = 70, 20, 40, 50
 	legendLine              = 16
+	sourceLine              = 14
 )
 
 var colors = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"}
 
-// draw writes the panels as one SVG, stacked, each with its legend below.
-func draw(w io.Writer, title string, ps []panel) error {
+// draw writes the panels as one SVG, stacked, each with its legend below,
+// under the title and a line per report drawn.
+func draw(w io.Writer, title string, sources []string, ps []panel) error {
 	var b strings.Builder
-	height := 0
+	head := 30 + sourceLine*len(sources)
+	height := head
 	for _, p := range ps {
 		height += panelH + legendLine*len(p.Series) + 10
 	}
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n",
-		panelW, height+30, panelW, height+30)
+		panelW, height, panelW, height)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	fmt.Fprintf(&b, `<text x="%d" y="18" font-size="13">%s</text>`+"\n", left, html.EscapeString(title))
-	y0 := 30
+	for i, s := range sources {
+		fmt.Fprintf(&b, `<text x="%d" y="%d">%s</text>`+"\n", left, 18+sourceLine*(i+1), html.EscapeString(s))
+	}
+	y0 := head
 	for _, p := range ps {
 		drawPanel(&b, p, y0)
 		y0 += panelH + legendLine*len(p.Series) + 10
@@ -216,12 +228,16 @@ func trim(v float64) string { return strings.TrimSuffix(fmt.Sprintf("%.3g", v), 
 // errNoScale says the report holds no scale figures.
 var errNoScale = errors.New("no scale figures (none carries an N)")
 
-// run reads the report from in and writes the chart to out.
-func run(in io.Reader, out func() (io.WriteCloser, error)) error {
-	var rep report
-	if err := json.NewDecoder(in).Decode(&rep); err != nil {
-		return fmt.Errorf("reading the bench report: %w", err)
+// run reads the reports from ins, merged by merge, and writes the chart to
+// out.
+func run(out func() (io.WriteCloser, error), ins ...io.Reader) error {
+	reps := make([]report, len(ins))
+	for i, in := range ins {
+		if err := json.NewDecoder(in).Decode(&reps[i]); err != nil {
+			return fmt.Errorf("reading bench report %d: %w", i+1, err)
+		}
 	}
+	rep, sources := merge(reps)
 	ps := panels(rep)
 	if len(ps) == 0 {
 		return errNoScale
@@ -230,27 +246,63 @@ func run(in io.Reader, out func() (io.WriteCloser, error)) error {
 	if err != nil {
 		return err
 	}
-	title := "Deckhand scale rows"
-	if rep.Machine.Commit != "" {
-		title += ", commit " + rep.Machine.Commit
+	return errors.Join(draw(w, "Deckhand scale rows", sources, ps), w.Close())
+}
+
+// merge is one report of the figures of reps, oldest first: a figure of a
+// later report replaces the same row, metric and N of an earlier one. It
+// also returns, for the title, each report that gave a figure its commit and
+// start.
+func merge(reps []report) (report, []string) {
+	type key struct {
+		row, metric string
+		n           int
 	}
-	if rep.Started != "" {
-		title += ", run " + rep.Started
+	var merged report
+	at := map[key]int{}
+	var sources []string
+	for _, rep := range reps {
+		used := false
+		for _, f := range rep.Figures {
+			k := key{f.Row, f.Metric, f.N}
+			if i, ok := at[k]; ok {
+				merged.Figures[i] = f
+			} else {
+				at[k] = len(merged.Figures)
+				merged.Figures = append(merged.Figures, f)
+			}
+			used = used || f.N > 0
+		}
+		if !used {
+			continue
+		}
+		var source []string
+		if rep.Machine.Commit != "" {
+			source = append(source, "commit "+rep.Machine.Commit)
+		}
+		if rep.Started != "" {
+			source = append(source, "run "+rep.Started)
+		}
+		sources = append(sources, "from "+strings.Join(source, ", "))
 	}
-	return errors.Join(draw(w, title, ps), w.Close())
+	return merged, sources
 }
 
 func main() {
-	in := flag.String("in", "bin/bench/latest.json", "the bench's JSON report")
+	in := flag.String("in", "bin/bench/latest.json", "the bench's JSON reports, comma-separated, oldest first")
 	out := flag.String("out", "docs/img/scale.svg", "the SVG file to write")
 	flag.Parse()
-	f, err := os.Open(*in)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "benchchart:", err)
-		os.Exit(1)
+	var ins []io.Reader
+	for _, name := range strings.Split(*in, ",") {
+		f, err := os.Open(name)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchchart:", err)
+			os.Exit(1)
+		}
+		defer f.Close() //nolint:errcheck // read only
+		ins = append(ins, f)
 	}
-	err = run(f, func() (io.WriteCloser, error) { return os.Create(*out) })
-	_ = f.Close() // read only
+	err := run(func() (io.WriteCloser, error) { return os.Create(*out) }, ins...)
 	switch {
 	case errors.Is(err, errNoScale):
 		fmt.Fprintf(os.Stderr, "benchchart: %v in %s; %s left as it was\n", err, *in, *out)

@@ -77,7 +77,7 @@ const sampleReport = `{"started":"2026-11-26T10:00:00Z","machine":{"commit":"abc
 
 func TestChartDrawsThePointsItIsGiven(t *testing.T) {
 	var buf bytes.Buffer
-	if err := run(strings.NewReader(sampleReport), func() (io.WriteCloser, error) { return nopCloser{&buf}, nil }); err != nil {
+	if err := run(func() (io.WriteCloser, error) { return nopCloser{&buf}, nil }, strings.NewReader(sampleReport)); err != nil {
 		t.Fatal(err)
 	}
 	points := readSVG(t, buf.Bytes())
@@ -129,9 +129,44 @@ func TestChartDrawsThePointsItIsGiven(t *testing.T) {
 
 func TestChartWithoutScaleFiguresWritesNothing(t *testing.T) {
 	opened := false
-	err := run(strings.NewReader(`{"figures":[{"row":"PodSet","metric":"m","unit":"s","deckhand":1}]}`),
-		func() (io.WriteCloser, error) { opened = true; return nopCloser{&bytes.Buffer{}}, nil })
+	err := run(func() (io.WriteCloser, error) { opened = true; return nopCloser{&bytes.Buffer{}}, nil },
+		strings.NewReader(`{"figures":[{"row":"PodSet","metric":"m","unit":"s","deckhand":1}]}`))
 	if !errors.Is(err, errNoScale) || opened {
 		t.Fatalf("run = %v, output opened %v; want errNoScale and no output", err, opened)
+	}
+}
+
+// A run of one size is drawn beside an earlier run's other sizes; where
+// both measured the same figure at the same N, the later one is drawn, and
+// the title names both runs.
+func TestChartMergesReportsLaterFiguresWin(t *testing.T) {
+	later := `{"started":"2026-11-27T10:00:00Z","machine":{"commit":"def456"},"figures":[
+ {"row":"scale: JobWatcher vs TTL controller, N finished Jobs present","metric":"deletion lag after TTL, p99","unit":"s","n":100000,"deckhand":0.7,"alternative":3.1},
+ {"row":"scale: JobWatcher vs TTL controller, N finished Jobs present","metric":"deletion lag after TTL, p99","unit":"s","n":1000000,"deckhand":1.5,"alternative":null}
+]}`
+	var buf bytes.Buffer
+	if err := run(func() (io.WriteCloser, error) { return nopCloser{&buf}, nil }, strings.NewReader(sampleReport), strings.NewReader(later)); err != nil {
+		t.Fatal(err)
+	}
+	lag := "scale: JobWatcher vs TTL controller: deletion lag after TTL, p99"
+	got := map[int]float64{}
+	for _, p := range readSVG(t, buf.Bytes()) {
+		if p.series == lag {
+			got[p.n] = p.value
+		}
+	}
+	want := map[int]float64{1000: 0.4, 10000: 0.6, 100000: 0.7, 1000000: 1.5}
+	if len(got) != len(want) {
+		t.Fatalf("drew %v, want %v", got, want)
+	}
+	for n, v := range want {
+		if got[n] != v {
+			t.Errorf("N=%d: drew %g, want %g (the later report's where both have it)", n, got[n], v)
+		}
+	}
+	for _, s := range []string{"commit abc123", "commit def456"} {
+		if !strings.Contains(buf.String(), s) {
+			t.Errorf("the title does not name %s", s)
+		}
 	}
 }
