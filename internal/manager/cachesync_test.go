@@ -64,5 +64,5 @@ func TestAControllerDoesNotWaitForKindsItDoesNotRead(t *testing.T) {
 	}
 	g.Expect(ready()).NotTo(Equal(http.StatusOK), "ready with the pods' cache not synced")
 	outage.End()
-	g.Eventually(ready).WithTimeout(30*time.Second).Should(Equal(http.StatusOK))
+	g.Eventually(ready).WithTimeout(30 * time.Second).Should(Equal(http.StatusOK))
 }
