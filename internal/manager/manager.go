@@ -72,7 +72,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		Cache:  cacheOptions(opts),
 		// Pods and Jobs are cached only in the namespaces a controller can
 		// act in (internal/scopedcache).
-		NewCache: scopedcache.Options{KeepFor: opts.ScopedCacheKeepFor}.New(needs(opts)...),
+		// A controller starts once the kinds it reads have synced
+		// (cachesync.go).
+		NewCache: perKindSync(scopedcache.Options{KeepFor: opts.ScopedCacheKeepFor}.New(needs(opts)...), needs(opts)),
 		Metrics: metricsserver.Options{
 			BindAddress:    opts.MetricsBindAddress,
 			SecureServing:  true,
@@ -99,6 +101,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		Controller: config.Controller{
 			SkipNameValidation:    &opts.SkipControllerNameValidation,
 			ReconciliationTimeout: cmp.Or(opts.ReconcileTimeout, DefaultReconcileTimeout),
+			CacheSyncTimeout:      sourceSyncTimeout,
 			// Warm standby: a replica that does not lead starts its
 			// controllers' watches anyway, so its informers are listed and
 			// synced (and its queues hold every object) when it wins the
@@ -240,10 +243,14 @@ func needs(opts Options) []scopedcache.Need {
 // so that a replica behind a Service only takes webhook traffic when it has
 // a complete view.
 func cacheSynced(mgr ctrl.Manager) healthz.Checker {
+	synced := mgr.GetCache().WaitForCacheSync
+	if c, ok := mgr.GetCache().(*eachKindSynced); ok {
+		synced = c.allSynced
+	}
 	return func(req *http.Request) error {
 		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
 		defer cancel()
-		if !mgr.GetCache().WaitForCacheSync(ctx) {
+		if !synced(ctx) {
 			return fmt.Errorf("informer caches have not synced")
 		}
 		return nil

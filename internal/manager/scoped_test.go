@@ -16,7 +16,6 @@ import (
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
-	"github.com/deckhand-dev/deckhand/internal/scopedcache"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
@@ -28,7 +27,9 @@ func TestManagerCachesPodsAndJobsOnlyWhereItCanAct(t *testing.T) {
 	opts := env.ManagerOptions()
 	opts.PodBuggerAllowedImages = []string{"busybox"}
 	mgr, _ := env.StartManager(t, opts)
-	c, ok := mgr.GetCache().(*scopedcache.Cache)
+	c, ok := mgr.GetCache().(interface {
+		Namespaces(client.Object) ([]string, bool)
+	})
 	g.Expect(ok).To(BeTrue(), "the manager's cache is %T", mgr.GetCache())
 	held := func(obj client.Object) func() []string {
 		return func() []string { ns, _ := c.Namespaces(obj); return ns }

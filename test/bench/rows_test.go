@@ -333,7 +333,7 @@ func (b *bench) jobWatcherRow() {
 		}
 		deleted := float64(len(lags["jobwatcher"]))
 		calls = append(calls, (after.sum("rest_client_requests_total", nil)-before.sum("rest_client_requests_total", nil))/deleted)
-		jobCalls = append(jobCalls, (after.sum("deckhand_jobwatcher_job_api_requests_total", nil)-before.sum("deckhand_jobwatcher_job_api_requests_total", nil))/deleted)
+		jobCalls = append(jobCalls, (after.sum("deckhand_jobwatcher_job_api_requests_total", label("resource", "jobs"))-before.sum("deckhand_jobwatcher_job_api_requests_total", label("resource", "jobs")))/deleted)
 		b.dropNamespace(jwNS)
 		b.dropNamespace(ttlNS)
 	}
@@ -385,7 +385,7 @@ func (b *bench) jobsNotYetDue(n int) float64 {
 	time.Sleep(5 * time.Second)
 	after := b.mustScrape(b.mgr)
 	b.dropNamespace(ns)
-	return after.sum("deckhand_jobwatcher_job_api_requests_total", nil) - before.sum("deckhand_jobwatcher_job_api_requests_total", nil)
+	return after.sum("deckhand_jobwatcher_job_api_requests_total", label("resource", "jobs")) - before.sum("deckhand_jobwatcher_job_api_requests_total", label("resource", "jobs"))
 }
 
 // modelBoxRow: ModelBoxes to Available against applying the same

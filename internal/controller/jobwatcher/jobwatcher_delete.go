@@ -16,110 +16,191 @@ import (
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
 )
 
-// delete deletes a due Job the way Kubernetes' TTL controller does: the
-// cache may be behind, so the Job is read from the API server and judged
-// again, and the delete carries its UID and resourceVersion as
-// preconditions, so a Job that was replaced or changed in between (annotated
-// keep, given its own TTL, finished again) is left alone. Every other fact
-// the deletion rests on is read past the cache too, just before it: the
-// Jobs of the namespace when the Job goes for a history limit (a lagging
-// cache can show a newer Job that is gone, or miss one that finished), and
-// the watcher that governs it (gone, going, or changed since the cache saw
-// it: then it is judged again once the cache shows the change). The other
-// watchers are judged as the cache shows them, as every other decision of
-// the controller: a change of one is in effect once its
+// delete deletes a Job the cache showed due (d, judged at Reconcile). The
+// cache may be behind the API server, so nothing irreversible rests on it
+// alone:
+//   - the DELETE carries the UID and resourceVersion of the Job the decision
+//     was made on as preconditions, so the API server deletes exactly that
+//     version or nothing: a Job replaced or changed in between (annotated
+//     keep, given its own TTL) is left alone. That is a check past the
+//     cache, atomic with the delete, which a read before it is not. A cache
+//     behind the API server gets 409 Conflict: the Job is then read past
+//     the cache and judged again (judgeFresh), and deleted on that read's
+//     resourceVersion, as Kubernetes' TTL controller does;
+//   - a Job whose deletion needs more than the cache holds is read past the
+//     cache first: a failed Job whose failure is recorded (the record needs
+//     its conditions' reasons and its pods), and one that goes for a
+//     history limit (the namespace's Jobs are listed past the cache: a
+//     lagging cache can show a newer Job that is gone, or miss one that
+//     finished);
+//   - the watcher that governs it is read past the cache by a read that
+//     started after the Job was judged (watcherReads): gone, going, or
+//     changed since the cache saw it, and the Job is judged again once the
+//     cache shows the change.
+//
+// The other watchers are judged as the cache shows them, as every other
+// decision of the controller: a change of one is in effect once its
 // status.observedGeneration shows it (docs/jobwatcher.md, "Safe deletion").
-func (r *JobReconciler) delete(ctx context.Context, cached *batchv1.Job, watchers []*compiledWatcher, h history) (ctrl.Result, error) {
-	fresh := &batchv1.Job{}
-	jobAPIRequests.WithLabelValues("get").Inc()
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cached), fresh); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if fresh.UID != cached.UID || !fresh.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
-	}
+func (r *JobReconciler) delete(ctx context.Context, cached *batchv1.Job, d decision, watchers []*compiledWatcher, h history) (ctrl.Result, error) {
 	now := r.Now()
-	d := decide(fresh, watchers, h)
-	if d.Verdict == verdictExpires && d.BeyondHistory {
-		fh, err := r.freshHistory(ctx, fresh.Namespace, watchers)
-		if err != nil {
-			return ctrl.Result{}, err
+	job := cached
+	if needsFreshJob(d) {
+		fresh, fd, res, done, err := r.judgeFresh(ctx, cached, d, watchers, h, now)
+		if done || err != nil {
+			return res, err
 		}
-		d = decide(fresh, watchers, fh)
+		job, d = fresh, fd
 	}
-	switch {
-	case d.Verdict != verdictExpires || d.Governor.spec.Suspend || d.Governor.spec.DryRun:
-		// The Job changed after the cache saw it; its update event brings
-		// it back.
-		return ctrl.Result{}, nil
-	case !d.due(now):
-		return untilExpiry(d.Expiry.Sub(now)), nil
-	}
-
 	gov := d.Governor
-	if !r.ledgerOf(gov).admit(gov, fresh.Namespace+"/"+fresh.Name, now) {
+	if !r.ledgerOf(gov).admit(gov, job.Namespace+"/"+job.Name, now) {
 		// The deletion circuit breaker tripped: the owner's
 		// acknowledgement or a spec change brings the Job back.
 		countJob(d, resultHeld)
 		return ctrl.Result{}, nil
 	}
-	if d.Outcome == outcomeFailed && gov.failureRecords() > 0 {
+	res, conflict, err := r.act(ctx, job, d, now)
+	if !conflict || job != cached {
+		return res, err
+	}
+	// The cache is behind the API server, or the Job changed since it
+	// showed it: judged again on what the API server holds now.
+	fresh, fd, res, done, err := r.judgeFresh(ctx, cached, d, watchers, h, now)
+	if done || err != nil {
+		return res, err
+	}
+	if fd.Governor.key() != gov.key() && !r.ledgerOf(fd.Governor).admit(fd.Governor, fresh.Namespace+"/"+fresh.Name, now) {
+		countJob(fd, resultHeld)
+		return ctrl.Result{}, nil
+	}
+	res, _, err = r.act(ctx, fresh, fd, now)
+	return res, err
+}
+
+// needsFreshJob reports whether deleting a Job decided by d needs more of
+// it than the cache holds: its failure record (conditions' reasons, pods by
+// UID), or the namespace's Jobs read past the cache for a history limit.
+func needsFreshJob(d decision) bool {
+	return d.BeyondHistory || recordsFailure(d)
+}
+
+// recordsFailure reports whether the Job's failure is recorded before it
+// goes.
+func recordsFailure(d decision) bool {
+	return d.Outcome == outcomeFailed && d.Governor.failureRecords() > 0
+}
+
+// judgeFresh reads the Job past the cache and judges it again: for a Job
+// the cached decision d put beyond a history limit, from a list of the
+// namespace's Jobs past the cache (which the history is judged on too), else
+// by a GET. done says there is nothing to delete now (res says when to look
+// again): the Job is gone, replaced, going, or no longer due.
+func (r *JobReconciler) judgeFresh(ctx context.Context, cached *batchv1.Job, d decision, watchers []*compiledWatcher, h history, now time.Time) (
+	fresh *batchv1.Job, fd decision, res ctrl.Result, done bool, err error) {
+	listed := d.BeyondHistory
+	if listed {
+		fresh, h, err = r.freshHistory(ctx, cached, watchers)
+	} else {
+		fresh = &batchv1.Job{}
+		jobAPIRequests.WithLabelValues(resourceJobs, "get").Inc()
+		err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(cached), fresh)
+		if apierrors.IsNotFound(err) {
+			fresh, err = nil, nil
+		}
+	}
+	if err != nil || fresh == nil || fresh.UID != cached.UID || !fresh.DeletionTimestamp.IsZero() {
+		return nil, decision{}, ctrl.Result{}, true, err
+	}
+	fd = decide(fresh, watchers, h)
+	if fd.Verdict == verdictExpires && fd.BeyondHistory && !listed {
+		if fresh, h, err = r.freshHistory(ctx, fresh, watchers); err != nil || fresh == nil || fresh.UID != cached.UID {
+			return nil, decision{}, ctrl.Result{}, true, err
+		}
+		fd = decide(fresh, watchers, h)
+	}
+	switch {
+	case fd.Verdict != verdictExpires || fd.Governor.spec.Suspend || fd.Governor.spec.DryRun:
+		// The Job changed after the cache saw it; its update event brings
+		// it back.
+		return nil, decision{}, ctrl.Result{}, true, nil
+	case !fd.due(now):
+		return nil, decision{}, untilExpiry(fd.Expiry.Sub(now)), true, nil
+	}
+	return fresh, fd, ctrl.Result{}, false, nil
+}
+
+// act deletes job, judged due by d at now: its failure record saved first
+// when its governor keeps them (job is then a read past the cache:
+// needsFreshJob), its governor read past the cache after that judgement,
+// then the DELETE with job's UID and resourceVersion as preconditions.
+// conflict reports that the API server holds another version of the Job
+// than job (409 Conflict), which is then not deleted.
+func (r *JobReconciler) act(ctx context.Context, job *batchv1.Job, d decision, now time.Time) (res ctrl.Result, conflict bool, err error) {
+	gov := d.Governor
+	if recordsFailure(d) {
 		// Recorded first: deleting the Job destroys the evidence.
-		if err := r.ledgerOf(gov).save(ctx, gov.watcher, r.recordFailure(ctx, fresh, now)); err != nil {
-			return ctrl.Result{}, err
+		if err := r.ledgerOf(gov).save(ctx, gov.watcher, r.recordFailure(ctx, job, now)); err != nil {
+			return ctrl.Result{}, false, err
 		}
 	}
 	if changed, err := r.watcherChanged(ctx, gov); err != nil || changed {
 		// Gone, going or changed: its event (and the cache catching up)
 		// brings its Jobs back, judged on what it is now.
-		return ctrl.Result{RequeueAfter: watcherRecheck}, err
+		return ctrl.Result{RequeueAfter: watcherRecheck}, false, err
 	}
-	jobAPIRequests.WithLabelValues("delete").Inc()
-	err := r.Delete(ctx, fresh,
-		client.Preconditions{UID: &fresh.UID, ResourceVersion: &fresh.ResourceVersion},
+	jobAPIRequests.WithLabelValues(resourceJobs, "delete").Inc()
+	err = r.Delete(ctx, job,
+		client.Preconditions{UID: &job.UID, ResourceVersion: &job.ResourceVersion},
 		client.PropagationPolicy(gov.propagation()))
 	switch {
-	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
-		// Gone, or changed since the read: its update event brings it back.
-		return ctrl.Result{}, nil
+	case apierrors.IsNotFound(err):
+		// Gone already.
+		return ctrl.Result{}, false, nil
+	case apierrors.IsConflict(err):
+		// Another version than the one judged: replaced, or changed since.
+		return ctrl.Result{}, true, nil
 	case err != nil:
 		countJob(d, resultError)
-		r.Recorder.Eventf(gov.watcher, fresh, corev1.EventTypeWarning, EventDeleteFailed, "Delete",
-			"deleting Job %s/%s: %v", fresh.Namespace, fresh.Name, err)
-		return ctrl.Result{}, fmt.Errorf("deleting Job %s: %w", klog.KObj(fresh), err)
+		r.Recorder.Eventf(gov.watcher, job, corev1.EventTypeWarning, EventDeleteFailed, "Delete",
+			"deleting Job %s/%s: %v", job.Namespace, job.Name, err)
+		return ctrl.Result{}, false, fmt.Errorf("deleting Job %s: %w", klog.KObj(job), err)
 	}
-	r.recordDeleted(ctx, fresh, d, now)
-	return ctrl.Result{}, nil
+	r.recordDeleted(ctx, job, d, now)
+	return ctrl.Result{}, false, nil
 }
 
 // watcherRecheck is when a Job whose watcher changed under a deletion is
 // judged again, should no event of the watcher bring it back sooner.
 const watcherRecheck = 5 * time.Second
 
-// freshHistory is which Jobs of namespace ns are beyond the history limits
-// of watchers, judged on a list read past the cache.
-func (r *JobReconciler) freshHistory(ctx context.Context, ns string, watchers []*compiledWatcher) (history, error) {
+// freshHistory lists the Jobs of job's namespace past the cache and returns
+// job as that list holds it (nil: gone) and which Jobs are beyond the
+// history limits of watchers.
+func (r *JobReconciler) freshHistory(ctx context.Context, job *batchv1.Job, watchers []*compiledWatcher) (*batchv1.Job, history, error) {
 	var jobs batchv1.JobList
-	jobAPIRequests.WithLabelValues("list").Inc()
-	if err := r.APIReader.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
-		return nil, fmt.Errorf("listing Jobs past the cache: %w", err)
+	jobAPIRequests.WithLabelValues(resourceJobs, "list").Inc()
+	if err := r.APIReader.List(ctx, &jobs, client.InNamespace(job.Namespace)); err != nil {
+		return nil, nil, fmt.Errorf("listing Jobs past the cache: %w", err)
 	}
-	return historyOf(watchers, jobs.Items), nil
+	var fresh *batchv1.Job
+	for i := range jobs.Items {
+		if jobs.Items[i].Name == job.Name {
+			fresh = &jobs.Items[i]
+		}
+	}
+	return fresh, historyOf(watchers, jobs.Items), nil
 }
 
-// watcherChanged reads the governing watcher past the cache and reports
-// whether it is not the one the decision was made with any more: gone,
-// replaced (another UID), being deleted, or with a spec the cache has not
-// shown yet (another generation).
+// watcherChanged reads the governing watcher past the cache, by a read that
+// starts after the caller judged its Job (watcherReads), and reports whether
+// it is not the one the decision was made with any more: gone, replaced
+// (another UID), being deleted, or with a spec the cache has not shown yet
+// (another generation).
 func (r *JobReconciler) watcherChanged(ctx context.Context, gov *compiledWatcher) (bool, error) {
-	live, ok := gov.watcher.DeepCopyObject().(client.Object)
-	if !ok {
+	live, err := r.watcherReads.read(ctx, gov, r.APIReader)
+	switch {
+	case apierrors.IsNotFound(err):
 		return true, nil
-	}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(gov.watcher), live); err != nil {
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
+	case err != nil:
 		return true, fmt.Errorf("reading %s past the cache: %w", gov.key().Kind, err)
 	}
 	return live.GetUID() != gov.watcher.GetUID() || !live.GetDeletionTimestamp().IsZero() ||

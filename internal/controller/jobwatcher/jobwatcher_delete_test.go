@@ -119,3 +119,26 @@ func TestDeleteJudgesWhatTheServerHoldsNow(t *testing.T) {
 		})
 	}
 }
+
+// A delete of a Job the cache showed due carries the cached UID and
+// resourceVersion as preconditions: the compact cache must hand back the
+// ones the API server sent, or every such delete would be refused (and the
+// Job read past the cache again).
+func TestCachedJobKeepsWhatTheDeleteRestsOn(t *testing.T) {
+	job := testJob("ns", "pi", succeeded)
+	job.UID, job.ResourceVersion = "uid-1", "12345"
+	held, err := slimJob(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, ok := expandJob(held.(client.Object))
+	if !ok {
+		t.Fatalf("expandJob(%T) did not expand", held)
+	}
+	if got := read.GetUID(); got != job.UID {
+		t.Errorf("UID = %q, want %q", got, job.UID)
+	}
+	if got := read.GetResourceVersion(); got != job.ResourceVersion {
+		t.Errorf("resourceVersion = %q, want %q", got, job.ResourceVersion)
+	}
+}

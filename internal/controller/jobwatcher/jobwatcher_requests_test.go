@@ -20,9 +20,9 @@ import (
 
 // TestNoRequestsForJobsThatAreNotDue checks the controller's cost: with
 // thousands of finished Jobs present, it sends the API server requests only
-// for the Jobs that are due (one GET, one DELETE each, and of the watchers
-// past the cache only a GET of the one that governs it, no LIST), none for
-// the others,
+// for the Jobs that are due (here failed Jobs whose failure is recorded: one
+// GET for the record, one DELETE each, and of the watchers past the cache
+// only GETs of the one that governs them, no LIST), none for the others,
 // neither when it starts nor when a watcher changes. It counts twice: the
 // API server's own apiserver_request_total, and the controller's
 // deckhand_jobwatcher_job_api_requests_total.
@@ -140,13 +140,13 @@ func apiserverRequests(t *testing.T, group, resource string) map[string]float64 
 	return out
 }
 
-// controllerJobRequests reads deckhand_jobwatcher_job_api_requests_total by
-// verb from this process's registry.
+// controllerJobRequests reads deckhand_jobwatcher_job_api_requests_total of
+// Jobs by verb from this process's registry.
 func controllerJobRequests(t *testing.T) map[string]float64 {
 	t.Helper()
 	out := map[string]float64{}
 	for _, verb := range []string{"get", "delete"} {
-		v, err := testenv.Metric("deckhand_jobwatcher_job_api_requests_total", map[string]string{"verb": verb})
+		v, err := testenv.Metric("deckhand_jobwatcher_job_api_requests_total", map[string]string{"resource": "jobs", "verb": verb})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -43,9 +43,24 @@ var (
 
 	jobAPIRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "deckhand_jobwatcher_job_api_requests_total",
-		Help: "Requests for Jobs the controller sent to the API server (verb: get, delete, and list: a history-limit deletion confirmed on a fresh list); everything else it reads comes from the cache.",
-	}, []string{"verb"})
+		Help: "Requests the controller that deletes Jobs sent to the API server, by resource (jobs; jobwatchers and clusterjobwatchers: the governing watcher read past the cache, once for the deletions that asked while another read of it was under way) and verb (get, delete, and list: a history-limit deletion confirmed on a fresh list); everything else it reads comes from the cache.",
+	}, []string{"resource", "verb"})
 )
+
+// The resource label of jobAPIRequests.
+const (
+	resourceJobs               = "jobs"
+	resourceJobWatchers        = "jobwatchers"
+	resourceClusterJobWatchers = "clusterjobwatchers"
+)
+
+// watcherResource is the resource label of gov's kind.
+func watcherResource(gov *compiledWatcher) string {
+	if gov.cluster {
+		return resourceClusterJobWatchers
+	}
+	return resourceJobWatchers
+}
 
 func init() {
 	metrics.Registry.MustRegister(jobsDeleted, deletionLag, expiredJobs, jobAPIRequests)
