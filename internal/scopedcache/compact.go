@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
@@ -160,52 +159,31 @@ func (c compactReader) Get(_ context.Context, key client.ObjectKey, out client.O
 	return nil
 }
 
-func (c compactReader) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	lo := client.ListOptions{}
-	lo.ApplyOptions(opts)
-	if lo.Continue != "" {
-		return fmt.Errorf("continue list option is not supported by the cache")
-	}
-	var items []any
-	for _, idx := range c.s.held.all() {
-		var got []any
-		var err error
-		switch {
-		case lo.FieldSelector != nil:
-			got, err = byFields(idx, lo.FieldSelector, lo.Namespace)
-		case lo.Namespace != "":
-			got, err = idx.ByIndex(toolscache.NamespaceIndex, lo.Namespace)
-		default:
-			got = idx.List()
-		}
-		if err != nil {
-			return err
-		}
-		items = append(items, got...)
-	}
-	out := make([]runtime.Object, 0, len(items))
-	for _, item := range items {
-		if lo.Limit > 0 && int64(len(out)) >= lo.Limit {
-			break
-		}
-		if isStub(item) {
-			continue
-		}
-		obj, ok := c.k.expandAny(item).(client.Object)
-		if !ok {
-			return fmt.Errorf("scoped cache: the cache of %s held a %T", c.s.describe(), item)
-		}
-		if lo.LabelSelector != nil && !lo.LabelSelector.Matches(labels.Set(obj.GetLabels())) {
-			continue
-		}
-		obj.GetObjectKind().SetGroupVersionKind(c.k.gvk)
+func (c compactReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	var out []runtime.Object
+	if err := c.each(ctx, func(obj client.Object) error {
 		out = append(out, obj)
+		return nil
+	}, opts...); err != nil {
+		return err
 	}
 	if err := apimeta.SetList(list, out); err != nil {
 		return err
 	}
 	list.SetContinue("continue-not-supported")
 	return nil
+}
+
+// itemsOf is what idx holds for a read with lo: by its field indexes, its
+// namespace index, or all of it.
+func (c compactReader) itemsOf(idx toolscache.Indexer, lo *client.ListOptions) ([]any, error) {
+	switch {
+	case lo.FieldSelector != nil:
+		return byFields(idx, lo.FieldSelector, lo.Namespace)
+	case lo.Namespace != "":
+		return idx.ByIndex(toolscache.NamespaceIndex, lo.Namespace)
+	}
+	return idx.List(), nil
 }
 
 var _ client.Reader = compactReader{}

@@ -4,7 +4,10 @@ import (
 	"context"
 
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // RecordDeletion credits one deletion to watcher in r's ledger, as the Job
@@ -42,4 +45,19 @@ func TellDeleted(r *StatusReconciler, watcher client.Object, jobs ...string) {
 		round[i] = deletedJob{name: j, note: "deleted Succeeded Job " + j + " (TTL 1s)"}
 	}
 	r.tellDeleted(watcher, round)
+}
+
+// JobsReached is what an event of watcher queues: the finished Jobs in its
+// reach.
+func JobsReached(ctx context.Context, r *JobReconciler, watcher client.Object) []reconcile.Request {
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	r.watcherJobs().Create(ctx, event.CreateEvent{Object: watcher}, q)
+	var out []reconcile.Request
+	for q.Len() > 0 {
+		req, _ := q.Get()
+		out = append(out, req)
+		q.Done(req)
+	}
+	return out
 }

@@ -70,6 +70,7 @@ func Setup(mgr ctrl.Manager, opts setupoptions.Options) error {
 	}
 	jobs := NewJobReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder, ClientsetLogs(clientset),
 		jobWatchers.deleted, clusterJobWatchers.deleted)
+	jobs.Jobs, jobWatchers.Jobs, clusterJobWatchers.Jobs = mgr.GetCache(), mgr.GetCache(), mgr.GetCache()
 	// A spec change, and an acknowledged deletion circuit breaker, bring
 	// the watcher's Jobs back.
 	watcherChanged := builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, resumeAnnotationChanged))
@@ -139,8 +140,11 @@ type JobReconciler struct {
 	client.Client
 	// APIReader reads past the cache: the last look before a delete.
 	APIReader client.Reader
-	Recorder  events.EventRecorder
-	Now       func() time.Time
+	// Jobs reads a namespace's Jobs one at a time (scopedcache.Each): the
+	// manager's cache. Without it, Client lists them.
+	Jobs     client.Reader
+	Recorder events.EventRecorder
+	Now      func() time.Time
 	// Logs reads the end of a failed container's log for a failure record;
 	// nil records none.
 	Logs PodLogs
@@ -220,11 +224,11 @@ func (r *JobReconciler) observe(ctx context.Context, ns string) ([]*compiledWatc
 		return watchers, nil, err
 	}
 	h, err := r.histories.get(ns, watchers, func() (history, error) {
-		var jobs batchv1.JobList
-		if err := r.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
-			return nil, fmt.Errorf("listing Jobs: %w", err)
+		h, err := historyFrom(watchers, jobsIn(ctx, r.Jobs, r.Client, ns))
+		if err != nil {
+			return nil, fmt.Errorf("reading the Jobs of namespace %s: %w", ns, err)
 		}
-		return historyOf(watchers, jobs.Items), nil
+		return h, nil
 	})
 	if err != nil {
 		return nil, nil, err
@@ -251,30 +255,26 @@ func (r *JobReconciler) ledgerOf(gov *compiledWatcher) *ledger {
 	return r.deleted
 }
 
-// jobsInReach are the finished Jobs a watcher could govern, so that a new,
-// changed or removed watcher re-judges them: this is how Jobs that existed
-// before a watcher (or before the operator started) are found. It reads
-// only the cache.
-func (r *JobReconciler) jobsInReach(ctx context.Context, obj client.Object) []*batchv1.Job {
+// eachInReach hands fn the finished Jobs a watcher could govern, so that a
+// new, changed or removed watcher re-judges them: this is how Jobs that
+// existed before a watcher (or before the operator started) are found. It
+// reads only the cache, one Job at a time.
+func (r *JobReconciler) eachInReach(ctx context.Context, obj client.Object, fn func(*batchv1.Job)) {
 	p := compiledWatcherOf(obj)
 	if p == nil {
-		return nil
+		return
 	}
-	var jobs batchv1.JobList
-	if err := r.List(ctx, &jobs, client.InNamespace(obj.GetNamespace())); err != nil {
-		logf.FromContext(ctx).Error(err, "listing Jobs for watcher", "watcher", p.key().String())
-		return nil
-	}
-	var reached []*batchv1.Job
-	for i := range jobs.Items {
-		job := &jobs.Items[i]
+	err := jobsIn(ctx, r.Jobs, r.Client, obj.GetNamespace())(func(job *batchv1.Job) error {
 		// Judged on reach, not on the (possibly changed) patterns: a watcher
 		// that stops matching a Job may hand it to another one.
 		if (p.err != nil || p.reaches(job.Namespace)) && governable(job) {
-			reached = append(reached, job)
+			fn(job)
 		}
+		return nil
+	})
+	if err != nil {
+		logf.FromContext(ctx).Error(err, "reading Jobs for watcher", "watcher", p.key().String())
 	}
-	return reached
 }
 
 // recentlyDue is how long ago a Job of the initial list may have fallen due
@@ -298,7 +298,7 @@ const recentlyDue = time.Minute
 // only the cache, and writes nothing: it runs on a follower too.
 func (r *JobReconciler) enqueueListed(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	if job, ok := e.Object.(*batchv1.Job); ok {
-		r.enqueueByExpiry(ctx, q, []*batchv1.Job{job})
+		r.enqueuer(ctx, q).add(job)
 	}
 }
 
@@ -310,12 +310,11 @@ func (r *JobReconciler) enqueueListed(ctx context.Context, e event.CreateEvent, 
 // normal priority it held every other watcher's Jobs falling due meanwhile
 // behind all of it; its history now goes at low priority.
 func (r *JobReconciler) watcherJobs() handler.EventHandler {
-	reached := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], watcher client.Object, before ...client.Object) {
-		jobs := r.jobsInReach(ctx, watcher)
-		for _, w := range before {
-			jobs = append(jobs, r.jobsInReach(ctx, w)...)
+	reached := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], watchers ...client.Object) {
+		e := r.enqueuer(ctx, q)
+		for _, w := range watchers {
+			r.eachInReach(ctx, w, e.add)
 		}
-		r.enqueueByExpiry(ctx, q, jobs)
 	}
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -333,38 +332,46 @@ func (r *JobReconciler) watcherJobs() handler.EventHandler {
 	}
 }
 
-// enqueueByExpiry queues each Job once, by when it falls due
+// jobEnqueuer queues each Job it is given once, by when it falls due
 // (queueListed), the watchers of each namespace read once from the cache.
-func (r *JobReconciler) enqueueByExpiry(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], jobs []*batchv1.Job) {
-	pq, isPriority := q.(priorityqueue.PriorityQueue[reconcile.Request])
-	now := r.Now()
-	seen := map[reconcile.Request]bool{}
-	watchersOf := map[string][]*compiledWatcher{} // nil: unknown (an error, a history limit)
-	for _, job := range jobs {
-		req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(job)}
-		if seen[req] {
-			continue
-		}
-		seen[req] = true
-		if !isPriority {
-			q.Add(req)
-			continue
-		}
-		watchers, ok := watchersOf[job.Namespace]
-		if !ok {
-			var err error
-			if watchers, err = listWatchers(ctx, r.Client, job.Namespace); err != nil || anyHistoryLimits(watchers) {
-				watchers = nil
-			}
-			watchersOf[job.Namespace] = watchers
-		}
-		if watchers == nil {
-			pq.AddWithOpts(queueListed(time.Time{}, false, now), req)
-			continue
-		}
-		d := decide(job, watchers, nil)
-		pq.AddWithOpts(queueListed(d.Expiry, d.Verdict == verdictExpires, now), req)
+type jobEnqueuer struct {
+	ctx        context.Context
+	r          *JobReconciler
+	q          workqueue.TypedRateLimitingInterface[reconcile.Request]
+	now        time.Time
+	seen       map[reconcile.Request]bool
+	watchersOf map[string][]*compiledWatcher // nil: unknown (an error, a history limit)
+}
+
+func (r *JobReconciler) enqueuer(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) *jobEnqueuer {
+	return &jobEnqueuer{ctx: ctx, r: r, q: q, now: r.Now(), seen: map[reconcile.Request]bool{}, watchersOf: map[string][]*compiledWatcher{}}
+}
+
+func (e *jobEnqueuer) add(job *batchv1.Job) {
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(job)}
+	if e.seen[req] {
+		return
 	}
+	e.seen[req] = true
+	pq, isPriority := e.q.(priorityqueue.PriorityQueue[reconcile.Request])
+	if !isPriority {
+		e.q.Add(req)
+		return
+	}
+	watchers, ok := e.watchersOf[job.Namespace]
+	if !ok {
+		var err error
+		if watchers, err = listWatchers(e.ctx, e.r.Client, job.Namespace); err != nil || anyHistoryLimits(watchers) {
+			watchers = nil
+		}
+		e.watchersOf[job.Namespace] = watchers
+	}
+	if watchers == nil {
+		pq.AddWithOpts(queueListed(time.Time{}, false, e.now), req)
+		return
+	}
+	d := decide(job, watchers, nil)
+	pq.AddWithOpts(queueListed(d.Expiry, d.Verdict == verdictExpires, e.now), req)
 }
 
 // queueListed is how a Job of the initial list that expires at expiry

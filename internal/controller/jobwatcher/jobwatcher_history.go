@@ -69,40 +69,56 @@ func cutLast(s, sep string) (string, string, bool) {
 // outcome after the newest N by finish time (ties by name). Jobs being
 // deleted or without a finish time do not count.
 func historyOf(watchers []*compiledWatcher, jobs []batchv1.Job) history {
-	h := history{}
+	h, _ := historyFrom(watchers, jobsOf(jobs)) // a list hands out no error
+	return h
+}
+
+// historyFrom is historyOf over the Jobs jobs hands out. It keeps a name
+// and a time per Job in a limited group, not the Jobs.
+func historyFrom(watchers []*compiledWatcher, jobs jobSource) (history, error) {
 	type finishedJob struct {
-		job *batchv1.Job
+		job types.NamespacedName
 		at  time.Time
 	}
-	for _, p := range watchers {
-		if !p.hasHistoryLimits() {
-			continue
+	type group struct {
+		watcher *compiledWatcher
+		name    string
+	}
+	groups := map[group][]finishedJob{}
+	limits := map[group]int{}
+	limited := slices.DeleteFunc(slices.Clone(watchers), func(p *compiledWatcher) bool { return !p.hasHistoryLimits() })
+	if len(limited) == 0 {
+		return history{}, nil
+	}
+	err := jobs(func(job *batchv1.Job) error {
+		o, at, ok := finished(job)
+		if !ok || at.IsZero() || !job.DeletionTimestamp.IsZero() {
+			return nil
 		}
-		groups := map[string][]finishedJob{}
-		limits := map[string]int{}
-		for i := range jobs {
-			job := &jobs[i]
-			o, at, ok := finished(job)
-			if !ok || at.IsZero() || !job.DeletionTimestamp.IsZero() || !p.matches(job) {
-				continue
-			}
+		for _, p := range limited {
 			limit, ok := p.historyLimit(o)
-			if !ok {
+			if !ok || !p.matches(job) {
 				continue
 			}
-			g := p.historyGroup(job, o)
-			groups[g], limits[g] = append(groups[g], finishedJob{job, at}), limit
+			g := group{p, p.historyGroup(job, o)}
+			groups[g] = append(groups[g], finishedJob{types.NamespacedName{Namespace: job.Namespace, Name: job.Name}, at})
+			limits[g] = limit
 		}
-		for g, js := range groups {
-			slices.SortFunc(js, func(a, b finishedJob) int {
-				return cmp.Or(b.at.Compare(a.at), cmp.Compare(a.job.Name, b.job.Name))
-			})
-			for _, j := range js[min(limits[g], len(js)):] {
-				h[historyKey{p.watcher.GetUID(), types.NamespacedName{Namespace: j.job.Namespace, Name: j.job.Name}}] = true
-			}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	h := history{}
+	for g, js := range groups {
+		slices.SortFunc(js, func(a, b finishedJob) int {
+			return cmp.Or(b.at.Compare(a.at), cmp.Compare(a.job.Name, b.job.Name))
+		})
+		for _, j := range js[min(limits[g], len(js)):] {
+			h[historyKey{g.watcher.watcher.GetUID(), j.job}] = true
 		}
 	}
-	return h
+	return h, nil
 }
 
 // anyHistoryLimits reports whether one of watchers has a history limit.

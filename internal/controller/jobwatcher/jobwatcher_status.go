@@ -29,22 +29,32 @@ type summary struct {
 // for self to resume) are pending; expired ones in dry run would be deleted.
 // An expired Job of an active watcher counts as pending until it is gone.
 func summarize(self *compiledWatcher, watchers []*compiledWatcher, jobs []batchv1.Job, now time.Time) summary {
+	s, _ := summarizeFrom(self, watchers, jobsOf(jobs), now) // a list hands out no error
+	return s
+}
+
+// summarizeFrom is summarize over the Jobs jobs hands out: twice when a
+// watcher has history limits (they rank a group's Jobs before any is
+// judged), else once.
+func summarizeFrom(self *compiledWatcher, watchers []*compiledWatcher, jobs jobSource, now time.Time) (summary, error) {
+	h, err := historyFrom(watchers, jobs)
+	if err != nil {
+		return summary{}, err
+	}
 	var s summary
 	uid := self.watcher.GetUID()
-	h := historyOf(watchers, jobs)
-	for i := range jobs {
-		job := &jobs[i]
+	err = jobs(func(job *batchv1.Job) error {
 		if !job.DeletionTimestamp.IsZero() || !self.matches(job) {
-			continue
+			return nil
 		}
 		s.Matched++
 		d := decide(job, watchers, h)
 		if d.Verdict != verdictExpires || d.Governor.watcher.GetUID() != uid {
-			continue
+			return nil
 		}
 		if d.due(now) && self.spec.DryRun && !self.spec.Suspend {
 			s.WouldDelete = append(s.WouldDelete, job.Namespace+"/"+job.Name)
-			continue
+			return nil
 		}
 		s.Pending++
 		if d.due(now) && !self.spec.Suspend {
@@ -53,12 +63,16 @@ func summarize(self *compiledWatcher, watchers []*compiledWatcher, jobs []batchv
 		if d.Expiry.After(now) && (s.Next == nil || d.Expiry.Before(*s.Next)) {
 			s.Next = &d.Expiry
 		}
+		return nil
+	})
+	if err != nil {
+		return summary{}, err
 	}
 	slices.Sort(s.WouldDelete)
 	if len(s.WouldDelete) > deckhandbatchv1.MaxWouldDelete {
 		s.WouldDelete = s.WouldDelete[:deckhandbatchv1.MaxWouldDelete]
 	}
-	return s
+	return s, nil
 }
 
 // computeStatus is the watcher's status from old, what summarize found and

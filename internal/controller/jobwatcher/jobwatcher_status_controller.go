@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -36,6 +35,9 @@ const StatusInterval = time.Second
 // the watcher governs expires.
 type StatusReconciler struct {
 	client.Client
+	// Jobs reads a namespace's Jobs one at a time (scopedcache.Each): the
+	// manager's cache. Without it, Client lists them.
+	Jobs     client.Reader
 	Recorder events.EventRecorder
 	Now      func() time.Time
 
@@ -74,11 +76,16 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if wait := r.untilDue(req.NamespacedName, start); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	watchers, jobs, err := r.observe(ctx, req.Namespace)
+	// A JobWatcher's Jobs, and the JobWatchers that compete for them, are in
+	// its namespace; a ClusterJobWatcher's (no namespace) anywhere.
+	watchers, err := listWatchers(ctx, r.Client, req.Namespace)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	s := summarize(w.compiled, watchers, jobs, start)
+	s, err := summarizeFrom(w.compiled, watchers, jobsIn(ctx, r.Jobs, r.Client, req.Namespace), start)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("reading the Jobs of namespace %s: %w", req.Namespace, err)
+	}
 	s.Breaker = r.deleted.breakerState(w.obj, w.compiled.maxDeletionsPerMinute(), start)
 	expiredJobs.WithLabelValues(r.kind(), req.Namespace, req.Name).Set(float64(s.Expired))
 	deleted := r.deleted.count(w.obj, w.status.RecentFailures)
@@ -145,22 +152,6 @@ func (r *StatusReconciler) get(ctx context.Context, key client.ObjectKey) (*watc
 		w.status = &o.Status
 	}
 	return w, nil
-}
-
-// observe lists, from the cache, the watchers and Jobs of namespace ns
-// (every namespace when empty): a JobWatcher's Jobs, and the JobWatchers that
-// compete for them, are in its namespace; a ClusterJobWatcher's may be
-// anywhere.
-func (r *StatusReconciler) observe(ctx context.Context, ns string) ([]*compiledWatcher, []batchv1.Job, error) {
-	watchers, err := listWatchers(ctx, r.Client, ns)
-	if err != nil {
-		return nil, nil, err
-	}
-	var jobs batchv1.JobList
-	if err := r.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
-		return nil, nil, fmt.Errorf("listing Jobs: %w", err)
-	}
-	return watchers, jobs.Items, nil
 }
 
 // forget drops what is kept in memory and in metrics for a watcher that is
