@@ -130,7 +130,23 @@ func (b *bench) waitDeleted(tr *jobTracker, want int, deadline time.Duration, wh
 		defer tr.mu.Unlock()
 		b.t.Fatalf("%s: %d of %d Jobs deleted after %s", what, len(tr.deleted), want, deadline)
 	}
-	return time.Now()
+	return tr.lastDeleted("")
+}
+
+// lastDeleted is when tr saw the last of side's Jobs ("": any side)
+// deleted: the end of a drain, to the watch event, not to the poll that
+// noticed it (which for the manager only starts once it is ready, after a
+// backlog it deletes during its start).
+func (tr *jobTracker) lastDeleted(side string) time.Time {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	var last time.Time
+	for uid, at := range tr.deleted {
+		if (side == "" || tr.side[uid] == side) && at.After(last) {
+			last = at
+		}
+	}
+	return last
 }
 
 // lags are the deletion lags after the TTL of the Jobs tr saw deleted, by
@@ -273,7 +289,7 @@ func (b *bench) scaleBacklog(n int, m *managerProcess) *managerProcess {
 				}
 				return gone >= backlog, nil
 			})
-			end := time.Now()
+			end := tr.lastDeleted("backlog")
 			close(stop)
 			b.must(<-done)
 			time.Sleep(time.Second) // the informer's view of the last creations
