@@ -495,9 +495,10 @@ func failureDigest(p *corev1.Pod) string {
 	return d
 }
 
-// writtenIncidents are the records this manager wrote, by pod, until the pod
-// goes: the cache may not show a record written a moment ago, and a failure
-// must not open a second record for want of seeing the first.
+// writtenIncidents are the records this manager wrote, by pod, until the
+// cache shows them (merge) or the pod goes: the cache may not show a record
+// written a moment ago, and a failure must not open a second record for want
+// of seeing the first.
 type writtenIncidents struct {
 	mu    sync.Mutex
 	byPod map[types.NamespacedName]map[string]*debugv1beta1.PodIncident
@@ -547,12 +548,18 @@ func (w *writtenIncidents) forget(key types.NamespacedName) {
 }
 
 // merge is cached with what was written for pod by the PodBugger pbUID in
-// place of an older copy (fewer counts) or a missing one.
+// place of an older copy (fewer counts) or a missing one. A record the
+// cache shows counting as many failures as were written is forgotten: the
+// cache tells of it from then on (and of its pruning, which a copy kept
+// here would hide until a write to it failed), so what is kept is only
+// what the cache has not shown yet, not a copy of every failing pod's
+// latest record for as long as the pod lives.
 func (w *writtenIncidents) merge(pod *corev1.Pod, pbUID types.UID, cached []debugv1beta1.PodIncident) []debugv1beta1.PodIncident {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	out := slices.Clone(cached)
-	for name, inc := range w.byPod[client.ObjectKeyFromObject(pod)] {
+	key := client.ObjectKeyFromObject(pod)
+	for name, inc := range w.byPod[key] {
 		if inc.Labels[debugv1beta1.IncidentPodUIDLabel] != string(pod.UID) || inc.Labels[debugv1beta1.IncidentPodBuggerUIDLabel] != string(pbUID) {
 			continue
 		}
@@ -562,7 +569,12 @@ func (w *writtenIncidents) merge(pod *corev1.Pod, pbUID types.UID, cached []debu
 			out = append(out, *inc.DeepCopy())
 		case out[i].Spec.Count < inc.Spec.Count:
 			out[i] = *inc.DeepCopy()
+		default:
+			delete(w.byPod[key], name)
 		}
+	}
+	if len(w.byPod[key]) == 0 {
+		delete(w.byPod, key)
 	}
 	return out
 }
