@@ -112,7 +112,8 @@ type IncidentReconciler struct {
 // cache), apiReader (the apiserver) and logs.
 func NewIncidentReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder, logs PodLogs) *IncidentReconciler {
 	return &IncidentReconciler{Client: c, APIReader: apiReader, Recorder: recorder, Now: time.Now, Logs: logs,
-		written:    &writtenIncidents{byPod: map[types.NamespacedName]map[string]*debugv1beta1.PodIncident{}},
+		written: &writtenIncidents{byPod: map[types.NamespacedName]map[string]*debugv1beta1.PodIncident{},
+			last: map[types.NamespacedName]map[string]metav1.Time{}},
 		unanswered: &unansweredNodes{until: map[string]silence{}},
 		logQueue:   newLogQueue(maxQueuedLogReads)}
 }
@@ -197,7 +198,7 @@ func (r *IncidentReconciler) record(ctx context.Context, pb *debugv1beta1.PodBug
 		}
 		// A failure older than maxAge (a pod's lastState from long ago,
 		// when the PodBugger is new) would be pruned as soon as written.
-		if counted(f, recs) || r.Now().Sub(f.at) >= maxAge {
+		if counted(f, recs) || r.written.counted(pod, pb.UID, f) || r.Now().Sub(f.at) >= maxAge {
 			continue
 		}
 		if ok, err := readFresh(); !ok || err != nil {
@@ -498,10 +499,27 @@ func failureDigest(p *corev1.Pod) string {
 // writtenIncidents are the records this manager wrote, by pod, until the
 // cache shows them (merge) or the pod goes: the cache may not show a record
 // written a moment ago, and a failure must not open a second record for want
-// of seeing the first.
+// of seeing the first. And, until the pod goes, the last failure counted of
+// each of its families, by PodBugger: a failure counted in a record pruned
+// since (maxRecords turns records over while pods keep failing) is not
+// recorded again at the pod's next event.
 type writtenIncidents struct {
 	mu    sync.Mutex
 	byPod map[types.NamespacedName]map[string]*debugv1beta1.PodIncident
+	// last is, by pod, the time of the last failure counted for a
+	// PodBugger's UID and a family ("<uid>/<family>").
+	last map[types.NamespacedName]map[string]metav1.Time
+}
+
+// counted reports whether f of pod was counted for the PodBugger pbUID in
+// a record this manager wrote: its family's last failure counted is not
+// older than f.
+func (w *writtenIncidents) counted(pod *corev1.Pod, pbUID types.UID, f failure) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	last, ok := w.last[client.ObjectKeyFromObject(pod)][string(pbUID)+"/"+f.family()]
+	at := metav1.NewTime(f.at).Rfc3339Copy()
+	return ok && !last.Before(&at)
 }
 
 // remember keeps a slim copy of inc (as the cache holds it), and only the
@@ -524,6 +542,13 @@ func (w *writtenIncidents) remember(pod *corev1.Pod, inc *debugv1beta1.PodIncide
 	slim := inc.DeepCopy()
 	slimIncident(slim)
 	w.byPod[key][inc.Name] = slim
+	if w.last[key] == nil {
+		w.last[key] = map[string]metav1.Time{}
+	}
+	family := inc.Labels[debugv1beta1.IncidentPodBuggerUIDLabel] + "/" + familyOf(inc)
+	if last, ok := w.last[key][family]; !ok || last.Before(&inc.Spec.LastTime) {
+		w.last[key][family] = inc.Spec.LastTime
+	}
 }
 
 // logWritten notes that the log of the record name of pod has been written.
@@ -545,6 +570,7 @@ func (w *writtenIncidents) forget(key types.NamespacedName) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.byPod, key)
+	delete(w.last, key)
 }
 
 // merge is cached with what was written for pod by the PodBugger pbUID in

@@ -90,14 +90,20 @@ func TestABurstOfRecordsIsPrunedInAFewPasses(t *testing.T) {
 	g.Expect(env.Client.Delete(ctx, &kept[0])).To(Succeed())
 	g.Eventually(incidentsIn(ns)).Should(HaveLen(2))
 	g.Consistently(passes, 2*time.Second).Should(Equal(after), "a record deleted by hand woke its PodBugger")
+	// The next test's manager must not find these pods' failures, whose
+	// records were pruned, under a PodBugger of a namespace going away.
+	g.Expect(env.Client.Delete(ctx, pb)).To(Succeed())
+	g.Eventually(env.Exists(pb)).Should(BeFalse())
 }
 
 // TestARecordIsNotWrittenToOnceItWasPruned: the recorder remembers a
-// record it wrote only until its cache shows it. A crash-looping pod whose
-// record was pruned meanwhile (other pods' failures turned the records
-// over) has its next failure open a new record straight away: no write is
-// sent to the record that is gone (with the record remembered, every such
-// failure cost a PATCH answered 404 before its record was created).
+// record it wrote only until its cache shows it (and, until the pod goes,
+// the time of each family's last failure counted). A crash-looping pod
+// whose record was pruned meanwhile (other pods' failures turned the
+// records over) does not have the pruned failure recorded again, and has
+// its next failure open a new record straight away: no write is sent to the
+// record that is gone (with the record remembered, every such failure cost
+// a PATCH answered 404 before its record was created).
 func TestARecordIsNotWrittenToOnceItWasPruned(t *testing.T) {
 	g := testenv.NewG(t)
 	ns := env.Namespace(t)
@@ -138,10 +144,17 @@ func TestARecordIsNotWrittenToOnceItWasPruned(t *testing.T) {
 	}).Should(ConsistOf(HaveField("Spec.Pod.Name", "web-b")))
 	armed.Store(true)
 
+	// The pod's pruned failure, seen again, was counted: it is not
+	// recorded a second time.
+	crash(t, a, 2, 1, t0, true)
+	g.Consistently(incidentsIn(ns)).Should(ConsistOf(HaveField("Spec.Pod.Name", "web-b")))
+
 	crash(t, a, 3, 1, t0.Add(20*time.Second), true)
 	g.Eventually(incidentsIn(ns)).Should(ConsistOf(And(HaveField("Spec.Pod.Name", "web-a"), HaveField("Spec.Count", int32(1)),
 		HaveField("Spec.LastFailure.ContainerID", "containerd://instance-3"))))
 	g.Expect(gonePatches.Load()).To(BeZero(), "PATCHes of a pruned record")
+	g.Expect(env.Client.Delete(ctx, pb)).To(Succeed())
+	g.Eventually(env.Exists(pb)).Should(BeFalse())
 }
 
 // runAgain sets the pod's container "app" running again after its last
