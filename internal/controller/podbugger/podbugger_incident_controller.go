@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -435,6 +436,7 @@ func (r *IncidentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&corev1.Pod{}, builder.WithPredicates(podFailureChanged)).
 		Watches(&debugv1beta1.PodBugger{}, handler.EnqueueRequestsFromMapFunc(r.podsOf),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&debugv1beta1.PodIncident{}, r.forgetDeleted()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: incidentParallelism}).
 		Complete(r)
 }
@@ -561,9 +563,31 @@ func (w *writtenIncidents) logWritten(pod types.NamespacedName, name string) {
 }
 
 func (w *writtenIncidents) drop(pod *corev1.Pod, name string) {
+	w.dropRecord(client.ObjectKeyFromObject(pod), name)
+}
+
+// dropRecord forgets the record name of the pod key: it is gone.
+func (w *writtenIncidents) dropRecord(key types.NamespacedName, name string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	delete(w.byPod[client.ObjectKeyFromObject(pod)], name)
+	delete(w.byPod[key], name)
+	if len(w.byPod[key]) == 0 {
+		delete(w.byPod, key)
+	}
+}
+
+// forgetDeleted is the handler of PodIncidents' deletions: the recorder
+// forgets the copy it kept of a record pruned (or deleted by hand) before
+// its cache showed it, which would otherwise stay until the pod's next
+// failure tried to count in it. It queues nothing.
+func (r *IncidentReconciler) forgetDeleted() handler.Funcs {
+	return handler.Funcs{
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if inc, ok := e.Object.(*debugv1beta1.PodIncident); ok && inc.Spec.Pod.Name != "" {
+				r.written.dropRecord(types.NamespacedName{Namespace: inc.Namespace, Name: inc.Spec.Pod.Name}, inc.Name)
+			}
+		},
+	}
 }
 
 func (w *writtenIncidents) forget(key types.NamespacedName) {
