@@ -58,8 +58,10 @@ func (r *PodBuggerReconciler) pruneIncidents(ctx context.Context, pb *debugv1bet
 // pruneParallelism is how many records a pass deletes at once. One at a
 // time, a pass fell behind pods failing together: 1,000 crash-looping pods
 // open 33 records a second, and on a busy apiserver a deletion takes longer
-// than 30 ms (the crash loop bench kept 871 records of 200).
-const pruneParallelism = 16
+// than 30 ms (the crash loop bench kept 871 records of 200). Four keep up
+// with deletions of up to 120 ms without bunching a pass's deletions ahead
+// of the recorder's own requests.
+const pruneParallelism = 4
 
 // deleteIncidents deletes the records of pb in drop, pruneParallelism at a
 // time, each by its UID (a record of the same name written since is not
