@@ -6,15 +6,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -78,6 +81,7 @@ type PodBuggerReconciler struct {
 
 	status *status.Writer[debugv1beta1.PodBuggerStatus]
 	memory *memory
+	passes passTimes
 }
 
 // NewPodBuggerReconciler returns a reconciler that reads through c (the
@@ -91,6 +95,7 @@ func NewPodBuggerReconciler(c client.Client, apiReader client.Reader, recorder e
 		Policy:    p,
 		status:    status.NewWriter(c, status.ConditionMetrics("PodBugger", func(s *debugv1beta1.PodBuggerStatus) []metav1.Condition { return s.Conditions })),
 		memory:    newMemory(),
+		passes:    passTimes{at: map[types.NamespacedName]time.Time{}},
 	}
 }
 
@@ -116,6 +121,7 @@ func (r *PodBuggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if !pb.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // nothing to undo: ephemeral containers cannot be removed
 	}
+	r.passes.began(req.NamespacedName, r.Now())
 	failing, expiry, err := r.pruneIncidents(ctx, pb)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -146,6 +152,7 @@ const supersededDelay = time.Second
 func (r *PodBuggerReconciler) forget(key types.NamespacedName) {
 	r.status.Forget(key)
 	r.memory.forget(key)
+	r.passes.forget(key)
 	forgetMetrics(key)
 }
 
@@ -227,8 +234,8 @@ func (r *PodBuggerReconciler) read(ctx context.Context, reader client.Reader, pb
 }
 
 // SetupWithManager watches PodBuggers, the pods of their namespaces, the
-// namespaces' labels and the creation and deletion of PodIncidents (a new
-// record may exceed maxRecords, or name a pod to inject into).
+// namespaces' labels and the creation of PodIncidents (a new record may
+// exceed maxRecords, or name a pod to inject into: incidentEventHandler).
 func (r *PodBuggerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
@@ -237,8 +244,74 @@ func (r *PodBuggerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(podChanged)).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.podBuggersIn),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
-		Owns(&debugv1beta1.PodIncident{}, builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
+		Watches(&debugv1beta1.PodIncident{}, r.incidentEventHandler()).
 		Complete(r)
+}
+
+// incidentEventHandler queues a record's PodBugger when the record is
+// created: one more record may exceed maxRecords, or name a pod to inject
+// into. Pods failing together create records by the dozen a second (1,000
+// crash-looping pods, 33 a second), and each pass lists the namespace's pods
+// and the PodBugger's records: a pass per record was most of the manager's
+// CPU there (docs/performance.md). So the first record after a quiet spell
+// is acted on at once, and those created within pruneInterval of a pass's
+// start wait for the window's end, all in one pass: records beyond
+// maxRecords live up to a second longer, which no reader notices, and an
+// injection a record asks for waits as long only while records keep coming.
+// A record's update or deletion (pruned by the pass itself, or by hand) asks
+// for nothing: it adds no record and names no pod to inject into.
+func (r *PodBuggerReconciler) incidentEventHandler() handler.Funcs {
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			ref := metav1.GetControllerOfNoCopy(e.Object)
+			if ref == nil || ref.Kind != "PodBugger" {
+				return
+			}
+			if gv, err := schema.ParseGroupVersion(ref.APIVersion); err != nil || gv.Group != debugv1beta1.GroupVersion.Group {
+				return
+			}
+			key := types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: ref.Name}
+			if wait := r.passes.wait(key, r.Now()); wait > 0 {
+				q.AddAfter(reconcile.Request{NamespacedName: key}, wait)
+				return
+			}
+			q.Add(reconcile.Request{NamespacedName: key})
+		},
+	}
+}
+
+// pruneInterval is how far apart the passes that new records ask for are.
+const pruneInterval = time.Second
+
+// passTimes are when each PodBugger's last pass began.
+type passTimes struct {
+	mu sync.Mutex
+	at map[types.NamespacedName]time.Time
+}
+
+func (p *passTimes) began(key types.NamespacedName, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.at[key] = now
+}
+
+// wait is how long, at now, the pass a new record of key asks for waits:
+// the rest of pruneInterval since the last pass began, nothing once it has
+// passed (or when none did).
+func (p *passTimes) wait(key types.NamespacedName, now time.Time) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	last, ok := p.at[key]
+	if !ok {
+		return 0
+	}
+	return max(0, last.Add(pruneInterval).Sub(now))
+}
+
+func (p *passTimes) forget(key types.NamespacedName) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.at, key)
 }
 
 // podBuggersInNamespaceOf maps a pod to every PodBugger of its namespace.

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -112,7 +113,8 @@ type IncidentReconciler struct {
 // cache), apiReader (the apiserver) and logs.
 func NewIncidentReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder, logs PodLogs) *IncidentReconciler {
 	return &IncidentReconciler{Client: c, APIReader: apiReader, Recorder: recorder, Now: time.Now, Logs: logs,
-		written:    &writtenIncidents{byPod: map[types.NamespacedName]map[string]*debugv1beta1.PodIncident{}},
+		written: &writtenIncidents{byPod: map[types.NamespacedName]map[string]*debugv1beta1.PodIncident{},
+			last: map[types.NamespacedName]map[string]metav1.Time{}},
 		unanswered: &unansweredNodes{until: map[string]silence{}},
 		logQueue:   newLogQueue(maxQueuedLogReads)}
 }
@@ -197,7 +199,7 @@ func (r *IncidentReconciler) record(ctx context.Context, pb *debugv1beta1.PodBug
 		}
 		// A failure older than maxAge (a pod's lastState from long ago,
 		// when the PodBugger is new) would be pruned as soon as written.
-		if counted(f, recs) || r.Now().Sub(f.at) >= maxAge {
+		if counted(f, recs) || r.written.counted(pod, pb.UID, f) || r.Now().Sub(f.at) >= maxAge {
 			continue
 		}
 		if ok, err := readFresh(); !ok || err != nil {
@@ -434,6 +436,7 @@ func (r *IncidentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&corev1.Pod{}, builder.WithPredicates(podFailureChanged)).
 		Watches(&debugv1beta1.PodBugger{}, handler.EnqueueRequestsFromMapFunc(r.podsOf),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&debugv1beta1.PodIncident{}, r.forgetDeleted()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: incidentParallelism}).
 		Complete(r)
 }
@@ -495,12 +498,30 @@ func failureDigest(p *corev1.Pod) string {
 	return d
 }
 
-// writtenIncidents are the records this manager wrote, by pod, until the pod
-// goes: the cache may not show a record written a moment ago, and a failure
-// must not open a second record for want of seeing the first.
+// writtenIncidents are the records this manager wrote, by pod, until the
+// cache shows them (merge) or the pod goes: the cache may not show a record
+// written a moment ago, and a failure must not open a second record for want
+// of seeing the first. And, until the pod goes, the last failure counted of
+// each of its families, by PodBugger: a failure counted in a record pruned
+// since (maxRecords turns records over while pods keep failing) is not
+// recorded again at the pod's next event.
 type writtenIncidents struct {
 	mu    sync.Mutex
 	byPod map[types.NamespacedName]map[string]*debugv1beta1.PodIncident
+	// last is, by pod, the time of the last failure counted for a
+	// PodBugger's UID and a family ("<uid>/<family>").
+	last map[types.NamespacedName]map[string]metav1.Time
+}
+
+// counted reports whether f of pod was counted for the PodBugger pbUID in
+// a record this manager wrote: its family's last failure counted is not
+// older than f.
+func (w *writtenIncidents) counted(pod *corev1.Pod, pbUID types.UID, f failure) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	last, ok := w.last[client.ObjectKeyFromObject(pod)][string(pbUID)+"/"+f.family()]
+	at := metav1.NewTime(f.at).Rfc3339Copy()
+	return ok && !last.Before(&at)
 }
 
 // remember keeps a slim copy of inc (as the cache holds it), and only the
@@ -523,6 +544,13 @@ func (w *writtenIncidents) remember(pod *corev1.Pod, inc *debugv1beta1.PodIncide
 	slim := inc.DeepCopy()
 	slimIncident(slim)
 	w.byPod[key][inc.Name] = slim
+	if w.last[key] == nil {
+		w.last[key] = map[string]metav1.Time{}
+	}
+	family := inc.Labels[debugv1beta1.IncidentPodBuggerUIDLabel] + "/" + familyOf(inc)
+	if last, ok := w.last[key][family]; !ok || last.Before(&inc.Spec.LastTime) {
+		w.last[key][family] = inc.Spec.LastTime
+	}
 }
 
 // logWritten notes that the log of the record name of pod has been written.
@@ -535,24 +563,53 @@ func (w *writtenIncidents) logWritten(pod types.NamespacedName, name string) {
 }
 
 func (w *writtenIncidents) drop(pod *corev1.Pod, name string) {
+	w.dropRecord(client.ObjectKeyFromObject(pod), name)
+}
+
+// dropRecord forgets the record name of the pod key: it is gone.
+func (w *writtenIncidents) dropRecord(key types.NamespacedName, name string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	delete(w.byPod[client.ObjectKeyFromObject(pod)], name)
+	delete(w.byPod[key], name)
+	if len(w.byPod[key]) == 0 {
+		delete(w.byPod, key)
+	}
+}
+
+// forgetDeleted is the handler of PodIncidents' deletions: the recorder
+// forgets the copy it kept of a record pruned (or deleted by hand) before
+// its cache showed it, which would otherwise stay until the pod's next
+// failure tried to count in it. It queues nothing.
+func (r *IncidentReconciler) forgetDeleted() handler.Funcs {
+	return handler.Funcs{
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if inc, ok := e.Object.(*debugv1beta1.PodIncident); ok && inc.Spec.Pod.Name != "" {
+				r.written.dropRecord(types.NamespacedName{Namespace: inc.Namespace, Name: inc.Spec.Pod.Name}, inc.Name)
+			}
+		},
+	}
 }
 
 func (w *writtenIncidents) forget(key types.NamespacedName) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.byPod, key)
+	delete(w.last, key)
 }
 
 // merge is cached with what was written for pod by the PodBugger pbUID in
-// place of an older copy (fewer counts) or a missing one.
+// place of an older copy (fewer counts) or a missing one. A record the
+// cache shows counting as many failures as were written is forgotten: the
+// cache tells of it from then on (and of its pruning, which a copy kept
+// here would hide until a write to it failed), so what is kept is only
+// what the cache has not shown yet, not a copy of every failing pod's
+// latest record for as long as the pod lives.
 func (w *writtenIncidents) merge(pod *corev1.Pod, pbUID types.UID, cached []debugv1beta1.PodIncident) []debugv1beta1.PodIncident {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	out := slices.Clone(cached)
-	for name, inc := range w.byPod[client.ObjectKeyFromObject(pod)] {
+	key := client.ObjectKeyFromObject(pod)
+	for name, inc := range w.byPod[key] {
 		if inc.Labels[debugv1beta1.IncidentPodUIDLabel] != string(pod.UID) || inc.Labels[debugv1beta1.IncidentPodBuggerUIDLabel] != string(pbUID) {
 			continue
 		}
@@ -562,7 +619,12 @@ func (w *writtenIncidents) merge(pod *corev1.Pod, pbUID types.UID, cached []debu
 			out = append(out, *inc.DeepCopy())
 		case out[i].Spec.Count < inc.Spec.Count:
 			out[i] = *inc.DeepCopy()
+		default:
+			delete(w.byPod[key], name)
 		}
+	}
+	if len(w.byPod[key]) == 0 {
+		delete(w.byPod, key)
 	}
 	return out
 }
