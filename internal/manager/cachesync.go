@@ -95,6 +95,17 @@ func (c *eachKindSynced) List(ctx context.Context, list client.ObjectList, opts 
 	return c.Cache.List(ctx, list, opts...)
 }
 
+// Each hands out list's objects one at a time (scopedcache.Each) once its
+// kind has synced.
+func (c *eachKindSynced) Each(ctx context.Context, list client.ObjectList, fn func(client.Object) error, opts ...client.ListOption) error {
+	if err := c.waitFor(ctx, list); err != nil {
+		return err
+	}
+	return c.Cache.Each(ctx, list, fn, opts...)
+}
+
+var _ scopedcache.Eacher = &eachKindSynced{}
+
 // waitFor waits, for a kind held per namespace, until the namespaces
 // needed at the start have synced.
 func (c *eachKindSynced) waitFor(ctx context.Context, obj runtime.Object) error {

@@ -11,16 +11,16 @@ import (
 )
 
 // Each calls fn with each object a List of list's kind with opts would
-// return, and stops at fn's first error. Read from a Cache, a compact kind
-// is expanded one object at a time, each dropped once fn returns: a pass
-// over a namespace of 100,000 Jobs holds one expanded Job, not a list of
-// 100,000 (issue 26: two such lists at a manager's start took its RSS to
-// 841 MiB for a live heap of 130 MiB). From any other reader, Each lists.
-// What fn is given is a copy it may keep, but keeping every one undoes the
-// point.
+// return, and stops at fn's first error. Read from a Cache (or a reader
+// that wraps one and is an Eacher), a compact kind is expanded one object
+// at a time, each dropped once fn returns: a pass over a namespace of
+// 100,000 Jobs holds one expanded Job, not a list of 100,000 (issue 26: two
+// such lists at a manager's start took its RSS to 841 MiB for a live heap
+// of 130 MiB). From any other reader, Each lists. What fn is given is a
+// copy it may keep, but keeping every one undoes the point.
 func Each(ctx context.Context, r client.Reader, list client.ObjectList, fn func(client.Object) error, opts ...client.ListOption) error {
-	if c, ok := r.(*Cache); ok {
-		return c.each(ctx, list, fn, opts...)
+	if e, ok := r.(Eacher); ok {
+		return e.Each(ctx, list, fn, opts...)
 	}
 	if err := r.List(ctx, list, opts...); err != nil {
 		return err
@@ -28,12 +28,21 @@ func Each(ctx context.Context, r client.Reader, list client.ObjectList, fn func(
 	return eachItem(list, fn)
 }
 
-// eachReader is a reader that can hand out its objects one at a time.
+// Eacher is a reader that hands out what it holds one object at a time.
+// A reader that wraps a Cache (the manager's, waiting for each kind to
+// sync) is one by saying so.
+type Eacher interface {
+	Each(ctx context.Context, list client.ObjectList, fn func(client.Object) error, opts ...client.ListOption) error
+}
+
+// eachReader is a space's reader that can hand out its objects one at a
+// time.
 type eachReader interface {
 	each(ctx context.Context, fn func(client.Object) error, opts ...client.ListOption) error
 }
 
-func (c *Cache) each(ctx context.Context, list client.ObjectList, fn func(client.Object) error, opts ...client.ListOption) error {
+// Each is List, one object at a time (the package's Each).
+func (c *Cache) Each(ctx context.Context, list client.ObjectList, fn func(client.Object) error, opts ...client.ListOption) error {
 	r, err := c.readerFor(ctx, list, (&client.ListOptions{}).ApplyOptions(opts).Namespace)
 	if err != nil {
 		return err

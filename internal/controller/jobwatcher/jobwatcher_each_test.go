@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	jobwatchercontroller "github.com/deckhand-dev/deckhand/internal/controller/jobwatcher"
+	"github.com/deckhand-dev/deckhand/internal/scopedcache"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
@@ -55,6 +56,11 @@ func TestJobPassesReadTheCacheOneJobAtATime(t *testing.T) {
 		return len(l.Items), err
 	}).Should(Equal(len(jobs)))
 	c := noJobLists{mgr.GetClient()}
+	// The manager's cache wraps the scoped cache (each kind waited for on
+	// its own); without Each it lists, and the passes below would still
+	// pass, through it, holding every Job at once.
+	_, ok := mgr.GetCache().(scopedcache.Eacher)
+	g.Expect(ok).To(BeTrue(), "the manager's cache hands out no object one at a time")
 
 	// The status: every Job matched, the three beyond the history limit
 	// reported as what the dry run would delete (the manager's own status
