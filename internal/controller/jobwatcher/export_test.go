@@ -33,8 +33,8 @@ func Evaluations(r *StatusReconciler) int {
 
 // NewTestJobReconciler is a JobReconciler with ledgers of its own, reading
 // through c (the cache) and apiReader (past it).
-func NewTestJobReconciler(c client.Client, apiReader client.Reader, rec events.EventRecorder) *JobReconciler {
-	return NewJobReconciler(c, apiReader, rec, nil, newLedger(), newLedger())
+func NewTestJobReconciler(c client.Client, apiReader, jobs client.Reader, rec events.EventRecorder) *JobReconciler {
+	return NewJobReconciler(c, apiReader, jobs, rec, nil, newLedger(), newLedger())
 }
 
 // TellDeleted records r's Event for a round of deletions of the named Jobs

@@ -62,15 +62,14 @@ const (
 func Setup(mgr ctrl.Manager, opts setupoptions.Options) error {
 	protectedNamespaces.add(opts.ManagerNamespace)
 	recorder := mgr.GetEventRecorder(ControllerName)
-	jobWatchers := NewStatusReconciler(mgr.GetClient(), recorder, false)
-	clusterJobWatchers := NewStatusReconciler(mgr.GetClient(), recorder, true)
+	jobWatchers := NewStatusReconciler(mgr.GetClient(), mgr.GetCache(), recorder, false)
+	clusterJobWatchers := NewStatusReconciler(mgr.GetClient(), mgr.GetCache(), recorder, true)
 	clientset, err := kubernetes.NewForConfig(mgr.GetConfig())
 	if err != nil {
 		return fmt.Errorf("creating the clientset that reads pod logs: %w", err)
 	}
-	jobs := NewJobReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder, ClientsetLogs(clientset),
+	jobs := NewJobReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetCache(), recorder, ClientsetLogs(clientset),
 		jobWatchers.deleted, clusterJobWatchers.deleted)
-	jobs.Jobs, jobWatchers.Jobs, clusterJobWatchers.Jobs = mgr.GetCache(), mgr.GetCache(), mgr.GetCache()
 	// A spec change, and an acknowledged deletion circuit breaker, bring
 	// the watcher's Jobs back.
 	watcherChanged := builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, resumeAnnotationChanged))
@@ -162,8 +161,8 @@ type JobReconciler struct {
 
 // NewJobReconciler returns a JobReconciler that reads failed containers' logs
 // through logs (none when nil) and credits deletions to the ledgers of the JobWatcher and ClusterJobWatcher status controllers.
-func NewJobReconciler(c client.Client, apiReader client.Reader, rec events.EventRecorder, logs PodLogs, deleted, clusterDeleted *ledger) *JobReconciler {
-	return &JobReconciler{Client: c, APIReader: apiReader, Recorder: rec, Now: time.Now, Logs: logs, deleted: deleted, clusterDeleted: clusterDeleted,
+func NewJobReconciler(c client.Client, apiReader, jobs client.Reader, rec events.EventRecorder, logs PodLogs, deleted, clusterDeleted *ledger) *JobReconciler {
+	return &JobReconciler{Client: c, APIReader: apiReader, Jobs: jobs, Recorder: rec, Now: time.Now, Logs: logs, deleted: deleted, clusterDeleted: clusterDeleted,
 		histories: newHistoryMemo()}
 }
 

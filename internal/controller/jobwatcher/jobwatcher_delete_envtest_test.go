@@ -147,7 +147,7 @@ func TestDeleteActsOnlyOnTheVersionJudged(t *testing.T) {
 				g.Expect(env.Update(job, func() { tc.change(job) })).To(Succeed())
 			}
 			reads := &jobGets{Client: env.Client}
-			r := jobwatchercontroller.NewTestJobReconciler(faultinject.StaleGets(env.Client, cached), reads, events.NewFakeRecorder(10))
+			r := jobwatchercontroller.NewTestJobReconciler(faultinject.StaleGets(env.Client, cached), reads, nil, events.NewFakeRecorder(10))
 			_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(job)})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(env.Exists(job)()).To(Equal(!tc.wantDeleted), "deleted")
@@ -224,7 +224,7 @@ func TestWatcherChangedAfterTheJobWasJudgedDeletesNothing(t *testing.T) {
 					change(g, w.DeepCopy())
 				}
 			}}
-			r := jobwatchercontroller.NewTestJobReconciler(env.Client, reads, events.NewFakeRecorder(10))
+			r := jobwatchercontroller.NewTestJobReconciler(env.Client, reads, nil, events.NewFakeRecorder(10))
 			res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(job)})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(reads.n.Load()).To(BeEquivalentTo(1), "reads of the watcher past the cache")
@@ -259,7 +259,7 @@ func TestAJobJudgedDuringAWatcherReadWaitsForTheNext(t *testing.T) {
 			<-release // a slow answer: a's read is under way
 		}
 	}}
-	r := jobwatchercontroller.NewTestJobReconciler(faultinject.StaleLists(env.Client, &stale), reads, events.NewFakeRecorder(10))
+	r := jobwatchercontroller.NewTestJobReconciler(faultinject.StaleLists(env.Client, &stale), reads, nil, events.NewFakeRecorder(10))
 	reconcile := func(job *batchv1.Job) <-chan error {
 		errc := make(chan error, 1)
 		go func() {

@@ -65,16 +65,14 @@ func TestJobPassesReadTheCacheOneJobAtATime(t *testing.T) {
 	// The status: every Job matched, the three beyond the history limit
 	// reported as what the dry run would delete (the manager's own status
 	// controller writes it too).
-	st := jobwatchercontroller.NewStatusReconciler(c, events.NewFakeRecorder(100), false)
-	st.Jobs = mgr.GetCache()
+	st := jobwatchercontroller.NewStatusReconciler(c, mgr.GetCache(), events.NewFakeRecorder(100), false)
 	_, err := st.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(w)})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(status(w)).Should(And(HaveField("MatchedJobs", BeEquivalentTo(5)), HaveField("WouldDelete", HaveLen(3))))
 
 	// A Job beyond the history limit is judged due (the dry run tells it).
 	rec := events.NewFakeRecorder(100)
-	jr := jobwatchercontroller.NewTestJobReconciler(c, env.Client, rec)
-	jr.Jobs = mgr.GetCache()
+	jr := jobwatchercontroller.NewTestJobReconciler(c, env.Client, mgr.GetCache(), rec)
 	_, err = jr.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(jobs[4])})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(rec.Events).To(Receive(ContainSubstring("would delete")))

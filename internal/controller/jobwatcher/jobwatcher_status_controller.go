@@ -54,8 +54,8 @@ type StatusReconciler struct {
 
 // NewStatusReconciler returns the status reconciler of JobWatchers, or with
 // cluster of ClusterJobWatchers.
-func NewStatusReconciler(c client.Client, rec events.EventRecorder, cluster bool) *StatusReconciler {
-	r := &StatusReconciler{Client: c, Recorder: rec, Now: time.Now, cluster: cluster, deleted: newLedger(),
+func NewStatusReconciler(c client.Client, jobs client.Reader, rec events.EventRecorder, cluster bool) *StatusReconciler {
+	r := &StatusReconciler{Client: c, Jobs: jobs, Recorder: rec, Now: time.Now, cluster: cluster, deleted: newLedger(),
 		evaluated: map[types.NamespacedName]time.Time{}}
 	r.status = status.NewWriter(c, status.ConditionMetrics(r.kind(), func(s *deckhandbatchv1.JobWatcherStatus) []metav1.Condition { return s.Conditions }))
 	return r

@@ -114,7 +114,7 @@ func TestHistoryDeletionIsConfirmedPastTheCache(t *testing.T) {
 	g.Expect(env.Client.Delete(ctx, newer)).To(Succeed())
 
 	cache := faultinject.StaleLists(env.Client, &stale)
-	r := jobwatchercontroller.NewTestJobReconciler(cache, env.Client, events.NewFakeRecorder(10))
+	r := jobwatchercontroller.NewTestJobReconciler(cache, env.Client, nil, events.NewFakeRecorder(10))
 	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(older)})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(env.Exists(older)()).To(BeTrue(), "deleted for a history limit on a lagging cache's say")
@@ -159,7 +159,7 @@ func TestHistoryIsListedOncePerNamespaceWhileNothingChanges(t *testing.T) {
 		created = append(created, createJob(t, newJob(ns, fmt.Sprintf("job-%03d", i)), batchv1.JobComplete, time.Now().Add(-time.Minute)))
 	}
 	lists := &jobLists{Client: env.Client}
-	r := jobwatchercontroller.NewTestJobReconciler(lists, env.Client, events.NewFakeRecorder(10))
+	r := jobwatchercontroller.NewTestJobReconciler(lists, env.Client, nil, events.NewFakeRecorder(10))
 	for _, job := range created {
 		res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(job)})
 		g.Expect(err).NotTo(HaveOccurred())
