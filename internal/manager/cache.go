@@ -44,17 +44,18 @@ func podCache() map[client.Object]cache.ByObject {
 // The slim pod is held as a cachedPod, which holds exactly what it carries
 // in less memory (issue 26: a slim corev1.Pod cost 3.3 KB of live heap).
 func SlimPod(obj any) (any, error) {
-	slim, err := slimPod(controllers, obj)
-	if pod, ok := slim.(*corev1.Pod); ok && err == nil {
+	if pod, ok := slimPod(controllers, obj).(*corev1.Pod); ok {
 		return compactPod(pod), nil
 	}
-	return slim, err
+	return obj, nil // a cachedPod already, a tombstone (cache.DeletedFinalStateUnknown) or metadata
 }
 
-func slimPod(registry []Controller, obj any) (any, error) {
+// slimPod is what the registry's SlimPods keep of obj, a pod; anything
+// else as it is.
+func slimPod(registry []Controller, obj any) any {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
-		return obj, nil // a cachedPod already, a tombstone (cache.DeletedFinalStateUnknown) or metadata
+		return obj
 	}
 	slim := &corev1.Pod{
 		TypeMeta: pod.TypeMeta,
@@ -77,7 +78,7 @@ func slimPod(registry []Controller, obj any) (any, error) {
 			c.SlimPod(pod, slim)
 		}
 	}
-	return slim, nil
+	return slim
 }
 
 // cachedPod is what the manager's cache holds of a pod: a slim pod
@@ -144,7 +145,7 @@ func (c *cachedPod) DeepCopyObject() runtime.Object {
 		return &cachedPod{whole: whole, Meta: scopedcache.MetaOf(&whole.ObjectMeta)}
 	}
 	out := *c
-	out.Meta = c.Meta.DeepCopy()
+	out.Meta = c.DeepCopy()
 	out.names = slices.Clone(c.names)
 	if c.why != nil {
 		why := *c.why

@@ -40,11 +40,7 @@ func TestCachedPodHoldsEveryFieldASlimPodKeeps(t *testing.T) {
 		if i%3 == 0 { // as the apiserver writes them (held packed)
 			pod.UID = types.UID(fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", i, i%7, i%11, i%13, 1<<40+i))
 		}
-		out, err := slimPod(controllers, pod)
-		if err != nil {
-			t.Fatal(err)
-		}
-		slim := out.(*corev1.Pod)
+		slim := slimPod(controllers, pod).(*corev1.Pod)
 		c := compactPod(slim)
 		if c.whole != nil {
 			t.Fatalf("pod %d: a slim pod is held whole: a SlimPod keeps a field cachedPod does not hold (compactFields): %s",
@@ -164,7 +160,7 @@ func TestCachedPodHeap(t *testing.T) {
 			for i := range raws {
 				raws[i] = kwokPodJSON(t, i, shape.crashed, shape.podSet)
 			}
-			slim := heapPerPod(t, raws, func(pod *corev1.Pod) any { p, _ := slimPod(controllers, pod); return p })
+			slim := heapPerPod(t, raws, func(pod *corev1.Pod) any { return slimPod(controllers, pod) })
 			per := heapPerPod(t, raws, func(pod *corev1.Pod) any { p, _ := SlimPod(pod); return p })
 			t.Logf("%d B of live heap per cached pod (%d B as a slim corev1.Pod)", per, slim)
 			if per > shape.most {

@@ -110,41 +110,96 @@ func Intern(s string) string {
 	return unique.Make(s).Value()
 }
 
-func (m *Meta) GetNamespace() string          { return m.namespace }
+// GetNamespace is metav1.Object's.
+func (m *Meta) GetNamespace() string { return m.namespace }
+
+// SetNamespace is metav1.Object's.
 func (m *Meta) SetNamespace(namespace string) { m.namespace = Intern(namespace) }
-func (m *Meta) GetName() string               { return m.name }
-func (m *Meta) SetName(name string)           { m.name = name }
-func (m *Meta) GetGenerateName() string       { return "" }
-func (m *Meta) SetGenerateName(string)        {}
+
+// GetName is metav1.Object's.
+func (m *Meta) GetName() string { return m.name }
+
+// SetName is metav1.Object's.
+func (m *Meta) SetName(name string) { m.name = name }
+
+// GetGenerateName is metav1.Object's.
+func (m *Meta) GetGenerateName() string { return "" }
+
+// SetGenerateName is metav1.Object's.
+func (m *Meta) SetGenerateName(string) {}
+
+// GetUID is metav1.Object's.
 func (m *Meta) GetUID() types.UID {
 	if len(m.uid) == 17 && m.uid[0] == 0 {
 		return types.UID(unpackUID(m.uid[1:]))
 	}
 	return types.UID(m.uid)
 }
-func (m *Meta) SetUID(uid types.UID)                { m.uid = string(uid) }
-func (m *Meta) GetResourceVersion() string          { return m.resourceVersion }
-func (m *Meta) SetResourceVersion(version string)   { m.resourceVersion = version }
-func (m *Meta) GetGeneration() int64                { return m.generation }
-func (m *Meta) SetGeneration(generation int64)      { m.generation = generation }
-func (m *Meta) GetSelfLink() string                 { return "" }
-func (m *Meta) SetSelfLink(string)                  {}
-func (m *Meta) GetCreationTimestamp() metav1.Time   { return m.creation }
-func (m *Meta) SetCreationTimestamp(t metav1.Time)  { m.creation = t }
-func (m *Meta) GetDeletionTimestamp() *metav1.Time  { return m.deletion }
+
+// SetUID is metav1.Object's.
+func (m *Meta) SetUID(uid types.UID) { m.uid = string(uid) }
+
+// GetResourceVersion is metav1.Object's.
+func (m *Meta) GetResourceVersion() string { return m.resourceVersion }
+
+// SetResourceVersion is metav1.Object's.
+func (m *Meta) SetResourceVersion(version string) { m.resourceVersion = version }
+
+// GetGeneration is metav1.Object's.
+func (m *Meta) GetGeneration() int64 { return m.generation }
+
+// SetGeneration is metav1.Object's.
+func (m *Meta) SetGeneration(generation int64) { m.generation = generation }
+
+// GetSelfLink is metav1.Object's.
+func (m *Meta) GetSelfLink() string { return "" }
+
+// SetSelfLink is metav1.Object's.
+func (m *Meta) SetSelfLink(string) {}
+
+// GetCreationTimestamp is metav1.Object's.
+func (m *Meta) GetCreationTimestamp() metav1.Time { return m.creation }
+
+// SetCreationTimestamp is metav1.Object's.
+func (m *Meta) SetCreationTimestamp(t metav1.Time) { m.creation = t }
+
+// GetDeletionTimestamp is metav1.Object's.
+func (m *Meta) GetDeletionTimestamp() *metav1.Time { return m.deletion }
+
+// SetDeletionTimestamp is metav1.Object's.
 func (m *Meta) SetDeletionTimestamp(t *metav1.Time) { m.deletion = t }
+
+// GetDeletionGracePeriodSeconds is metav1.Object's.
 func (m *Meta) GetDeletionGracePeriodSeconds() *int64 {
 	return m.grace
 }
-func (m *Meta) SetDeletionGracePeriodSeconds(s *int64)        { m.grace = s }
-func (m *Meta) GetAnnotations() map[string]string             { return m.annotations }
-func (m *Meta) SetAnnotations(a map[string]string)            { m.annotations = a }
-func (m *Meta) GetFinalizers() []string                       { return m.finalizers }
-func (m *Meta) SetFinalizers(f []string)                      { m.finalizers = f }
-func (m *Meta) GetOwnerReferences() []metav1.OwnerReference   { return m.owners }
-func (m *Meta) SetOwnerReferences(r []metav1.OwnerReference)  { m.owners = r }
+
+// SetDeletionGracePeriodSeconds is metav1.Object's.
+func (m *Meta) SetDeletionGracePeriodSeconds(s *int64) { m.grace = s }
+
+// GetAnnotations is metav1.Object's.
+func (m *Meta) GetAnnotations() map[string]string { return m.annotations }
+
+// SetAnnotations is metav1.Object's.
+func (m *Meta) SetAnnotations(a map[string]string) { m.annotations = a }
+
+// GetFinalizers is metav1.Object's.
+func (m *Meta) GetFinalizers() []string { return m.finalizers }
+
+// SetFinalizers is metav1.Object's.
+func (m *Meta) SetFinalizers(f []string) { m.finalizers = f }
+
+// GetOwnerReferences is metav1.Object's.
+func (m *Meta) GetOwnerReferences() []metav1.OwnerReference { return m.owners }
+
+// SetOwnerReferences is metav1.Object's.
+func (m *Meta) SetOwnerReferences(r []metav1.OwnerReference) { m.owners = r }
+
+// GetManagedFields is metav1.Object's.
 func (m *Meta) GetManagedFields() []metav1.ManagedFieldsEntry { return nil }
-func (m *Meta) SetManagedFields([]metav1.ManagedFieldsEntry)  {}
+
+// SetManagedFields is metav1.Object's.
+func (m *Meta) SetManagedFields([]metav1.ManagedFieldsEntry) {}
 
 // GetLabels are the labels, a map of its own (nil when there are none;
 // empty when they were set empty).

@@ -56,7 +56,7 @@ func (c *cachedJob) GetObjectKind() schema.ObjectKind { return schema.EmptyObjec
 
 // DeepCopyObject copies the cachedJob.
 func (c *cachedJob) DeepCopyObject() runtime.Object {
-	out := &cachedJob{Meta: c.Meta.DeepCopy(), finishedBy: c.finishedBy, finishedAt: c.finishedAt}
+	out := &cachedJob{Meta: c.DeepCopy(), finishedBy: c.finishedBy, finishedAt: c.finishedAt}
 	if c.ttl != nil {
 		out.ttl = ptr.To(*c.ttl)
 	}
