@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -232,6 +233,9 @@ func needs(opts Options) []scopedcache.Need {
 		for _, n := range c.Needs() {
 			if !opts.enabled(c.Name) {
 				n.Namespaces = nil
+			}
+			if _, ok := n.Object.(*corev1.Pod); ok {
+				n.Expand = ExpandPod // SlimPod holds pods as cachedPods (cache.go)
 			}
 			out = append(out, n)
 		}

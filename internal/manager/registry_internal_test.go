@@ -34,11 +34,7 @@ func TestSlimPodComesFromTheRegistry(t *testing.T) {
 		return r
 	}
 	slim := func(registry []Controller) *corev1.Pod {
-		got, err := slimPod(registry, pod())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got.(*corev1.Pod)
+		return slimPod(registry, pod()).(*corev1.Pod)
 	}
 	if got := slim(Registry()); got.Annotations["a"] != "" || got.Annotations[appsv1beta1.DeleteFirstAnnotation] != "true" ||
 		got.Spec.Containers[0].Image != "" || len(got.Status.Conditions) != 1 {

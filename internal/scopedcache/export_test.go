@@ -1,6 +1,7 @@
 package scopedcache
 
 import (
+	"slices"
 	"time"
 
 	toolscache "k8s.io/client-go/tools/cache"
@@ -39,3 +40,24 @@ func ClusterWideHolds(c *Cache, obj client.Object, namespace, name string) (any,
 // IsStub reports whether obj is what the cluster-wide informer holds of an
 // object of a namespace nothing needs.
 func IsStub(obj any) bool { return isStub(obj) }
+
+// Recorded is how many entries the records of what handlers of obj's kind
+// were told hold (handover.go).
+func Recorded(c *Cache, obj client.Object) int {
+	k, err := c.kindOf(obj)
+	if err != nil || k == nil {
+		return 0
+	}
+	k.mu.Lock()
+	handlers := slices.Clone(k.handlers)
+	k.mu.Unlock()
+	n := 0
+	for _, r := range handlers {
+		r.mu.Lock()
+		for _, seen := range r.told {
+			n += len(seen)
+		}
+		r.mu.Unlock()
+	}
+	return n
+}

@@ -215,6 +215,7 @@ func (k *kind) trackFirst(r *registration, namespace string) {
 	r.track(namespace, nil)
 	if _, ok := k.tracking[namespace]; !ok {
 		k.tracking[namespace] = time.Time{}
+		k.first.Insert(namespace)
 	}
 }
 

@@ -346,8 +346,10 @@ type kind struct {
 	// tracking holds the namespaces whose deliveries are checked against
 	// what each handler was told (handover.go): from a switch's start to
 	// keepFor after its end, and from the start of a space that tells its
-	// namespace first to keepFor after it synced (zero until then).
+	// namespace first (first names those) until every handler has been
+	// told what it listed (zero until then).
 	tracking map[string]time.Time
+	first    sets.Set[string]
 	indexers []indexer
 	// rawIndexers are indexers added to the informer itself.
 	rawIndexers []toolscache.Indexers
@@ -389,7 +391,7 @@ type space struct {
 
 func newKind(gvk schema.GroupVersionKind, obj client.Object, cfg *rest.Config, opts cache.Options, keep time.Duration) *kind {
 	k := &kind{gvk: gvk, obj: obj, scheme: opts.Scheme, keepFor: keep, spaces: map[string]*space{},
-		tracking: map[string]time.Time{}, poke: make(chan struct{}, 1), started: make(chan struct{}), stubbed: sets.New[string]()}
+		tracking: map[string]time.Time{}, first: sets.New[string](), poke: make(chan struct{}, 1), started: make(chan struct{}), stubbed: sets.New[string]()}
 	k.owners.Store(&owners{})
 	if len(opts.DefaultNamespaces) > 0 {
 		if _, all := opts.DefaultNamespaces[cache.AllNamespaces]; !all {
@@ -508,6 +510,7 @@ func (k *kind) resync(ctx context.Context, inner client.Reader, now time.Time) e
 	defer k.mu.Unlock()
 	for _, m := range moves {
 		k.tracking[m.namespace] = now.Add(k.keepFor)
+		k.first.Delete(m.namespace)
 	}
 	k.dropDoneLocked(now)
 	return nil
@@ -613,27 +616,50 @@ func (k *kind) dropDoneLocked(now time.Time) {
 	k.endTrackingLocked(now)
 }
 
-// endTrackingLocked ends the tracking of switches long over, and starts
-// the end of that of spaces told from their start once they have synced
-// with no switch under way. k.mu is held.
+// endTrackingLocked ends the tracking of switches long over, and that of
+// spaces told from their start once they have synced and told every
+// handler what they listed, with no switch under way. k.mu is held.
 func (k *kind) endTrackingLocked(now time.Time) {
 	all := k.spaces[allNamespaces]
 	for ns, until := range k.tracking {
 		own, owner := k.spaces[ns], k.ownerOf(ns)
-		if until.IsZero() && owner != nil && isClosed(owner.synced) && (owner == own && (all == nil || k.isStubbed(ns)) || owner == all && own == nil) {
-			// Told from its owner's start, which has synced, and no
-			// switch under way (a namespace the cluster-wide space holds
-			// stubs of stays with its own).
+		alone := owner != nil && isClosed(owner.synced) && (owner == own && (all == nil || k.isStubbed(ns)) || owner == all && own == nil)
+		switch {
+		case alone && k.first.Has(ns) && k.toldAllLocked(owner):
+			// Told from its owner's start, which has synced and told
+			// every handler all it listed, and no switch under way (a
+			// namespace the cluster-wide space holds stubs of stays with
+			// its own): what the owner holds is what they were told, as
+			// at the end of any tracking. The record (an entry per object
+			// per handler) goes now, not a keepFor later (issue 26: some
+			// 100 bytes a Job in the first minute).
+		case until.IsZero() && alone:
+			// Synced, but a handler still works through the initial
+			// list (its space pokes run once all have it), or a switch
+			// ended: the record goes a keepFor from now at the latest.
 			k.tracking[ns] = now.Add(k.keepFor)
 			continue
+		case !until.IsZero() && !now.Before(until):
+		default:
+			continue
 		}
-		if !until.IsZero() && !now.Before(until) {
-			for _, r := range k.handlers {
-				r.untrack(ns)
-			}
-			delete(k.tracking, ns)
+		for _, r := range k.handlers {
+			r.untrack(ns)
+		}
+		delete(k.tracking, ns)
+		k.first.Delete(ns)
+	}
+}
+
+// toldAllLocked reports whether every handler has been told what s listed
+// (its registration on s has synced). k.mu is held.
+func (k *kind) toldAllLocked(s *space) bool {
+	for _, r := range k.handlers {
+		if reg, ok := r.per[s]; !ok || !reg.HasSynced() {
+			return false
 		}
 	}
+	return true
 }
 
 // perNamespaceOwnLocked reports whether every namespace with a space of
@@ -742,7 +768,26 @@ func (k *kind) startLocked(namespace string) (*space, error) {
 			close(s.synced)
 			k.pokeRun() // a handover may be due
 		case <-ctx.Done():
+			return
 		}
+		// Once every handler has been told what it listed, the record of
+		// what they were told may go (endTrackingLocked).
+		k.mu.Lock()
+		regs := make([]toolscache.ResourceEventHandlerRegistration, 0, len(k.handlers))
+		for _, r := range k.handlers {
+			if reg, ok := r.per[s]; ok {
+				regs = append(regs, reg)
+			}
+		}
+		k.mu.Unlock()
+		for _, reg := range regs {
+			select {
+			case <-reg.HasSyncedChecker().Done():
+			case <-ctx.Done():
+				return
+			}
+		}
+		k.pokeRun()
 	}()
 	k.spaces[namespace] = s
 	gaugeNamespaces(k.gvk.Kind, k.spaces)
@@ -767,6 +812,7 @@ func (k *kind) joinLocked(s *space) {
 				r.track(s.namespace, nil)
 			}
 			k.tracking[s.namespace] = time.Time{}
+			k.first.Insert(s.namespace)
 		}
 		return
 	}
@@ -786,6 +832,7 @@ func (k *kind) trackLocked(namespace string, from *space) {
 		r.track(namespace, objs)
 	}
 	k.tracking[namespace] = time.Time{}
+	k.first.Delete(namespace) // a switch: tracked until a keepFor after it
 }
 
 // reader is what answers a read in namespace ("": all namespaces).
