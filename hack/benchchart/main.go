@@ -292,8 +292,9 @@ func main() {
 	in := flag.String("in", "bin/bench/latest.json", "the bench's JSON reports, comma-separated, oldest first")
 	out := flag.String("out", "docs/img/scale.svg", "the SVG file to write")
 	flag.Parse()
-	var ins []io.Reader
-	for _, name := range strings.Split(*in, ",") {
+	names := strings.Split(*in, ",")
+	ins := make([]io.Reader, 0, len(names))
+	for _, name := range names {
 		f, err := os.Open(name)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "benchchart:", err)
