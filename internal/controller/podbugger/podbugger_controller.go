@@ -29,6 +29,7 @@ import (
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
+	"github.com/deckhand-dev/deckhand/internal/eventnote"
 	"github.com/deckhand-dev/deckhand/internal/setupoptions"
 	"github.com/deckhand-dev/deckhand/internal/status"
 )
@@ -61,9 +62,14 @@ func Setup(mgr ctrl.Manager, opts setupoptions.Options) error {
 	if err != nil {
 		return fmt.Errorf("PodBugger incidents: a client for pod logs: %w", err)
 	}
+	// The incident recorder's Events are written uncached
+	// (podbugger_incident_events.go), their notes bounded as every other
+	// controller's are.
+	writer := newEventWriter(mgr.GetScheme(), cs.EventsV1(), ControllerName)
 	return errors.Join(
+		mgr.Add(writer),
 		NewPodBuggerReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(ControllerName), p).SetupWithManager(mgr),
-		NewIncidentReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(ControllerName), ClientsetLogs(cs)).SetupWithManager(mgr))
+		NewIncidentReconciler(mgr.GetClient(), mgr.GetAPIReader(), eventnote.Recorder(writer), ClientsetLogs(cs)).SetupWithManager(mgr))
 }
 
 // PodBuggerReconciler adds each PodBugger's ephemeral container to the
