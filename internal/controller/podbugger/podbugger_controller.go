@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,6 +29,7 @@ import (
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
 	"github.com/deckhand-dev/deckhand/internal/eventnote"
+	"github.com/deckhand-dev/deckhand/internal/pace"
 	"github.com/deckhand-dev/deckhand/internal/setupoptions"
 	"github.com/deckhand-dev/deckhand/internal/status"
 )
@@ -87,7 +87,7 @@ type PodBuggerReconciler struct {
 
 	status *status.Writer[debugv1beta1.PodBuggerStatus]
 	memory *memory
-	passes passTimes
+	passes pace.Passes
 }
 
 // NewPodBuggerReconciler returns a reconciler that reads through c (the
@@ -101,7 +101,6 @@ func NewPodBuggerReconciler(c client.Client, apiReader client.Reader, recorder e
 		Policy:    p,
 		status:    status.NewWriter(c, status.ConditionMetrics("PodBugger", func(s *debugv1beta1.PodBuggerStatus) []metav1.Condition { return s.Conditions })),
 		memory:    newMemory(),
-		passes:    passTimes{at: map[types.NamespacedName]time.Time{}},
 	}
 }
 
@@ -127,7 +126,7 @@ func (r *PodBuggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if !pb.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // nothing to undo: ephemeral containers cannot be removed
 	}
-	r.passes.began(req.NamespacedName, r.Now())
+	r.passes.Began(req.NamespacedName, r.Now())
 	failing, expiry, err := r.pruneIncidents(ctx, pb)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -158,7 +157,7 @@ const supersededDelay = time.Second
 func (r *PodBuggerReconciler) forget(key types.NamespacedName) {
 	r.status.Forget(key)
 	r.memory.forget(key)
-	r.passes.forget(key)
+	r.passes.Forget(key)
 	forgetMetrics(key)
 }
 
@@ -277,7 +276,7 @@ func (r *PodBuggerReconciler) incidentEventHandler() handler.Funcs {
 				return
 			}
 			key := types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: ref.Name}
-			if wait := r.passes.wait(key, r.Now()); wait > 0 {
+			if wait := r.passes.Wait(key, r.Now(), pruneInterval); wait > 0 {
 				q.AddAfter(reconcile.Request{NamespacedName: key}, wait)
 				return
 			}
@@ -288,37 +287,6 @@ func (r *PodBuggerReconciler) incidentEventHandler() handler.Funcs {
 
 // pruneInterval is how far apart the passes that new records ask for are.
 const pruneInterval = time.Second
-
-// passTimes are when each PodBugger's last pass began.
-type passTimes struct {
-	mu sync.Mutex
-	at map[types.NamespacedName]time.Time
-}
-
-func (p *passTimes) began(key types.NamespacedName, now time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.at[key] = now
-}
-
-// wait is how long, at now, the pass a new record of key asks for waits:
-// the rest of pruneInterval since the last pass began, nothing once it has
-// passed (or when none did).
-func (p *passTimes) wait(key types.NamespacedName, now time.Time) time.Duration {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	last, ok := p.at[key]
-	if !ok {
-		return 0
-	}
-	return max(0, last.Add(pruneInterval).Sub(now))
-}
-
-func (p *passTimes) forget(key types.NamespacedName) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.at, key)
-}
 
 // podBuggersInNamespaceOf maps a pod to every PodBugger of its namespace.
 // There are few of those, and a pod that stops matching may still carry a

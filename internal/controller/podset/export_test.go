@@ -40,5 +40,5 @@ func (r *PodSetReconciler) PodEventHandler() handler.Funcs { return r.podEventHa
 
 // SyncBegan records that the PodSet key's last sync began at at.
 func (r *PodSetReconciler) SyncBegan(key types.NamespacedName, at time.Time) {
-	r.syncs.began(key, at)
+	r.syncs.Began(key, at)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
+	"github.com/deckhand-dev/deckhand/internal/pace"
 	"github.com/deckhand-dev/deckhand/internal/setupoptions"
 	"github.com/deckhand-dev/deckhand/internal/status"
 )
@@ -70,7 +70,7 @@ type PodSetReconciler struct {
 	podName      func(*appsv1beta1.PodSet) string // newPodName; tests choose names that collide
 	expectations *expectations
 	backoff      *finishedBackoff
-	syncs        syncTimes
+	syncs        pace.Passes
 }
 
 // NewPodSetReconciler returns a reconciler that writes through c, reads
@@ -83,7 +83,6 @@ func NewPodSetReconciler(c client.Client, apiReader client.Reader, rec events.Ev
 		Now:       time.Now,
 		backoff:   newFinishedBackoff(),
 		podName:   newPodName,
-		syncs:     syncTimes{at: map[types.NamespacedName]time.Time{}},
 	}
 	clock := func() time.Time { return r.Now() }
 	r.status = status.NewWriter(c,
@@ -156,7 +155,7 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if set.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil // the garbage collector removes the pods
 	}
-	r.syncs.began(req.NamespacedName, r.Now())
+	r.syncs.Began(req.NamespacedName, r.Now())
 	if err := r.settleUnsure(ctx, set); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -236,7 +235,7 @@ func resultOf(failure *syncFailure, delays ...time.Duration) (ctrl.Result, error
 func (r *PodSetReconciler) forget(key types.NamespacedName) {
 	r.expectations.forget(key)
 	r.backoff.forget(key)
-	r.syncs.forget(key)
+	r.syncs.Forget(key)
 	r.status.Forget(key)
 	forgetMetrics(key)
 }
@@ -314,7 +313,7 @@ func (r *PodSetReconciler) podEventHandler() handler.Funcs {
 				// set. Gathered, they make a few; news after a quiet spell
 				// (the pod that completes a set) is acted on at once.
 				key := types.NamespacedName{Namespace: e.ObjectNew.GetNamespace(), Name: ref.Name}
-				if wait := progressWait(r.syncs.last(key), r.Now()); wait > 0 {
+				if wait := progressWait(r.syncs.Last(key), r.Now()); wait > 0 {
 					q.AddAfter(reconcile.Request{NamespacedName: key}, wait)
 					return
 				}
@@ -346,31 +345,6 @@ const progressDelay = 250 * time.Millisecond
 // each set's last status 250 ms behind its pods.
 func progressWait(last, now time.Time) time.Duration {
 	return max(0, last.Add(progressDelay).Sub(now))
-}
-
-// syncTimes are when each PodSet's last sync began.
-type syncTimes struct {
-	mu sync.Mutex
-	at map[types.NamespacedName]time.Time
-}
-
-func (s *syncTimes) began(key types.NamespacedName, now time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.at[key] = now
-}
-
-// last is when key's last sync began; zero when none did.
-func (s *syncTimes) last(key types.NamespacedName) time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.at[key]
-}
-
-func (s *syncTimes) forget(key types.NamespacedName) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.at, key)
 }
 
 // progressOnly says whether an update of a pod its PodSet still controls
