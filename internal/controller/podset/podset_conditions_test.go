@@ -115,7 +115,13 @@ func TestUrgentStatus(t *testing.T) {
 		"a count":        {appsv1beta1.PodSetStatus{ObservedGeneration: 7, Replicas: 2, Conditions: cond(appsv1beta1.ReasonScalingUp, "1 of 2 pods exist")}, false},
 		"only a message": {appsv1beta1.PodSetStatus{ObservedGeneration: 7, Replicas: 1, Conditions: cond(appsv1beta1.ReasonScalingUp, "2 of 2 pods exist")}, false},
 		"a generation":   {appsv1beta1.PodSetStatus{ObservedGeneration: 8, Replicas: 1, Conditions: held.Conditions}, true},
-		"a reason":       {appsv1beta1.PodSetStatus{ObservedGeneration: 7, Replicas: 2, Conditions: cond(appsv1beta1.ReasonWaitingForReady, "")}, true},
+		// ScalingUp, then WaitingForReady: a step of the way, paced like
+		// the counts that make it.
+		"a step of the way": {appsv1beta1.PodSetStatus{ObservedGeneration: 7, Replicas: 2, Conditions: cond(appsv1beta1.ReasonWaitingForReady, "")}, false},
+		"arrived, not all available": {appsv1beta1.PodSetStatus{ObservedGeneration: 7, Replicas: 2, Conditions: []metav1.Condition{{
+			Type: appsv1beta1.ConditionProgressing, Status: metav1.ConditionFalse, Reason: appsv1beta1.ReasonUpToDate}}}, true},
+		"a condition appears": {appsv1beta1.PodSetStatus{ObservedGeneration: 7, Replicas: 1, Conditions: append(cond(appsv1beta1.ReasonScalingUp, ""),
+			metav1.Condition{Type: appsv1beta1.ConditionReplicaFailure, Status: metav1.ConditionTrue, Reason: appsv1beta1.ReasonFailedCreate})}, true},
 		"settled": {appsv1beta1.PodSetStatus{ObservedGeneration: 7, Replicas: 2, UpdatedReplicas: 2, AvailableReplicas: 2,
 			Conditions: held.Conditions}, true},
 		"settled but a pod terminating": {appsv1beta1.PodSetStatus{ObservedGeneration: 7, Replicas: 2, UpdatedReplicas: 2,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -701,7 +702,10 @@ func TestPodSetPacesStatusWritesWhilePodsChange(t *testing.T) {
 
 	sync()                              // creates the pods
 	r.CacheCaughtUp(req.NamespacedName) // its pod reads are uncached
-	sync()                              // all exist: waiting for ready, a new reason, written at once
+	sync()                              // all exist, waiting for ready: a step of the way, paced
+	g.Expect(get(g, set).Status.Replicas).To(BeZero(), "a step of the way written within a second of the last write")
+	now = now.Add(time.Second)
+	sync()
 	pods := podsOf(g, set)
 	g.Expect(get(g, set).Status.Replicas).To(BeEquivalentTo(3))
 
@@ -812,4 +816,80 @@ func (c withoutIndexes) List(ctx context.Context, list client.ObjectList, opts .
 	o := (&client.ListOptions{}).ApplyOptions(opts)
 	o.FieldSelector = nil
 	return c.Client.List(ctx, list, o)
+}
+
+// A pod replaced in a settled set (what every set of a failover goes
+// through) costs the set two status writes: one when the replacement is
+// made, one when it is ready. Between them the set's Progressing reason
+// steps from ScalingUp to WaitingForReady, news of a count that is paced as
+// counts are; written at once it was a third status write, and after a
+// failover of 1,000 sets a third of the new leader's syncs that the other
+// sets queued behind (TestFailoverStatusTrail).
+func TestPodSetWritesAReplacedPodsStatusTwice(t *testing.T) {
+	g := testenv.NewG(t)
+	ctx := context.Background()
+	set := newPodSet(env.Namespace(t), "replaced", 3)
+	env.Create(t, set)
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(set)}
+	now := time.Now().Add(time.Hour) // ahead of markReady's stamps
+	c := &countingStatus{withoutIndexes: withoutIndexes{env.Client}}
+	r := podsetcontroller.NewPodSetReconciler(c, c, &events.FakeRecorder{})
+	r.Now = func() time.Time { return now }
+	sync := func() ctrl.Result {
+		res, err := r.Reconcile(ctx, req)
+		g.Expect(err).NotTo(HaveOccurred())
+		r.CacheCaughtUp(req.NamespacedName) // its pod reads are uncached
+		return res
+	}
+	sync()
+	sync()
+	markReady(t, podsOf(g, set)...)
+	now = now.Add(2 * time.Second)
+	sync()
+	g.Expect(get(g, set).Status.Conditions).To(testenv.HaveCondition(appsv1beta1.ConditionProgressing, metav1.ConditionFalse, appsv1beta1.ReasonUpToDate))
+
+	c.patches.Store(0)
+	gone := podsOf(g, set)[0]
+	g.Expect(env.Client.Delete(ctx, &gone)).To(Succeed())
+	now = now.Add(2 * time.Second)
+	sync() // makes the replacement; the missing pod is written at once
+	g.Expect(get(g, set).Status.Conditions).To(testenv.HaveCondition(appsv1beta1.ConditionProgressing, metav1.ConditionTrue, appsv1beta1.ReasonScalingUp))
+	now = now.Add(100 * time.Millisecond)
+	held := sync() // the replacement exists, not ready yet
+	var fresh []corev1.Pod
+	for _, p := range podsOf(g, set) {
+		if p.Status.Phase != corev1.PodRunning {
+			fresh = append(fresh, p)
+		}
+	}
+	g.Expect(fresh).To(HaveLen(1))
+	markReady(t, fresh...)
+	now = now.Add(100 * time.Millisecond)
+	sync() // settled: written at once
+	st := get(g, set).Status
+	g.Expect(st.ReadyReplicas).To(BeEquivalentTo(3))
+	g.Expect(st.PodNames).NotTo(ContainElement(gone.Name))
+	g.Expect(st.Conditions).To(testenv.HaveCondition(appsv1beta1.ConditionProgressing, metav1.ConditionFalse, appsv1beta1.ReasonUpToDate))
+	g.Expect(c.patches.Load()).To(BeEquivalentTo(2), "status writes for one replaced pod")
+	g.Expect(held.RequeueAfter).To(BeNumerically(">", 0), "a held-back status must be looked at again")
+}
+
+// countingStatus counts the status patches written through it.
+type countingStatus struct {
+	withoutIndexes
+	patches atomic.Int64
+}
+
+func (c *countingStatus) Status() client.SubResourceWriter {
+	return countingPatches{c.withoutIndexes.Status(), &c.patches}
+}
+
+type countingPatches struct {
+	client.SubResourceWriter
+	n *atomic.Int64
+}
+
+func (w countingPatches) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	w.n.Add(1)
+	return w.SubResourceWriter.Patch(ctx, obj, patch, opts...)
 }

@@ -130,11 +130,28 @@ const statusInterval = time.Second
 
 // urgentStatus says whether a change of the status of obj, a PodSet, is
 // written at once rather than paced: a new observedGeneration, a condition
-// whose status or reason changed (a message only counts pods), or a set that
-// has settled, every pod there, ready and available.
+// that appeared, went or changed its status, a reason that changed other
+// than a step of the set's way (progressStep), or a set that has settled,
+// every pod there, ready and available.
 func urgentStatus(obj client.Object, held, want *appsv1beta1.PodSetStatus) bool {
 	size := obj.(*appsv1beta1.PodSet).Spec.Replicas
 	return held.ObservedGeneration != want.ObservedGeneration ||
-		status.ConditionsChanged(held.Conditions, want.Conditions) ||
+		!slices.EqualFunc(held.Conditions, want.Conditions, func(x, y metav1.Condition) bool {
+			return x.Type == y.Type && x.Status == y.Status && (x.Reason == y.Reason || progressStep(y))
+		}) ||
 		want.Replicas == size && want.UpdatedReplicas == size && want.AvailableReplicas == size && want.TerminatingReplicas == 0
+}
+
+// progressStep says whether c, with its status unchanged, only says which
+// step of its way a set is on: Progressing while True (ScalingUp, then
+// WaitingForReady), Ready while False, which repeats it. Such a step is a
+// count's news, paced as counts are: after a failover each replaced pod's
+// set went ScalingUp, WaitingForReady, then settled, and the middle write
+// was a third of the new leader's status writes, each a sync the other sets
+// waited behind (TestFailoverStatusTrail; docs/podset.md). Where the set
+// arrives (Progressing False, Ready True), Available, Stalled and
+// ReplicaFailure are written at once.
+func progressStep(c metav1.Condition) bool {
+	return c.Type == appsv1beta1.ConditionProgressing && c.Status == metav1.ConditionTrue ||
+		c.Type == status.ConditionReady && c.Status == metav1.ConditionFalse
 }
