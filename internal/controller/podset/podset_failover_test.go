@@ -94,8 +94,8 @@ func TestFailoverStatusTrail(t *testing.T) {
 			return resp, err
 		})
 	})
-	waitBefore := histogramOf("workqueue_queue_duration_seconds", "name", "podset")
-	syncBefore := histogramOf("controller_runtime_reconcile_time_seconds", "controller", "podset")
+	waitBefore := histogramOf("workqueue_queue_duration_seconds", "name")
+	syncBefore := histogramOf("controller_runtime_reconcile_time_seconds", "controller")
 	takeover := time.Now()
 	env.StartManagerWithConfig(t, cfg, opts)
 
@@ -119,14 +119,14 @@ func TestFailoverStatusTrail(t *testing.T) {
 				}
 			}
 		case <-tick.C:
-			maxDepth = max(maxDepth, gaugeValue("workqueue_depth", "podset"))
+			maxDepth = max(maxDepth, gaugeValue("workqueue_depth", podsetcontroller.ControllerName))
 		case <-deadline:
 			t.Fatalf("%d of %d sets current after 10 minutes", len(current), n)
 		}
 	}
 
 	ready := kubelet.lastReady()
-	var trails []time.Duration
+	trails := make([]time.Duration, 0, len(current))
 	var lastPod, lastStatus time.Time
 	for name, at := range current {
 		r := ready[name]
@@ -144,8 +144,8 @@ func TestFailoverStatusTrail(t *testing.T) {
 		pct(0.5), pct(0.9), pct(0.99), trails[len(trails)-1].Round(time.Millisecond))
 	t.Logf("status patches %d (%.2f a set), 409s %d; queue depth max %.0f; queue wait %s; reconcile time %s",
 		patches.Load(), float64(patches.Load())/float64(n), conflicts.Load(), maxDepth,
-		histogramOf("workqueue_queue_duration_seconds", "name", "podset").since(waitBefore),
-		histogramOf("controller_runtime_reconcile_time_seconds", "controller", "podset").since(syncBefore))
+		histogramOf("workqueue_queue_duration_seconds", "name").since(waitBefore),
+		histogramOf("controller_runtime_reconcile_time_seconds", "controller").since(syncBefore))
 }
 
 // currentSets lists the sets in ns whose status is current (isCurrent).
@@ -262,9 +262,11 @@ type histogram struct {
 	buckets []*dto.Bucket
 }
 
-func histogramOf(metric, label, value string) histogram {
+// histogramOf is the histogram metric of the PodSet controller, whose label
+// names it.
+func histogramOf(metric, label string) histogram {
 	for _, m := range gathered(metric) {
-		if hasLabel(m, label, value) {
+		if hasLabel(m, label, podsetcontroller.ControllerName) {
 			h := m.GetHistogram()
 			return histogram{count: h.GetSampleCount(), sum: h.GetSampleSum(), buckets: h.GetBucket()}
 		}
