@@ -3,6 +3,7 @@ package modelbox_test
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -370,7 +371,7 @@ func statFields(pid int) ([]string, error) {
 	}
 	defer func() { _ = f.Close() }()
 	line, err := bufio.NewReader(f).ReadString('\n')
-	if err != nil && err != io.EOF {
+	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
 	fields := strings.Fields(line[strings.LastIndexByte(line, ')')+1:])
