@@ -219,6 +219,11 @@ func cacheOptions(opts Options) cache.Options {
 		}
 		maps.Copy(cacheOpts.ByObject, c.CacheByObject())
 	}
+	// Informers list in pages rather than stream their lists: a streamed
+	// list waits up to 1.25 s for the apiserver's bookmark, and the scoped
+	// cache's kinds wait for two in a row (scopedcache/pages.go). The
+	// scoped cache's own informers are built with this constructor too.
+	cacheOpts.NewInformer = scopedcache.InPages(cacheOpts)
 	return cacheOpts
 }
 
