@@ -278,43 +278,9 @@ func parallel(n int, do func(i int) error) {
 func playUntilAvailable(g Gomega, c client.Client, ns string, n int, ready func() (int, error)) {
 	started := map[string]time.Time{}
 	g.Eventually(func() (int, error) {
-		playDeploymentControllerWith(g, c, ns, 300*time.Millisecond, started)
+		playDeploymentController(g, c, ns, 300*time.Millisecond, started)
 		return ready()
 	}).WithTimeout(5 * time.Minute).WithPolling(250 * time.Millisecond).Should(Equal(n))
-}
-
-// playDeploymentControllerWith is playDeploymentController through c, its
-// status updates sent by 16 workers, so that a rollout takes about rollout
-// at 200 boxes as kwok's do in the bench (one at a time, a pass over 200
-// Deployments took seconds, and the ModelBoxes' status writes followed
-// the test's pace, not the apiserver's).
-func playDeploymentControllerWith(g Gomega, c client.Client, ns string, rollout time.Duration, started map[string]time.Time) {
-	var list appsv1.DeploymentList
-	g.Expect(c.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
-	var due []*appsv1.Deployment
-	for i := range list.Items {
-		d := &list.Items[i]
-		since, seen := started[d.Name]
-		switch {
-		case !seen:
-			d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, UpdatedReplicas: 1, UnavailableReplicas: 1,
-				Conditions: []appsv1.DeploymentCondition{
-					{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse, Reason: "MinimumReplicasUnavailable"},
-					{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "ReplicaSetUpdated"},
-				}}
-			due = append(due, d)
-			started[d.Name] = time.Now()
-		case d.Status.AvailableReplicas == 1:
-		case time.Since(since) >= rollout:
-			d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, ReadyReplicas: 1, UpdatedReplicas: 1, AvailableReplicas: 1,
-				Conditions: []appsv1.DeploymentCondition{
-					{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"},
-					{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
-				}}
-			due = append(due, d)
-		}
-	}
-	parallel(len(due), func(i int) error { return c.Status().Update(ctx, due[i]) })
 }
 
 // saveProfile writes a CPU profile of the apiserver at host over window.

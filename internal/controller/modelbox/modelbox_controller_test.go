@@ -324,7 +324,13 @@ func scaleDeployment(g Gomega, key client.ObjectKey, n int32) {
 // setDeploymentAvailable writes the status the Deployment controller would.
 func setDeploymentAvailable(g Gomega, d *appsv1.Deployment, n int32) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
-	d.Status = appsv1.DeploymentStatus{
+	d.Status = availableStatus(d, n)
+	g.Expect(env.Client.Status().Update(ctx, d)).To(Succeed())
+}
+
+// availableStatus is the status of d with n pods, all available.
+func availableStatus(d *appsv1.Deployment, n int32) appsv1.DeploymentStatus {
+	return appsv1.DeploymentStatus{
 		ObservedGeneration: d.Generation,
 		Replicas:           n, ReadyReplicas: n, UpdatedReplicas: n, AvailableReplicas: n,
 		Conditions: []appsv1.DeploymentCondition{
@@ -332,7 +338,6 @@ func setDeploymentAvailable(g Gomega, d *appsv1.Deployment, n int32) {
 			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
 		},
 	}
-	g.Expect(env.Client.Status().Update(ctx, d)).To(Succeed())
 }
 
 // deckhandOwnsReplicas reports whether Deckhand's field manager owns the

@@ -12,9 +12,11 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -86,12 +88,15 @@ func (c *requestCounter) perBox(n int) map[string]float64 {
 // playDeploymentController does, once per call, what kube-controller-
 // manager does to a new Deployment (envtest runs none): at once it reports
 // the ReplicaSet's pod made and not yet available, and rollout after it
-// reports the pod available, as kwok's pods are in the bench. It returns
-// how many Deployments are available.
-func playDeploymentController(g Gomega, ns string, rollout time.Duration, started map[string]time.Time) int {
+// reports the pod available, as kwok's pods are in the bench. The status
+// updates go through c from 16 workers, so that at hundreds of boxes a
+// rollout still takes about rollout (one at a time, a pass over 200
+// Deployments took seconds, and the ModelBoxes' status writes followed the
+// test's pace, not the apiserver's).
+func playDeploymentController(g Gomega, c client.Client, ns string, rollout time.Duration, started map[string]time.Time) {
 	var list appsv1.DeploymentList
-	g.Expect(env.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
-	available := 0
+	g.Expect(c.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+	var due []*appsv1.Deployment
 	for i := range list.Items {
 		d := &list.Items[i]
 		since, seen := started[d.Name]
@@ -102,16 +107,31 @@ func playDeploymentController(g Gomega, ns string, rollout time.Duration, starte
 					{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse, Reason: "MinimumReplicasUnavailable"},
 					{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "ReplicaSetUpdated"},
 				}}
-			g.Expect(env.Client.Status().Update(ctx, d)).To(Succeed())
+			due = append(due, d)
 			started[d.Name] = time.Now()
 		case d.Status.AvailableReplicas == 1:
-			available++
 		case time.Since(since) >= rollout:
-			setDeploymentAvailable(g, d, 1)
-			available++
+			d.Status = availableStatus(d, 1)
+			due = append(due, d)
 		}
 	}
-	return available
+	parallel(len(due), func(i int) error { return updateStatus(c, due[i]) })
+}
+
+// updateStatus writes d's status, read again and written again when the
+// manager's apply changed the Deployment since it was listed.
+func updateStatus(c client.Client, d *appsv1.Deployment) error {
+	want := d.Status
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		err := c.Status().Update(ctx, d)
+		if apierrors.IsConflict(err) {
+			if gerr := c.Get(ctx, client.ObjectKeyFromObject(d), d); gerr != nil {
+				return gerr
+			}
+			d.Status = want
+		}
+		return err
+	})
 }
 
 // A new ModelBox whose Deployment becomes available within the second
@@ -138,7 +158,7 @@ func TestNewModelBoxRequestsUntilAvailable(t *testing.T) {
 	}
 	started := map[string]time.Time{}
 	allAvailable := func() (int, error) {
-		playDeploymentController(g, ns, 300*time.Millisecond, started)
+		playDeploymentController(g, env.Client, ns, 300*time.Millisecond, started)
 		var list modelv1.ModelBoxList
 		err := env.Client.List(ctx, &list, client.InNamespace(ns))
 		n := 0
