@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -60,4 +61,19 @@ func JobsReached(ctx context.Context, r *JobReconciler, watcher client.Object) [
 		q.Done(req)
 	}
 	return out
+}
+
+// JobEvents is the handler of r's controller for Job events.
+func JobEvents(r *JobReconciler) handler.EventHandler { return r.jobEvents() }
+
+// WatcherEvents is the handler of r's controller for watcher events.
+func WatcherEvents(r *JobReconciler) handler.EventHandler { return r.watcherEvents() }
+
+// StatusWatcherEvents is the handler of r's controller that tells its memo
+// of watchers of their events.
+func StatusWatcherEvents(r *StatusReconciler) handler.EventHandler { return r.watcherEvents() }
+
+// WatchersOf is what r's controller queues for an event of job.
+func WatchersOf(ctx context.Context, r *StatusReconciler, job client.Object) []reconcile.Request {
+	return r.watchersOf(ctx, job)
 }

@@ -70,36 +70,15 @@ func Setup(mgr ctrl.Manager, opts setupoptions.Options) error {
 	}
 	jobs := NewJobReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetCache(), recorder, ClientsetLogs(clientset),
 		jobWatchers.deleted, clusterJobWatchers.deleted)
-	// A spec change, and an acknowledged deletion circuit breaker, bring
-	// the watcher's Jobs back.
-	watcherChanged := builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, resumeAnnotationChanged))
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&batchv1.Job{}, builder.WithPredicates(predicate.Funcs{
-			CreateFunc: func(e event.CreateEvent) bool { return governableObject(e.Object) && !e.IsInInitialList },
-			UpdateFunc: func(e event.UpdateEvent) bool { return governableObject(e.ObjectNew) },
-			DeleteFunc: func(event.DeleteEvent) bool { return false },
-		})).
-		// The initial list's Jobs are queued by when they fall due.
-		Watches(&batchv1.Job{}, handler.Funcs{CreateFunc: jobs.enqueueListed}, builder.WithPredicates(predicate.Funcs{
-			CreateFunc: func(e event.CreateEvent) bool { return governableObject(e.Object) && e.IsInInitialList },
-			UpdateFunc: func(event.UpdateEvent) bool { return false },
-			DeleteFunc: func(event.DeleteEvent) bool { return false },
-		})).
-		// A Job that finishes may push older ones beyond a history limit.
-		// Not for the initial list: each of its Jobs is judged, its history
-		// included, on its own (enqueueListed), and mapping each of N
-		// listed Jobs to its peers would list the namespace N times.
-		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(jobs.historyPeers), builder.WithPredicates(predicate.Funcs{
-			CreateFunc: func(e event.CreateEvent) bool { return governableObject(e.Object) && !e.IsInInitialList },
-			UpdateFunc: func(e event.UpdateEvent) bool { return !governableObject(e.ObjectOld) && governableObject(e.ObjectNew) },
-			DeleteFunc: func(event.DeleteEvent) bool { return false },
-		})).
-		// Every change of the cache's Jobs makes the memoized history of
-		// its namespace stale.
-		Watches(&batchv1.Job{}, jobs.histories.jobsChanged()).
-		Watches(&deckhandbatchv1.JobWatcher{}, jobs.watcherJobs(), watcherChanged).
-		Watches(&deckhandbatchv1.ClusterJobWatcher{}, jobs.watcherJobs(), watcherChanged).
+		// One handler for every Job event (jobEvents): the Job itself, the
+		// initial list by due time, history peers, the history memo. Four
+		// watches made the scoped cache expand each Job event four times
+		// for this controller alone, at a start for every Job listed.
+		Watches(&batchv1.Job{}, jobs.jobEvents()).
+		Watches(&deckhandbatchv1.JobWatcher{}, jobs.watcherEvents()).
+		Watches(&deckhandbatchv1.ClusterJobWatcher{}, jobs.watcherEvents()).
 		// Deleting is a DELETE per due Job and a GET of its watcher shared
 		// by the Jobs judged while another read of it was under way
 		// (jobwatcher_delete.go); a few in parallel keep a burst of expiries
@@ -123,6 +102,9 @@ func Setup(mgr ctrl.Manager, opts setupoptions.Options) error {
 			Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.watchersOf),
 				builder.WithPredicates(predicate.Funcs{UpdateFunc: jobChangedForStatus})).
 			WatchesRawSource(source.Channel(r.deleted.notify, &handler.EnqueueRequestForObject{})).
+			// Every event of a watcher makes the watchers watchersOf
+			// remembers stale.
+			Watches(r.newWatcher(), r.watcherEvents()).
 			Complete(r)
 		if err != nil {
 			return fmt.Errorf("setting up the %s controller: %w", r.name(), err)
@@ -154,6 +136,9 @@ type JobReconciler struct {
 	// histories memoizes each namespace's history between changes of its
 	// Jobs.
 	histories *historyMemo
+	// watchers memoizes each namespace's watchers for the handlers of Job
+	// events, between events of the watchers.
+	watchers *watcherMemo
 	// watcherReads coalesces the reads of governing watchers past the
 	// cache that deletions rest on.
 	watcherReads watcherReads
@@ -162,8 +147,12 @@ type JobReconciler struct {
 // NewJobReconciler returns a JobReconciler that reads failed containers' logs
 // through logs (none when nil) and credits deletions to the ledgers of the JobWatcher and ClusterJobWatcher status controllers.
 func NewJobReconciler(c client.Client, apiReader, jobs client.Reader, rec events.EventRecorder, logs PodLogs, deleted, clusterDeleted *ledger) *JobReconciler {
-	return &JobReconciler{Client: c, APIReader: apiReader, Jobs: jobs, Recorder: rec, Now: time.Now, Logs: logs, deleted: deleted, clusterDeleted: clusterDeleted,
+	r := &JobReconciler{Client: c, APIReader: apiReader, Jobs: jobs, Recorder: rec, Now: time.Now, Logs: logs, deleted: deleted, clusterDeleted: clusterDeleted,
 		histories: newHistoryMemo()}
+	r.watchers = newWatcherMemo(func(ctx context.Context, ns string) ([]*compiledWatcher, error) {
+		return listWatchers(ctx, r.Client, ns)
+	})
+	return r
 }
 
 // Reconcile judges one Job from the cache and, once it is due, deletes it
@@ -219,20 +208,29 @@ func untilExpiry(after time.Duration) ctrl.Result {
 // namespace ns and, when one has a history limit, which Jobs are beyond it.
 func (r *JobReconciler) observe(ctx context.Context, ns string) ([]*compiledWatcher, history, error) {
 	watchers, err := listWatchers(ctx, r.Client, ns)
-	if err != nil || !anyHistoryLimits(watchers) {
-		return watchers, nil, err
+	if err != nil {
+		return nil, nil, err
 	}
-	h, err := r.histories.get(ns, watchers, func() (history, error) {
+	h, err := r.historyIn(ctx, ns, watchers)
+	if err != nil {
+		return nil, nil, err
+	}
+	return watchers, h, nil
+}
+
+// historyIn is which Jobs of namespace ns are beyond the history limits of
+// watchers (none without a limit), memoized between changes of its Jobs.
+func (r *JobReconciler) historyIn(ctx context.Context, ns string, watchers []*compiledWatcher) (history, error) {
+	if !anyHistoryLimits(watchers) {
+		return nil, nil
+	}
+	return r.histories.get(ns, watchers, func() (history, error) {
 		h, err := historyFrom(watchers, jobsIn(ctx, r.Jobs, r.Client, ns))
 		if err != nil {
 			return nil, fmt.Errorf("reading the Jobs of namespace %s: %w", ns, err)
 		}
 		return h, nil
 	})
-	if err != nil {
-		return nil, nil, err
-	}
-	return watchers, h, nil
 }
 
 // reportWouldDelete records, in dry run, that the governor would have
@@ -276,6 +274,55 @@ func (r *JobReconciler) eachInReach(ctx context.Context, obj client.Object, fn f
 	}
 }
 
+// jobEvents is the controller's one handler of Job events, which decides
+// for each event what the four watches it replaces decided, with their
+// predicates, in this order:
+//   - every event makes the memoized history of the Job's namespace stale
+//     (historyMemo), first, so that what follows counts this Job;
+//   - a governable Job (governable) of the initial list is queued by when it
+//     falls due (enqueueListed);
+//   - a governable Job created after the start, or updated, is queued;
+//   - one created after the start, or that becomes governable, may push
+//     older ones beyond a history limit: they are queued too (enqueueHistoryPeers;
+//     not for the initial list: each of its Jobs is judged, its history
+//     included, on its own, and mapping each of N listed Jobs to its peers
+//     would list the namespace N times).
+//
+// One handler, because the scoped cache hands each handler registration a
+// Job expanded from its compact form (internal/scopedcache/compact.go): four
+// watches of Jobs made a start expand every listed Job four times for this
+// controller alone, on the path the controller's workers wait for.
+func (r *JobReconciler) jobEvents() handler.EventHandler {
+	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) {
+			r.histories.changed(e.Object.GetNamespace())
+			job, ok := e.Object.(*batchv1.Job)
+			switch {
+			case !ok || !governable(job):
+			case e.IsInInitialList:
+				r.enqueueListed(ctx, job, q)
+			default:
+				q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(job)})
+				r.enqueueHistoryPeers(ctx, job, q)
+			}
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
+			r.histories.changed(e.ObjectNew.GetNamespace())
+			if !governableObject(e.ObjectNew) {
+				return
+			}
+			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.ObjectNew)})
+			if !governableObject(e.ObjectOld) {
+				r.enqueueHistoryPeers(ctx, e.ObjectNew, q)
+			}
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ queue) {
+			r.histories.changed(e.Object.GetNamespace())
+		},
+	}
+}
+
 // recentlyDue is how long ago a Job of the initial list may have fallen due
 // and still be queued as new work: a restart's gap (a rollout, a failover)
 // is seconds to a minute, and what fell due in it is the flow of Jobs the
@@ -295,10 +342,16 @@ const recentlyDue = time.Minute
 // and every Job whose expiry the cache cannot tell alone: history limits,
 // no watcher yet) at low priority, judged by Reconcile as before. It reads
 // only the cache, and writes nothing: it runs on a follower too.
-func (r *JobReconciler) enqueueListed(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if job, ok := e.Object.(*batchv1.Job); ok {
-		r.enqueuer(ctx, q).add(job)
-	}
+func (r *JobReconciler) enqueueListed(ctx context.Context, job *batchv1.Job, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	r.enqueuer(ctx, q).add(job)
+}
+
+// watcherEvents handles the events of a watcher: each makes the memoized
+// watchers stale (watcherMemo), first; a spec change, and an acknowledged
+// deletion circuit breaker, bring the watcher's Jobs back (watcherJobs).
+func (r *JobReconciler) watcherEvents() handler.EventHandler {
+	return watcherEvents{memo: r.watchers, next: r.watcherJobs(),
+		pass: predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, resumeAnnotationChanged)}
 }
 
 // watcherJobs handles the events of a watcher: the finished Jobs in its
@@ -332,7 +385,8 @@ func (r *JobReconciler) watcherJobs() handler.EventHandler {
 }
 
 // jobEnqueuer queues each Job it is given once, by when it falls due
-// (queueListed), the watchers of each namespace read once from the cache.
+// (queueListed), the watchers of each namespace read once from the memo
+// (watcherMemo).
 type jobEnqueuer struct {
 	ctx        context.Context
 	r          *JobReconciler
@@ -360,7 +414,7 @@ func (e *jobEnqueuer) add(job *batchv1.Job) {
 	watchers, ok := e.watchersOf[job.Namespace]
 	if !ok {
 		var err error
-		if watchers, err = listWatchers(e.ctx, e.r.Client, job.Namespace); err != nil || anyHistoryLimits(watchers) {
+		if watchers, err = e.r.watchers.get(e.ctx, job.Namespace); err != nil || anyHistoryLimits(watchers) {
 			watchers = nil
 		}
 		e.watchersOf[job.Namespace] = watchers

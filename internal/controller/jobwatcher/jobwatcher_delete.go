@@ -233,18 +233,39 @@ func (r *JobReconciler) recordDeleted(ctx context.Context, job *batchv1.Job, d d
 // listWatchers compiles, from c (the cache), the JobWatchers of namespace ns (every
 // namespace when ns is empty) and every ClusterJobWatcher.
 func listWatchers(ctx context.Context, c client.Reader, ns string) ([]*compiledWatcher, error) {
+	jws, err := listJobWatchers(ctx, c, ns)
+	if err != nil {
+		return nil, err
+	}
+	cjws, err := listClusterJobWatchers(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return append(jws, cjws...), nil
+}
+
+// listJobWatchers compiles the JobWatchers of namespace ns from c (the
+// cache).
+func listJobWatchers(ctx context.Context, c client.Reader, ns string) ([]*compiledWatcher, error) {
 	var jws deckhandbatchv1.JobWatcherList
 	if err := c.List(ctx, &jws, client.InNamespace(ns)); err != nil {
 		return nil, fmt.Errorf("listing JobWatchers: %w", err)
 	}
+	out := make([]*compiledWatcher, 0, len(jws.Items))
+	for i := range jws.Items {
+		out = append(out, compileJobWatcher(&jws.Items[i]))
+	}
+	return out, nil
+}
+
+// listClusterJobWatchers compiles every ClusterJobWatcher from c (the
+// cache).
+func listClusterJobWatchers(ctx context.Context, c client.Reader) ([]*compiledWatcher, error) {
 	var cjws deckhandbatchv1.ClusterJobWatcherList
 	if err := c.List(ctx, &cjws); err != nil {
 		return nil, fmt.Errorf("listing ClusterJobWatchers: %w", err)
 	}
-	out := make([]*compiledWatcher, 0, len(jws.Items)+len(cjws.Items))
-	for i := range jws.Items {
-		out = append(out, compileJobWatcher(&jws.Items[i]))
-	}
+	out := make([]*compiledWatcher, 0, len(cjws.Items))
 	for i := range cjws.Items {
 		out = append(out, compileClusterJobWatcher(&cjws.Items[i]))
 	}

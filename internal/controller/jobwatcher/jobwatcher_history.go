@@ -9,6 +9,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -126,26 +127,28 @@ func anyHistoryLimits(watchers []*compiledWatcher) bool {
 	return slices.ContainsFunc(watchers, (*compiledWatcher).hasHistoryLimits)
 }
 
-// historyPeers maps the event of a finished Job to the finished Jobs of its
-// namespace that are now beyond a watcher's history limit, so that a newer
-// Job pushes older ones out at once. It reads only the cache, and lists the
-// namespace's Jobs only when a watcher in reach has a history limit.
-func (r *JobReconciler) historyPeers(ctx context.Context, obj client.Object) []reconcile.Request {
-	// The memo may not have been told of this event yet (each handler is
-	// told in its own time): the history must count this Job.
-	r.histories.changed(obj.GetNamespace())
-	_, h, err := r.observe(ctx, obj.GetNamespace())
+// enqueueHistoryPeers queues, for the event of a finished Job, the finished
+// Jobs of its namespace that are now beyond a watcher's history limit, so
+// that a newer Job pushes older ones out at once. It reads only the cache,
+// and lists the namespace's Jobs only when a watcher in reach has a history
+// limit. The caller has told the memo of the event (jobEvents): the history
+// counts this Job.
+func (r *JobReconciler) enqueueHistoryPeers(ctx context.Context, obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	ns := obj.GetNamespace()
+	watchers, err := r.watchers.get(ctx, ns)
+	var h history
+	if err == nil {
+		h, err = r.historyIn(ctx, ns, watchers)
+	}
 	if err != nil {
 		logf.FromContext(ctx).Error(err, "finding Jobs beyond a history limit", "job", klog.KObj(obj))
-		return nil
+		return
 	}
 	seen := map[types.NamespacedName]bool{}
 	for k := range h {
-		seen[k.job] = true
+		if !seen[k.job] {
+			seen[k.job] = true
+			q.Add(reconcile.Request{NamespacedName: k.job})
+		}
 	}
-	reqs := make([]reconcile.Request, 0, len(seen))
-	for key := range seen {
-		reqs = append(reqs, reconcile.Request{NamespacedName: key})
-	}
-	return reqs
 }

@@ -1,23 +1,16 @@
 package jobwatcher
 
 import (
-	"context"
 	"strconv"
 	"strings"
 	"sync"
-
-	"k8s.io/client-go/util/workqueue"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // historyMemo keeps, per namespace, the history computed from the cache
 // (historyOf over every Job of the namespace), for as long as neither the
 // namespace's Jobs nor the watchers with history limits changed. Without
 // it every judgement of a Job under a history limit listed its whole
-// namespace, and so did every Job event (historyPeers): a start over N
+// namespace, and so did every Job event (jobEvents, enqueueHistoryPeers): a start over N
 // Jobs cost N² copies, minutes of CPU at 10,000. The history is a hint to
 // what to judge; a deletion for a history limit is decided on a list read
 // past the cache (freshHistory), so a memo a moment behind the cache
@@ -87,15 +80,4 @@ func historyWatchers(watchers []*compiledWatcher) string {
 		}
 	}
 	return b.String()
-}
-
-// jobsChanged is the handler that tells the memo of every change of the
-// cache's Jobs; it queues nothing.
-func (m *historyMemo) jobsChanged() handler.TypedEventHandler[client.Object, reconcile.Request] {
-	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
-	return handler.Funcs{
-		CreateFunc: func(_ context.Context, e event.CreateEvent, _ queue) { m.changed(e.Object.GetNamespace()) },
-		UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ queue) { m.changed(e.ObjectNew.GetNamespace()) },
-		DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ queue) { m.changed(e.Object.GetNamespace()) },
-	}
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -46,6 +47,9 @@ type StatusReconciler struct {
 	status  *status.Writer[deckhandbatchv1.JobWatcherStatus]
 	// deleted counts the deletions of this kind's watchers.
 	deleted *ledger
+	// watchers memoizes this kind's watchers for watchersOf (those of a
+	// namespace; every ClusterJobWatcher under ""), between their events.
+	watchers *watcherMemo
 
 	mu sync.Mutex
 	// evaluated is when each watcher's Jobs were last evaluated.
@@ -57,6 +61,12 @@ type StatusReconciler struct {
 func NewStatusReconciler(c client.Client, jobs client.Reader, rec events.EventRecorder, cluster bool) *StatusReconciler {
 	r := &StatusReconciler{Client: c, Jobs: jobs, Recorder: rec, Now: time.Now, cluster: cluster, deleted: newLedger(),
 		evaluated: map[types.NamespacedName]time.Time{}}
+	r.watchers = newWatcherMemo(func(ctx context.Context, ns string) ([]*compiledWatcher, error) {
+		if cluster {
+			return listClusterJobWatchers(ctx, r.Client)
+		}
+		return listJobWatchers(ctx, r.Client, ns)
+	})
 	r.status = status.NewWriter(c, status.ConditionMetrics(r.kind(), func(s *deckhandbatchv1.JobWatcherStatus) []metav1.Condition { return s.Conditions }))
 	return r
 }
@@ -187,35 +197,31 @@ func (r *StatusReconciler) newWatcher() client.Object {
 	return &deckhandbatchv1.JobWatcher{}
 }
 
+// watcherEvents tells the memo of watchers of every event of a watcher;
+// it queues nothing (the watch of the kind itself does).
+func (r *StatusReconciler) watcherEvents() handler.EventHandler {
+	return watcherEvents{memo: r.watchers}
+}
+
 // watchersOf maps a Job event to the watchers of this kind that reach the
-// Job's namespace. It reads only the cache.
+// Job's namespace (and to the invalid ones, whose status says why they are
+// idle). It reads the memo of watchers (watcherMemo), not the cache: a start
+// over N Jobs listed the watchers N times.
 func (r *StatusReconciler) watchersOf(ctx context.Context, job client.Object) []reconcile.Request {
-	var watchers []client.Object
+	ns, memoKey := job.GetNamespace(), job.GetNamespace()
 	if r.cluster {
-		var list deckhandbatchv1.ClusterJobWatcherList
-		if err := r.List(ctx, &list); err != nil {
-			logf.FromContext(ctx).Error(err, "listing ClusterJobWatchers for Job", "job", klog.KObj(job))
-			return nil
-		}
-		for i := range list.Items {
-			// An invalid watcher is woken too: its status says why it is idle.
-			if p := compileClusterJobWatcher(&list.Items[i]); p.err != nil || p.reaches(job.GetNamespace()) {
-				watchers = append(watchers, &list.Items[i])
-			}
-		}
-	} else {
-		var list deckhandbatchv1.JobWatcherList
-		if err := r.List(ctx, &list, client.InNamespace(job.GetNamespace())); err != nil {
-			logf.FromContext(ctx).Error(err, "listing JobWatchers for Job", "job", klog.KObj(job))
-			return nil
-		}
-		for i := range list.Items {
-			watchers = append(watchers, &list.Items[i])
-		}
+		memoKey = ""
+	}
+	watchers, err := r.watchers.get(ctx, memoKey)
+	if err != nil {
+		logf.FromContext(ctx).Error(err, "listing watchers for Job", "kind", r.kind(), "job", klog.KObj(job))
+		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(watchers))
-	for _, w := range watchers {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(w)})
+	for _, p := range watchers {
+		if !r.cluster || p.err != nil || p.reaches(ns) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(p.watcher)})
+		}
 	}
 	return reqs
 }
