@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-logr/logr"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -88,7 +90,7 @@ func Setup(mgr ctrl.Manager, opts setupoptions.Options) error {
 		// 0.33 with 8, 0.18 with 16) and the faster the drain (4: 202-262
 		// Jobs a second, 8: 275-383, 16: 340; shared machine), while a
 		// watcher's breaker bounds what any one of them deletes.
-		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 8, LogConstructor: jobLogs(mgr.GetLogger())}).
 		Complete(jobs)
 	if err != nil {
 		return fmt.Errorf("setting up the jobwatcher controller: %w", err)
@@ -111,6 +113,19 @@ func Setup(mgr ctrl.Manager, opts setupoptions.Options) error {
 		}
 	}
 	return nil
+}
+
+// jobLogs gives the controller's logs the keys For(&batchv1.Job{}) gave
+// them before its Job watches became one handler (jobEvents): the
+// controller reconciles Jobs, and log queries look for them.
+func jobLogs(base logr.Logger) func(*reconcile.Request) logr.Logger {
+	log := base.WithValues("controller", ControllerName, "controllerGroup", batchv1.GroupName, "controllerKind", "Job")
+	return func(req *reconcile.Request) logr.Logger {
+		if req == nil {
+			return log
+		}
+		return log.WithValues("Job", klog.KRef(req.Namespace, req.Name), "namespace", req.Namespace, "name", req.Name)
+	}
 }
 
 // JobReconciler deletes each finished Job when the policy that governs it
