@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/deckhand-dev/deckhand/internal/manager"
+	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
 // restartOptions are the options of a manager that issues its own webhook
@@ -203,4 +204,25 @@ func TestStartDiscoversTheAPIOnce(t *testing.T) {
 		}
 	}
 	g.Expect(discovery).To(Equal(map[string]int{"/api": 1, "/apis": 1}), "requests:\n%s", log)
+}
+
+// A certificate that cannot be issued (here: the Secret's namespace does
+// not exist) stops the manager with the reason, as it stopped New when New
+// issued it: a replica never runs on without a certificate.
+func TestAManagerWithoutACertificateStops(t *testing.T) {
+	g := NewWithT(t)
+	opts := env.ManagerOptions()
+	opts.WebhookCertMode = manager.CertModeSelfSigned
+	opts.Namespace = "no-such-namespace"
+	opts.WebhookCertSecret = "deckhand-webhook-server-cert"
+	opts.WebhookCertHosts = []string{opts.WebhookHost}
+	opts.WebhookCertDir = t.TempDir()
+	mgr, err := manager.New(context.Background(), env.Config, opts)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout)
+		defer cancel()
+		err = mgr.Start(ctx)
+		g.Expect(ctx.Err()).NotTo(HaveOccurred(), "the manager ran on")
+	}
+	g.Expect(err).To(MatchError(ContainSubstring("issuing the webhook serving certificate")))
 }
