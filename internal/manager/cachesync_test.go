@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,8 +15,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
@@ -130,3 +138,67 @@ func TestCachesListInPagesWithoutWaitingForABookmark(t *testing.T) {
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// A controller's source waits for its own handler to be told the initial
+// list, not for client-go's 100 ms poll of it: controller-runtime asks the
+// handler whether it has synced once the cache's wait returns, and when the
+// cache's wait returned as soon as the informer synced (the handler still at
+// work) the source waited for the next poll, 100 ms later, on top of the
+// cache's own 100 ms poll: 0.2 s of a restart's 0.63 s over a backlog of 100
+// Jobs (issue 26). Here the handler is held at its first event until well
+// after the informer synced; the source asks it once.
+func TestASourceWaitsForItsHandlerNotForAPoll(t *testing.T) {
+	g := NewWithT(t)
+	mgr, _ := env.StartManager(t, env.ManagerOptions())
+	var asked atomic.Int32
+	release := make(chan struct{})
+	var first sync.Once
+	src := source.Kind(countingCache{Cache: mgr.GetCache(), asked: &asked}, client.Object(&corev1.Namespace{}), handler.Funcs{
+		CreateFunc: func(context.Context, event.CreateEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			first.Do(func() { <-release })
+		},
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	g.Expect(src.Start(ctx, q)).To(Succeed())
+	time.AfterFunc(500*time.Millisecond, func() { close(release) })
+	g.Expect(src.WaitForSync(ctx)).To(Succeed())
+	g.Expect(asked.Load()).To(BeEquivalentTo(1), "the source found its handler not synced and polled it again")
+}
+
+// countingCache counts how often the handlers added to its informers are
+// asked whether they have synced.
+type countingCache struct {
+	cache.Cache
+	asked *atomic.Int32
+}
+
+func (c countingCache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	inf, err := c.Cache.GetInformer(ctx, obj, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return countingInformer{Informer: inf, asked: c.asked}, nil
+}
+
+type countingInformer struct {
+	cache.Informer
+	asked *atomic.Int32
+}
+
+func (i countingInformer) AddEventHandlerWithOptions(h toolscache.ResourceEventHandler, opts toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
+	reg, err := i.Informer.AddEventHandlerWithOptions(h, opts)
+	return countingRegistration{ResourceEventHandlerRegistration: reg, asked: i.asked}, err
+}
+
+type countingRegistration struct {
+	toolscache.ResourceEventHandlerRegistration
+	asked *atomic.Int32
+}
+
+func (r countingRegistration) HasSynced() bool {
+	r.asked.Add(1)
+	return r.ResourceEventHandlerRegistration.HasSynced()
+}

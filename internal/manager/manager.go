@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,10 +47,12 @@ func init() {
 }
 
 // New builds a manager from opts against the cluster cfg points at, with
-// every enabled controller registered. It does not start it; with
-// self-signed webhook certificates it issues them first, so that the webhook
-// server has them when it starts.
-func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, error) {
+// every enabled controller registered. It does not start it, and makes no
+// request of its own but the discovery its cache needs: with self-signed
+// webhook certificates, the certificate is issued (or, at a restart, checked)
+// as the manager starts, beside its caches (issuingServer). (The context,
+// which bounded that issue when New did it, bounds nothing now.)
+func New(_ context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -67,6 +71,7 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	// HTTP/2 is off on both servers: its stream-reset and rapid-reset flaws
 	// (CVE-2023-44487, CVE-2023-39325) are not worth the gain here.
 	noHTTP2 := func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }
+	webhookServer, metricsTLS, rotator := servers(opts, noHTTP2)
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: Scheme,
@@ -81,14 +86,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 			SecureServing:  true,
 			FilterProvider: metricsauth.FilterFor(opts.MetricsTokenAudiences),
 			CertDir:        opts.MetricsCertDir,
-			TLSOpts:        []func(*tls.Config){noHTTP2},
+			TLSOpts:        metricsTLS,
 		},
-		WebhookServer: webhook.NewServer(webhook.Options{
-			Host:    opts.WebhookHost,
-			Port:    opts.WebhookPort,
-			CertDir: opts.WebhookCertDir,
-			TLSOpts: []func(*tls.Config){noHTTP2},
-		}),
+		WebhookServer:                 webhookServer,
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
 		PprofBindAddress:              opts.PprofBindAddress,
 		LeaderElection:                opts.LeaderElect,
@@ -128,9 +128,14 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	if opts.WebhooksEnabled() {
 		webhookcert.ReportExpiry(opts.WebhookCertDir)
 	}
-	if opts.WebhooksEnabled() && opts.WebhookCertMode == CertModeSelfSigned {
-		if err := selfSignedCerts(ctx, mgr, cfg, opts); err != nil {
-			return nil, err
+	if rotator != nil {
+		// Through the manager's HTTP client (its connection to the
+		// apiserver) and RESTMapper (which NewManager's cache filled): the
+		// rotator makes no discovery request and no handshake of its own.
+		if rotator.Client, err = client.New(cfg, client.Options{
+			Scheme: mgr.GetScheme(), HTTPClient: mgr.GetHTTPClient(), Mapper: mgr.GetRESTMapper(),
+		}); err != nil {
+			return nil, fmt.Errorf("creating the webhook certificate's client: %w", err)
 		}
 	}
 
@@ -158,15 +163,37 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	return mgr, nil
 }
 
-// selfSignedCerts issues (or reuses) the webhook serving certificate and
-// injects its CA now, and keeps both fresh while the manager runs.
-func selfSignedCerts(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts Options) error {
-	c, err := client.New(cfg, client.Options{Scheme: mgr.GetScheme()})
-	if err != nil {
-		return err
+// servers are the webhook server and the metrics server's TLS options:
+// certificates read from their directories (cert-manager's, envtest's), or,
+// with self-signed certificates, the ones the rotator (returned) issued,
+// none before its first pass has injected the CA (issuingServer).
+func servers(opts Options, tlsOpts ...func(*tls.Config)) (webhook.Server, []func(*tls.Config), *webhookcert.Rotator) {
+	webhookTLS, metricsTLS := slices.Clone(tlsOpts), slices.Clone(tlsOpts)
+	var rotator *webhookcert.Rotator
+	if opts.WebhooksEnabled() && opts.WebhookCertMode == CertModeSelfSigned {
+		rotator = newRotator(opts)
+		issued := func(c *tls.Config) { c.GetCertificate = rotator.GetCertificate }
+		webhookTLS = append(webhookTLS, issued)
+		if opts.MetricsCertDir == opts.WebhookCertDir {
+			metricsTLS = append(metricsTLS, issued)
+		}
 	}
-	rotator := &webhookcert.Rotator{
-		Client:                   c,
+	server := webhook.NewServer(webhook.Options{
+		Host:    opts.WebhookHost,
+		Port:    opts.WebhookPort,
+		CertDir: opts.WebhookCertDir,
+		TLSOpts: webhookTLS,
+	})
+	if rotator == nil {
+		return server, metricsTLS, nil
+	}
+	return issuingServer{Server: server, rotator: rotator}, metricsTLS, rotator
+}
+
+// newRotator is the rotator of the self-signed webhook certificate; its
+// Client is set once the manager exists.
+func newRotator(opts Options) *webhookcert.Rotator {
+	return &webhookcert.Rotator{
 		SecretNamespace:          opts.Namespace,
 		SecretName:               opts.WebhookCertSecret,
 		Hosts:                    certHosts(opts),
@@ -174,12 +201,32 @@ func selfSignedCerts(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, op
 		ValidatingConfigurations: []string{ValidatingWebhookConfiguration},
 		CRDs:                     ConvertedCRDs(),
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+}
+
+// issuingServer is the webhook server with the rotator that issues its
+// certificate and injects its CA: both start with the manager's webhooks,
+// before its caches, so the caches list while the rotator's first pass runs
+// (at a restart, mostly reading the converted CRDs back: the PodSet CRD is
+// over a megabyte) instead of after it. Neither the webhook server nor the
+// metrics server completes a TLS handshake before that pass has found the
+// CA in every caBundle (Rotator.GetCertificate): until then the apiserver's
+// webhook and conversion calls fail as they did when nothing listened yet,
+// and /readyz, which dials the webhook server, is not ready. A first pass
+// that fails stops the manager with its error, as New did when it ran it.
+type issuingServer struct {
+	webhook.Server
+	rotator *webhookcert.Rotator
+}
+
+func (s issuingServer) Start(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if err := rotator.Ensure(ctx); err != nil {
-		return fmt.Errorf("issuing the webhook serving certificate: %w", err)
-	}
-	return mgr.Add(rotator)
+	errs := make(chan error, 2)
+	go func() { errs <- s.rotator.Start(ctx) }()
+	go func() { errs <- s.Server.Start(ctx) }()
+	first := <-errs
+	cancel()
+	return errors.Join(first, <-errs)
 }
 
 // certHosts are the names the self-signed certificate is for: the webhook

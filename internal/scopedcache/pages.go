@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -86,12 +87,24 @@ func (pagedLister) IsWatchListSemanticsUnSupported() bool { return true }
 // asks for resourceVersion "0" (any version the apiserver has) or the last
 // one it saw; the freshest list (resourceVersion "") satisfies both, and is
 // the one a list can be paged through from the start.
+//
+// A page after the first is of the version the first page was read at; when
+// the apiserver no longer has it (410 Expired: compacted while a long list
+// was read), the list starts over once from a fresh first page, as
+// client-go's pager falls back to a full list, but still in pages: a full
+// list would decode every object at once. Expired again, the error goes to
+// the reflector, which lists again after its backoff.
 func (p pagedLister) ListWithContext(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
 	options.ResourceVersion, options.ResourceVersionMatch = "", ""
 	options.Limit, options.Continue = pageSize, ""
 	out := &metav1.List{}
+	restarted := false
 	for {
 		page, err := p.lw.ListWithContext(ctx, options)
+		if apierrors.IsResourceExpired(err) && options.Continue != "" && !restarted {
+			restarted, options.Continue, out = true, "", &metav1.List{}
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}

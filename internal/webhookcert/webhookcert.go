@@ -12,6 +12,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
@@ -22,6 +23,7 @@ import (
 	"math/big"
 	"net"
 	"os"
+	"sync/atomic"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -80,6 +82,9 @@ const (
 	// backdate is how far before its issue a certificate becomes valid, to
 	// tolerate clocks that are a little behind.
 	backdate = time.Hour
+	// firstPassTimeout bounds the first pass of Start: a manager that cannot
+	// get a certificate its callers trust within it stops with the reason.
+	firstPassTimeout = time.Minute
 )
 
 // InjectedAnnotation is, on the certificate Secret, when its CA was first
@@ -97,7 +102,8 @@ type Rotator struct {
 	SecretNamespace, SecretName string
 	// Hosts are the DNS names or IPs the serving certificate is valid for.
 	Hosts []string
-	// CertDir is where tls.crt and tls.key are written for the webhook server.
+	// CertDir is where tls.crt and tls.key are written (read by the expiry
+	// metric, ReportExpiry, and by a server not given GetCertificate).
 	CertDir string
 	// ValidatingConfigurations and MutatingConfigurations name the webhook
 	// configurations whose caBundle is kept at the CA; missing ones are
@@ -109,11 +115,33 @@ type Rotator struct {
 	CRDs []string
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+
+	// serving is the pair of the last pass that found its CA in every
+	// caBundle: what GetCertificate hands out.
+	serving atomic.Pointer[servingPair]
 }
 
-// Start keeps the certificate fresh until ctx ends. It is a manager
-// Runnable that runs on every replica.
+// servingPair is a serving certificate and its key, as PEM and parsed.
+type servingPair struct {
+	certPEM, keyPEM []byte
+	cert            *tls.Certificate
+}
+
+// Start makes a first pass at once, and fails with its error, then keeps
+// the certificate fresh until ctx ends. It is a manager Runnable that runs
+// on every replica, started beside the webhook server (which serves
+// nothing before the first pass is done: GetCertificate) and so
+// concurrently with the caches' first lists.
 func (r *Rotator) Start(ctx context.Context) error {
+	first, cancel := context.WithTimeout(ctx, firstPassTimeout)
+	err := r.Ensure(first)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped meanwhile
+		}
+		return fmt.Errorf("issuing the webhook serving certificate: %w", err)
+	}
 	t := time.NewTimer(checkInterval)
 	defer t.Stop()
 	for {
@@ -134,10 +162,23 @@ func (r *Rotator) Start(ctx context.Context) error {
 // NeedLeaderElection is false: every replica serves webhooks.
 func (r *Rotator) NeedLeaderElection() bool { return false }
 
+// GetCertificate is a tls.Config GetCertificate for the servers that serve
+// the certificate: the one the last pass of Ensure wrote, which is valid for
+// Hosts and whose CA was then in every caBundle. Until a pass has got that
+// far it fails every handshake, so a server started before the first pass
+// ends never presents a certificate that is missing, expired, for other
+// hosts or from a CA its callers do not trust yet.
+func (r *Rotator) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	if p := r.serving.Load(); p != nil {
+		return p.cert, nil
+	}
+	return nil, errors.New("no webhook serving certificate yet: its CA is not in every caBundle")
+}
+
 // Ensure makes one pass: the Secret holds a valid CA and serving certificate
 // (created or renewed as needed), the webhook configurations trust its CA,
-// and the files in CertDir match it. A replica serves a certificate only
-// once its CA is in every caBundle (its own injection may fail, another
+// and the files in CertDir and GetCertificate hold that certificate. A
+// replica serves a certificate only once its CA is in every caBundle (its own injection may fail, another
 // replica's may have done it), and the CAs it replaced stay trusted until
 // caOverlap after that was first seen, so a CA rotation fails no request:
 // not on this replica, and not on the others, which still serve the old
@@ -159,7 +200,24 @@ func (r *Rotator) Ensure(ctx context.Context) error {
 	if err := r.markInjected(ctx, secret); err != nil {
 		return err
 	}
-	return r.writeFiles(secret)
+	if err := r.writeFiles(secret); err != nil {
+		return err
+	}
+	return r.serve(secret.Data[CertKey], secret.Data[KeyKey])
+}
+
+// serve makes the pair what GetCertificate hands out, parsed only when it
+// changed.
+func (r *Rotator) serve(certPEM, keyPEM []byte) error {
+	if p := r.serving.Load(); p != nil && bytes.Equal(p.certPEM, certPEM) && bytes.Equal(p.keyPEM, keyPEM) {
+		return nil
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return fmt.Errorf("loading the serving certificate: %w", err)
+	}
+	r.serving.Store(&servingPair{certPEM: bytes.Clone(certPEM), keyPEM: bytes.Clone(keyPEM), cert: &cert})
+	return nil
 }
 
 // markInjected records on the Secret, once, when its CA was first seen in

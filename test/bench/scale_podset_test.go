@@ -160,6 +160,10 @@ func (b *bench) podSetFailover(sets, size int) failoverFigures {
 	podsDone := b.waitCurrent(tr, want, podSetsCurrent(b, ns, want), "PodSets current after the failover")
 	out.currentFromTakeover, out.currentFromKill = time.Since(from).Seconds(), time.Since(killed).Seconds()
 	out.podsFromTakeover = podsDone.Sub(from).Seconds()
+	// The new leader's log (reconcile errors and their retries, which the
+	// queue's rate limiter paces) is kept, to tell what its statuses wait
+	// for after the pods.
+	b.must(keepBenchFile(fmt.Sprintf("failover-%d.log", sets*size), []byte(third.Logs())))
 	return out
 }
 

@@ -27,8 +27,14 @@ import (
 // go_memstats_heap_inuse_bytes, from its /metrics: spans in use, live
 // objects and the free room between them), its live heap
 // (go_memstats_heap_alloc_bytes right after a collection) and its anonymous
-// resident memory (RssAnon, from /proc), in bytes.
-type memorySample struct{ heap, live, anon float64 }
+// resident memory (RssAnon, from /proc), in bytes. kept and peak say where
+// RssAnon above the heap comes from: kept is the heap the Go runtime holds
+// from the OS (go_memstats_heap_sys_bytes less go_memstats_heap_released_bytes:
+// spans in use and free spans not returned yet), peak the process's highest
+// resident memory since it started (VmHWM, file-backed pages included). When
+// kept is near RssAnon and far above heap in use, RssAnon is the room the
+// heap grew into at its peak, not what the objects hold.
+type memorySample struct{ heap, live, anon, kept, peak float64 }
 
 // scaleMemorySettle is how long a manager runs before its memory is read.
 const scaleMemorySettle = 20 * time.Second
@@ -46,8 +52,11 @@ func (b *bench) sampleMemory(m *managerProcess, what string) memorySample {
 	b.must(b.saveHeapProfile(m, what))
 	anon, err := procStatusMiB(m.p.Pid(), "RssAnon")
 	b.must(err)
+	peak, err := procStatusMiB(m.p.Pid(), "VmHWM")
+	b.must(err)
 	metrics := b.mustScrape(m)
-	return memorySample{heap: metrics.sum("go_memstats_heap_inuse_bytes", nil), live: metrics.sum("go_memstats_heap_alloc_bytes", nil), anon: anon * (1 << 20)}
+	return memorySample{heap: metrics.sum("go_memstats_heap_inuse_bytes", nil), live: metrics.sum("go_memstats_heap_alloc_bytes", nil), anon: anon * (1 << 20),
+		kept: metrics.sum("go_memstats_heap_sys_bytes", nil) - metrics.sum("go_memstats_heap_released_bytes", nil), peak: peak * (1 << 20)}
 }
 
 func (b *bench) saveHeapProfile(m *managerProcess, what string) error {
@@ -110,25 +119,37 @@ func slope(x, y []float64) float64 {
 // target bytes per object. baseline is the manager's memory with none of
 // the row's objects; at[i] is its memory with sizes[i] of them.
 func (b *bench) memoryFigures(row string, sizes []int, baseline memorySample, at []memorySample, target float64) {
-	x, heap, live, anon := make([]float64, 1, 1+len(sizes)), make([]float64, 1, 1+len(sizes)), make([]float64, 1, 1+len(sizes)), make([]float64, 1, 1+len(sizes))
-	heap[0], live[0], anon[0] = baseline.heap, baseline.live, baseline.anon
-	for i, n := range sizes {
-		x, heap, live, anon = append(x, float64(n)), append(heap, at[i].heap), append(live, at[i].live), append(anon, at[i].anon)
-		b.rep.add(&figure{Row: row, Metric: "heap in use", Unit: "MiB", N: n}, []float64{at[i].heap / (1 << 20)}, nil)
-		b.rep.add(&figure{Row: row, Metric: "live heap after a collection", Unit: "MiB", N: n}, []float64{at[i].live / (1 << 20)}, nil)
-		b.rep.add(&figure{Row: row, Metric: "anonymous resident memory (RssAnon)", Unit: "MiB", N: n}, []float64{at[i].anon / (1 << 20)}, nil)
+	figures := []struct {
+		metric, slope string
+		of            func(memorySample) float64
+		judged        bool
+	}{
+		{"heap in use", "heap per object (slope over N = 0 and every size)", func(m memorySample) float64 { return m.heap }, true},
+		// What the objects themselves keep alive: the figure to profile.
+		{"live heap after a collection", "live heap per object (slope)", func(m memorySample) float64 { return m.live }, false},
+		{"anonymous resident memory (RssAnon)", "RssAnon per object (slope over N = 0 and every size)", func(m memorySample) float64 { return m.anon }, true},
+		// Where RssAnon above the heap comes from (memorySample).
+		{"heap kept from the OS (HeapSys - HeapReleased)", "heap kept from the OS per object (slope)", func(m memorySample) float64 { return m.kept }, false},
+		{"peak resident memory since start (VmHWM)", "peak resident memory per object (slope)", func(m memorySample) float64 { return m.peak }, false},
 	}
-	if len(sizes) == 0 {
-		return
+	x := append(make([]float64, 0, 1+len(sizes)), 0)
+	for _, n := range sizes {
+		x = append(x, float64(n))
 	}
-	top := slices.Max(sizes)
-	what := fmt.Sprintf("%.0f B", target)
-	f := b.rep.add(&figure{Row: row, Metric: "heap per object (slope over N = 0 and every size)", Unit: "B", N: top}, []float64{slope(x, heap)}, nil)
-	f.judge("≤ "+what, f.Deckhand <= target)
-	// What the objects themselves keep alive: the figure to profile.
-	b.rep.add(&figure{Row: row, Metric: "live heap per object (slope)", Unit: "B", N: top}, []float64{slope(x, live)}, nil)
-	f = b.rep.add(&figure{Row: row, Metric: "RssAnon per object (slope over N = 0 and every size)", Unit: "B", N: top}, []float64{slope(x, anon)}, nil)
-	f.judge("≤ "+what, f.Deckhand <= target)
+	for _, fig := range figures {
+		y := append(make([]float64, 0, 1+len(sizes)), fig.of(baseline))
+		for i, n := range sizes {
+			y = append(y, fig.of(at[i]))
+			b.rep.add(&figure{Row: row, Metric: fig.metric, Unit: "MiB", N: n}, []float64{fig.of(at[i]) / (1 << 20)}, nil)
+		}
+		if len(sizes) == 0 {
+			continue
+		}
+		f := b.rep.add(&figure{Row: row, Metric: fig.slope, Unit: "B", N: slices.Max(sizes)}, []float64{slope(x, y)}, nil)
+		if fig.judged {
+			f.judge(fmt.Sprintf("≤ %.0f B", target), f.Deckhand <= target)
+		}
+	}
 }
 
 // watchedNamespaces makes k namespaces in which Deckhand acts on pods and
