@@ -173,7 +173,7 @@ func perKindSync(newCache cache.NewCacheFunc, needs []scopedcache.Need) cache.Ne
 func (c *eachKindSynced) WaitForCacheSync(ctx context.Context) bool {
 	regs := c.handlers.take(ctx)
 	if len(regs) == 0 {
-		return c.Cache.Cache.WaitForCacheSync(ctx)
+		return scopedcache.InnerSynced(ctx, c.Cache.Cache)
 	}
 	err := wait.PollUntilContextCancel(ctx, handlerSyncPoll, true, func(context.Context) (bool, error) {
 		for _, r := range regs {

@@ -251,7 +251,7 @@ func (c *Cache) IndexField(ctx context.Context, obj client.Object, field string,
 func (c *Cache) Start(ctx context.Context) error {
 	errc := make(chan error, 1)
 	go func() { errc <- c.Cache.Start(ctx) }()
-	if !c.Cache.WaitForCacheSync(ctx) {
+	if !InnerSynced(ctx, c.Cache) {
 		if err := <-errc; err != nil {
 			return err
 		}
@@ -272,7 +272,7 @@ func (c *Cache) Start(ctx context.Context) error {
 // WaitForCacheSync waits for the inner cache and for the informers of the
 // namespaces each scoped kind needed when it started.
 func (c *Cache) WaitForCacheSync(ctx context.Context) bool {
-	if !c.Cache.WaitForCacheSync(ctx) {
+	if !InnerSynced(ctx, c.Cache) {
 		return false
 	}
 	for _, k := range c.kinds {
