@@ -125,12 +125,14 @@ build-previous: ## Build the previous release's manager (git ref PREVIOUS_RELEAS
 BENCH_DIR := $(LOCALBIN)/bench
 # The reports the scale chart is drawn from, comma-separated, oldest first.
 BENCH_CHART_IN ?= $(BENCH_DIR)/latest.json
+# The manager binary the bench measures (another build, to compare two).
+DECKHAND_BIN ?= $(LOCALBIN)/deckhand
 
 .PHONY: bench
 bench: k8s-tools manifests build build-installer ## Measure every kind against its alternative on a fresh local cluster (minutes; not part of test). BENCH_ROWS, BENCH_REPEAT, BENCH_SCALE, BENCH_SIZES select less; scale rows are drawn into docs/img/scale.svg.
 	mkdir -p $(BENCH_DIR) docs/img
 	go test -c -tags bench -o $(BENCH_DIR)/bench.test ./test/bench
-	DECKHAND_BIN=$(LOCALBIN)/deckhand $(BENCH_DIR)/bench.test -test.run '^TestBench$$' -test.timeout 600m
+	DECKHAND_BIN=$(DECKHAND_BIN) $(BENCH_DIR)/bench.test -test.run '^TestBench$$' -test.timeout 600m
 	go run ./hack/benchchart -in $(BENCH_CHART_IN) -out docs/img/scale.svg
 
 ##@ Local cluster

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
+	"github.com/deckhand-dev/deckhand/internal/testenv"
 	"github.com/deckhand-dev/deckhand/test/cluster"
 )
 
@@ -72,6 +74,10 @@ type failoverFigures struct {
 	currentFromTakeover, currentFromKill     float64
 	podsFromTakeover                         float64
 	setup                                    float64
+	// After the second failover: how far each set's status came after its
+	// pods (seconds, sorted) and the status writes a set had from the kill.
+	trail        []float64
+	statusWrites float64
 }
 
 func (b *bench) scalePodSetAt(n int) {
@@ -100,6 +106,29 @@ func (b *bench) scalePodSetAt(n int) {
 	f = add("every set current, from the takeover", ps.currentFromTakeover, rs.currentFromTakeover)
 	f.judgeRatio("≤ 1.0×", 1.0)
 	add("every set current, from the kill", ps.currentFromKill, rs.currentFromKill)
+	// Where the statuses' time goes: a set's status after its own pods'
+	// last change, and how many writes each set's status took.
+	for _, q := range []float64{50, 99, 100} {
+		add(fmt.Sprintf("a set's status after its pods, p%.0f", q), percentile(ps.trail, q), percentile(rs.trail, q))
+	}
+	b.rep.add(&figure{Row: row, Metric: "status writes a set, from the kill until current", N: sets * size},
+		[]float64{ps.statusWrites}, []float64{rs.statusWrites})
+}
+
+// trackPodSetStatuses follows the statuses of ns's PodSets.
+func (b *bench) trackPodSetStatuses(ns string) *statusTracker {
+	return b.trackStatuses(ns, &appsv1beta1.PodSet{}, &appsv1beta1.PodSetList{}, func(o client.Object) setStatus {
+		s := o.(*appsv1beta1.PodSet)
+		return setStatus{generation: s.Generation, observed: s.Status.ObservedGeneration, replicas: s.Status.Replicas, ready: s.Status.ReadyReplicas}
+	})
+}
+
+// trackReplicaSetStatuses follows the statuses of ns's ReplicaSets.
+func (b *bench) trackReplicaSetStatuses(ns string) *statusTracker {
+	return b.trackStatuses(ns, &appsv1.ReplicaSet{}, &appsv1.ReplicaSetList{}, func(o client.Object) setStatus {
+		s := o.(*appsv1.ReplicaSet)
+		return setStatus{generation: s.Generation, observed: s.Status.ObservedGeneration, replicas: s.Status.Replicas, ready: s.Status.ReadyReplicas}
+	})
 }
 
 // podSetFailover runs the Deckhand side: managers A (leader), B and C
@@ -114,6 +143,8 @@ func (b *bench) podSetFailover(sets, size int) failoverFigures {
 	b.waitLog(leader, electedLog)
 	tr := b.trackSets(ns)
 	defer close(tr.stop)
+	st := b.trackPodSetStatuses(ns)
+	defer close(st.stop)
 
 	began := time.Now()
 	b.must(parallel(sets, 32, func(i int) error {
@@ -121,7 +152,7 @@ func (b *bench) podSetFailover(sets, size int) failoverFigures {
 			Spec: appsv1beta1.PodSetSpec{Replicas: int32(size), Template: ptr.To(scaleTemplate(setName(i)))}})
 	}))
 	want := tr.want(sets, size)
-	b.waitCurrent(tr, want, podSetsCurrent(b, ns, want), "PodSets made")
+	b.waitCurrent(tr, want, st.current(want), "PodSets made")
 	out.setup = time.Since(began).Seconds()
 
 	// 1. Fresh changes.
@@ -140,13 +171,20 @@ func (b *bench) podSetFailover(sets, size int) failoverFigures {
 
 	// 2. Every set current after one pod of each was deleted while no
 	// replica led.
-	third := b.c.RunManager(b.t, flags...)
+	// The third manager's metrics say what its queue did (bin/bench/failover-<N>-queue.tsv).
+	addr := testenv.FreeAddr(b.t)
+	third := b.c.RunManager(b.t, append(slices.Clone(flags), "--metrics-bind-address", addr)...)
 	defer third.Stop() // the next N's managers must be the only ones acting
+	m := &managerProcess{p: third, metricsURL: "https://" + addr + "/metrics"}
+	before, apiBefore := b.mustScrape(m), b.apiserverMetrics()
 	if err := standby.Signal(syscall.SIGKILL); err != nil {
 		b.t.Fatalf("killing the leader: %v", err)
 	}
 	killed = time.Now()
 	<-standby.Done()
+	st.mark()
+	stopSeries := make(chan struct{})
+	series := b.queueSeries(m, stopSeries)
 	deleted := b.deleteOnePodEach(ns, tr, sets)
 	b.waitLog(third, electedLog)
 	from := time.Now()
@@ -157,13 +195,23 @@ func (b *bench) podSetFailover(sets, size int) failoverFigures {
 	for i := range min(sets, freshChanges+1) {
 		want[setName(i)] = size + 1
 	}
-	podsDone := b.waitCurrent(tr, want, podSetsCurrent(b, ns, want), "PodSets current after the failover")
+	podsDone := b.waitCurrent(tr, want, st.current(want), "PodSets current after the failover")
 	out.currentFromTakeover, out.currentFromKill = time.Since(from).Seconds(), time.Since(killed).Seconds()
 	out.podsFromTakeover = podsDone.Sub(from).Seconds()
+	close(stopSeries)
+	after, apiAfter := b.mustScrape(m), b.apiserverMetrics()
+	out.trail, out.statusWrites = st.trail(tr, want)
+	q := label("name", "podset")
+	fmt.Printf("bench: PodSet failover, %d sets: %.2f syncs a set; queue wait p50 %.2f s, p99 %.2f s; sync p50 %.3f s, p99 %.3f s; requests a set: %s\n",
+		sets, (after.sum("controller_runtime_reconcile_total", label("controller", "podset"))-before.sum("controller_runtime_reconcile_total", label("controller", "podset")))/float64(sets),
+		quantile(before, after, "workqueue_queue_duration_seconds", q, 0.5), quantile(before, after, "workqueue_queue_duration_seconds", q, 0.99),
+		quantile(before, after, "workqueue_work_duration_seconds", q, 0.5), quantile(before, after, "workqueue_work_duration_seconds", q, 0.99),
+		requestsPerObject(apiBefore, apiAfter, sets))
 	// The new leader's log (reconcile errors and their retries, which the
-	// queue's rate limiter paces) is kept, to tell what its statuses wait
-	// for after the pods.
+	// queue's rate limiter paces) and its queue, a second at a time, are
+	// kept, to tell what its statuses wait for after the pods.
 	b.must(keepBenchFile(fmt.Sprintf("failover-%d.log", sets*size), []byte(third.Logs())))
+	b.must(keepBenchFile(fmt.Sprintf("failover-%d-queue.tsv", sets*size), []byte(<-series)))
 	return out
 }
 
@@ -175,6 +223,8 @@ func (b *bench) replicaSetRestart(sets, size int) failoverFigures {
 	defer b.dropNamespace(ns)
 	tr := b.trackSets(ns)
 	defer close(tr.stop)
+	st := b.trackReplicaSetStatuses(ns)
+	defer close(st.stop)
 	began := time.Now()
 	b.must(parallel(sets, 32, func(i int) error {
 		labels := scaleTemplate(setName(i)).Labels
@@ -184,7 +234,7 @@ func (b *bench) replicaSetRestart(sets, size int) failoverFigures {
 		return err
 	}))
 	want := tr.want(sets, size)
-	b.waitCurrent(tr, want, replicaSetsCurrent(b, ns, want), "ReplicaSets made")
+	b.waitCurrent(tr, want, st.current(want), "ReplicaSets made")
 	out.setup = time.Since(began).Seconds()
 
 	const kcm = "kube-controller-manager"
@@ -201,17 +251,21 @@ func (b *bench) replicaSetRestart(sets, size int) failoverFigures {
 
 	// 2. Every set current after one pod of each was deleted while it was
 	// away.
+	apiBefore := b.apiserverMetrics()
 	b.must(b.c.KillComponent(kcm))
 	killed = time.Now()
+	st.mark()
 	b.deleteOnePodEach(ns, tr, sets)
 	from := b.restart(kcm)
 	want = tr.want(sets, size)
 	for i := range min(sets, freshChanges+1) {
 		want[setName(i)] = size + 1
 	}
-	podsDone := b.waitCurrent(tr, want, replicaSetsCurrent(b, ns, want), "ReplicaSets current after the restart")
+	podsDone := b.waitCurrent(tr, want, st.current(want), "ReplicaSets current after the restart")
 	out.currentFromTakeover, out.currentFromKill = time.Since(from).Seconds(), time.Since(killed).Seconds()
 	out.podsFromTakeover = podsDone.Sub(from).Seconds()
+	out.trail, out.statusWrites = st.trail(tr, want)
+	fmt.Printf("bench: kube-controller-manager restart, %d sets: requests a set: %s\n", sets, requestsPerObject(apiBefore, b.apiserverMetrics(), sets))
 	return out
 }
 
@@ -349,6 +403,7 @@ type setTracker struct {
 	mu       sync.Mutex
 	alive    map[string]map[string]bool // set → pod names not deleted or finished
 	running  map[string]map[string]bool
+	changed  map[string]time.Time // set → when a pod of it last changed
 	expected map[string]expectation
 	stop     chan struct{}
 }
@@ -359,7 +414,7 @@ type expectation struct {
 }
 
 func (b *bench) trackSets(ns string) *setTracker {
-	tr := &setTracker{alive: map[string]map[string]bool{}, running: map[string]map[string]bool{},
+	tr := &setTracker{alive: map[string]map[string]bool{}, running: map[string]map[string]bool{}, changed: map[string]time.Time{},
 		expected: map[string]expectation{}, stop: make(chan struct{})}
 	f := informers.NewSharedInformerFactoryWithOptions(b.c.Clientset, 0, informers.WithNamespace(ns),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "app=" + scaleSetLabels["app"] }))
@@ -386,6 +441,7 @@ func (tr *setTracker) observe(p *corev1.Pod, deleted bool) {
 	set := p.Labels["bench.deckhand.dev/set"]
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
+	tr.changed[set] = time.Now()
 	gone := deleted || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 	for m, in := range map[*map[string]map[string]bool]bool{&tr.alive: !gone, &tr.running: !gone && p.Status.Phase == corev1.PodRunning} {
 		if (*m)[set] == nil {
@@ -482,41 +538,4 @@ func (b *bench) waitCurrent(tr *setTracker, want map[string]int, statusCurrent f
 		b.t.Fatalf("%s: not current after 30 minutes", what)
 	}
 	return podsDone
-}
-
-// podSetsCurrent reports whether every PodSet's status shows its wanted
-// size Ready, for its current generation.
-func podSetsCurrent(b *bench, ns string, want map[string]int) func() bool {
-	return func() bool {
-		list := &appsv1beta1.PodSetList{}
-		if err := b.c.Client.List(b.ctx, list, client.InNamespace(ns)); err != nil {
-			return false
-		}
-		current := 0
-		for _, s := range list.Items {
-			if w, ok := want[s.Name]; ok && s.Status.ObservedGeneration == s.Generation &&
-				int(s.Status.ReadyReplicas) == w && int(s.Status.Replicas) == w {
-				current++
-			}
-		}
-		return current == len(want)
-	}
-}
-
-// replicaSetsCurrent is podSetsCurrent for ReplicaSets.
-func replicaSetsCurrent(b *bench, ns string, want map[string]int) func() bool {
-	return func() bool {
-		list, err := b.c.Clientset.AppsV1().ReplicaSets(ns).List(b.ctx, metav1.ListOptions{})
-		if err != nil {
-			return false
-		}
-		current := 0
-		for _, s := range list.Items {
-			if w, ok := want[s.Name]; ok && s.Status.ObservedGeneration == s.Generation &&
-				int(s.Status.ReadyReplicas) == w && int(s.Status.Replicas) == w {
-				current++
-			}
-		}
-		return current == len(want)
-	}
 }
