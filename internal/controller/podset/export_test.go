@@ -3,6 +3,7 @@ package podset
 import (
 	"time"
 
+	"golang.org/x/sync/semaphore"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -37,6 +38,12 @@ func (r *PodSetReconciler) RecordCreated(set *appsv1beta1.PodSet, pods []*corev1
 
 // PodEventHandler is the handler of the pod informer's events.
 func (r *PodSetReconciler) PodEventHandler() handler.Funcs { return r.podEventHandler() }
+
+// LimitCreationsTo replaces the creation budget the workers share
+// (creationBudget) with one of bytes.
+func (r *PodSetReconciler) LimitCreationsTo(bytes int64) {
+	r.creations = semaphore.NewWeighted(bytes)
+}
 
 // SyncBegan records that the PodSet key's last sync began at at.
 func (r *PodSetReconciler) SyncBegan(key types.NamespacedName, at time.Time) {

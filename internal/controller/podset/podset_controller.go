@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"golang.org/x/sync/semaphore"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,6 +55,17 @@ const (
 	EventFinishedPod = "FinishedPod"
 )
 
+// workers is how many PodSets are synced at once. Each sync waits on the
+// apiserver (a pod created, a status written: tens of milliseconds under
+// load), not on the manager's CPU (under a millisecond), so a failover
+// that queues every PodSet is worked through as fast as syncs overlap:
+// with four workers, 1,000 PodSets whose pods were back in 22 s had their
+// statuses current 16 s later, the queue working through two syncs a set
+// at ~55 a second (make bench, scale-podset; docs/performance.md). What
+// more syncs at once could cost the manager, their creations in flight,
+// is bounded across the workers (creationBudget), not per sync.
+const workers = 16
+
 // PodSetReconciler keeps each PodSet's pods at spec.size, made from its
 // current template.
 type PodSetReconciler struct {
@@ -71,6 +83,9 @@ type PodSetReconciler struct {
 	expectations *expectations
 	backoff      *finishedBackoff
 	syncs        pace.Passes
+	// creations is creationBudget, shared by the workers' creations in
+	// flight.
+	creations *semaphore.Weighted
 }
 
 // NewPodSetReconciler returns a reconciler that writes through c, reads
@@ -83,6 +98,7 @@ func NewPodSetReconciler(c client.Client, apiReader client.Reader, rec events.Ev
 		Now:       time.Now,
 		backoff:   newFinishedBackoff(),
 		podName:   newPodName,
+		creations: semaphore.NewWeighted(creationBudget),
 	}
 	clock := func() time.Time { return r.Now() }
 	r.status = status.NewWriter(c,
@@ -119,7 +135,7 @@ func Setup(mgr ctrl.Manager, _ setupoptions.Options) error {
 		For(&appsv1beta1.PodSet{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{},
 			predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}, r.status.WrittenByOthers()))).
 		Watches(&corev1.Pod{}, r.podEventHandler()).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
 

@@ -99,8 +99,14 @@ func (r *PodSetReconciler) createPods(ctx context.Context, set *appsv1beta1.PodS
 		next    int
 		created []*corev1.Pod
 	)
-	limit := inflightLimit(&tmpl)
-	_, errs := slowStart(len(names), min(initial, limit), limit, func() error {
+	limit, weight := inflightLimit(&tmpl), creationWeight(&tmpl)
+	admit := func() (func(), error) {
+		if err := r.creations.Acquire(ctx, weight); err != nil {
+			return nil, err
+		}
+		return func() { r.creations.Release(weight) }, nil
+	}
+	_, errs := slowStart(len(names), min(initial, limit), limit, admit, func() error {
 		mu.Lock()
 		name := names[next]
 		next++

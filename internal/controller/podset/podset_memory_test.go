@@ -2,6 +2,7 @@ package podset_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	podsetcontroller "github.com/deckhand-dev/deckhand/internal/controller/podset"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
@@ -62,4 +64,39 @@ func TestAHugeTemplateHasFewerCreationsInFlight(t *testing.T) {
 	g.Expect(podsOf(g, set)).To(HaveLen(120))
 	g.Expect(c.peak.Load()).To(BeNumerically("<=", 32), "creations of a 512 KiB template in flight at once")
 	g.Expect(c.peak.Load()).To(BeNumerically(">", 8), "the slow start still ramps up")
+}
+
+// The workers' creations in flight share one budget: several PodSets
+// scaling up at once, each with a 64 KiB template, keep no more in flight
+// together than the budget holds (16 of them in 1 MiB), where each sync's
+// own bound (256 of that template) would let each ramp up on its own.
+func TestCreationsInFlightShareOneBudgetAcrossWorkers(t *testing.T) {
+	g := testenv.NewG(t)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	c := &slowCreates{Client: withoutIndexes{env.Client}}
+	r := podsetcontroller.NewPodSetReconciler(c, withoutIndexes{env.Client}, &events.FakeRecorder{})
+	r.LimitCreationsTo(1 << 20)
+	sets := make([]*appsv1beta1.PodSet, 3)
+	for i := range sets {
+		sets[i] = newPodSet(ns, fmt.Sprintf("budget-%d", i), 60)
+		sets[i].Spec.Template = &corev1.PodTemplateSpec{}
+		sets[i].Spec.Template.Labels = map[string]string{"app": sets[i].Name}
+		sets[i].Spec.Template.Annotations = map[string]string{"example.com/ballast": strings.Repeat("x", 64<<10)}
+		sets[i].Spec.Template.Spec.Containers = []corev1.Container{{Name: "app", Image: "busybox:1"}}
+		env.Create(t, sets[i])
+	}
+	var wg sync.WaitGroup
+	for _, set := range sets { // as three workers would
+		wg.Go(func() {
+			_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(set)})
+			g.Expect(err).NotTo(HaveOccurred())
+		})
+	}
+	wg.Wait()
+	for _, set := range sets {
+		g.Expect(podsOf(g, set)).To(HaveLen(60))
+	}
+	g.Expect(c.peak.Load()).To(BeNumerically("<=", 16), "creations of a 64 KiB template in flight at once, over all PodSets")
+	g.Expect(c.peak.Load()).To(BeNumerically(">", 8), "the PodSets still ramp up to the budget")
 }

@@ -45,8 +45,29 @@ func inflightLimit(tmpl *corev1.PodTemplateSpec) int {
 	return max(1, min(maxInflight, maxInflightBytes/max(1, tmpl.Size())))
 }
 
+// creationBudget bounds what the creations in flight of all the controller's
+// workers hold together, in bytes of template: as much as four syncs may
+// have by the bounds above (64 MiB), shared by the workers, so that
+// sixteen workers hold no more than four did. Each creation weighs its
+// template's size, and at least creationWeightMin, so that small templates
+// are bounded in number too: 2,048 creations of a small template, 64 of a
+// 1 MiB one, whichever PodSets they are for.
+const creationBudget = 4 * maxInflightBytes
+
+// creationWeightMin is the least a creation in flight weighs against
+// creationBudget: maxInflight creations of one sync weigh maxInflightBytes.
+const creationWeightMin = maxInflightBytes / maxInflight
+
+// creationWeight is what a creation of a pod from tmpl weighs against
+// creationBudget.
+func creationWeight(tmpl *corev1.PodTemplateSpec) int64 {
+	return int64(max(creationWeightMin, tmpl.Size()))
+}
+
 // slowStart calls fn n times, with at most initial calls in flight at
-// first and one more allowed with each success, up to limit: like TCP's slow
+// first and one more allowed with each success, up to limit, each call
+// started only once admit lets it (admit blocks until it may start, and
+// returns what to call when it has ended): like TCP's slow
 // start, the concurrency doubles every round trip while calls succeed. Unlike
 // batches that double (the ReplicaSet controller's slowStartBatch), it never
 // waits for the slowest call of a batch before starting the next ones. Once a
@@ -54,7 +75,7 @@ func inflightLimit(tmpl *corev1.PodTemplateSpec) int {
 // quota, a webhook that refuses them) is made a handful of times, not n
 // times. It returns how many calls succeeded and the errors of the failed
 // ones.
-func slowStart(n, initial, limit int, fn func() error) (succeeded int, errs []error) {
+func slowStart(n, initial, limit int, admit func() (func(), error), fn func() error) (succeeded int, errs []error) {
 	var (
 		mu       sync.Mutex
 		done     = sync.NewCond(&mu)
@@ -70,9 +91,21 @@ func slowStart(n, initial, limit int, fn func() error) (succeeded int, errs []er
 		if len(errs) > 0 {
 			break
 		}
+		mu.Unlock()
+		ended, err := admit()
+		mu.Lock()
+		if err != nil {
+			errs = append(errs, err)
+			break
+		}
+		if len(errs) > 0 { // a call failed while this one waited
+			ended()
+			break
+		}
 		inflight++
 		wg.Go(func() {
 			err := fn()
+			ended()
 			mu.Lock()
 			defer mu.Unlock()
 			inflight--

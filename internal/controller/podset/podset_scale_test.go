@@ -179,7 +179,7 @@ func TestSlowStartStopsAfterTheFirstFailure(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			var calls atomic.Int32
-			succeeded, errs := slowStart(tc.n, 1, 8, func() error {
+			succeeded, errs := slowStart(tc.n, 1, 8, admitAll, func() error {
 				if n := int(calls.Add(1)); tc.failFrom > 0 && n >= tc.failFrom {
 					return errors.New("exceeded quota")
 				}
@@ -203,7 +203,7 @@ func TestSlowStartRampsUpToTheLimit(t *testing.T) {
 		inflight, peak, ok int
 		overGrowth         bool
 	)
-	succeeded, errs := slowStart(500, 2, 16, func() error {
+	succeeded, errs := slowStart(500, 2, 16, admitAll, func() error {
 		mu.Lock()
 		inflight++
 		peak = max(peak, inflight)
@@ -226,6 +226,9 @@ func TestSlowStartRampsUpToTheLimit(t *testing.T) {
 		t.Errorf("more calls in flight than the initial 2 plus the successes so far")
 	}
 }
+
+// admitAll lets every call of slowStart start at once.
+func admitAll() (func(), error) { return func() {}, nil }
 
 func TestInitialInflight(t *testing.T) {
 	tests := map[string]struct {
