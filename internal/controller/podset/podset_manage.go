@@ -83,6 +83,9 @@ func (r *PodSetReconciler) manage(ctx context.Context, set *appsv1beta1.PodSet, 
 	if err := r.createPods(ctx, set, tmpl, hash, newNames, initialInflight(len(active), failing)); err != nil {
 		return wait, &syncFailure{reason: appsv1beta1.ReasonFailedCreate, err: err}
 	}
+	if creations > 0 {
+		r.replacing.created(client.ObjectKeyFromObject(set), now)
+	}
 	return wait, nil
 }
 
