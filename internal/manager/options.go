@@ -159,14 +159,16 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"How long a non-leader waits before it may take over an unrenewed Lease.")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second,
 		"How long the leader keeps retrying to renew before it gives up leadership.")
-	// 1 s, not client-go's usual 2 s: a replica taking over from a killed
-	// leader sees the Lease's last renewal up to a retry interval late and
-	// tries again a retry interval after it expires, and each interval is
-	// the period plus up to 1.2 times it in jitter, so the takeover is the
-	// Lease plus up to 4.4 periods (measured at 2 s: 15.5 to 18.4 s after
-	// the kill). The price is a Lease update a second by the leader and a
-	// read a second by each follower.
-	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", time.Second,
+	// 500 ms, not client-go's usual 2 s: a replica taking over from a
+	// killed leader sees the Lease's last renewal up to a retry interval
+	// late and tries again a retry interval after it expires, and each
+	// interval is the period plus up to 1.2 times it in jitter, so the
+	// takeover is the Lease plus up to 4.4 periods, less the time from the
+	// last renewal to the kill (make bench, scale-podset: 15.5 to 18.4 s
+	// after the kill at 2 s, 15.2 to 17.7 s at 1 s; at 500 ms at most
+	// 17.2 s). The price is two Lease updates a second by the leader and
+	// two reads a second by each follower.
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 500*time.Millisecond,
 		"How often candidates try to acquire or renew the Lease.")
 	fs.Func("watch-namespace",
 		"Comma-separated namespaces the namespaced kinds are watched in; empty watches all namespaces.",

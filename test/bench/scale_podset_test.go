@@ -32,7 +32,7 @@ func init() { scaleRows["scale-podset"] = (*bench).scalePodSetRow }
 
 // The PodSet failover row (issue 26): N pods under N/10 PodSets of 10, two
 // managers with leader election as shipped (Lease 15 s, renew 10 s, retry
-// 2 s), the leader killed with SIGKILL; against kube-controller-manager
+// 500 ms), the leader killed with SIGKILL; against kube-controller-manager
 // killed and started again with the same number of ReplicaSets of 10.
 //
 // Two failovers per side, on the same sets:
