@@ -108,7 +108,7 @@ func TestCachesListInPagesWithoutWaitingForABookmark(t *testing.T) {
 	streamed, pages := map[string]int{}, 0
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripper(func(req *http.Request) (*http.Response, error) {
+		return faultinject.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			q := req.URL.Query()
 			mu.Lock()
 			switch {
@@ -134,10 +134,6 @@ func TestCachesListInPagesWithoutWaitingForABookmark(t *testing.T) {
 	g.Expect(streamed).To(BeEmpty(), "informers streamed their lists, each waiting for the apiserver's bookmark")
 	g.Expect(pages).To(Equal(2), "the namespace's Jobs were not listed in pages of 500")
 }
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // A controller's source waits for its own handler to be told the initial
 // list, not for client-go's 100 ms poll of it: controller-runtime asks the

@@ -51,11 +51,14 @@ func init() {
 // request of its own but the discovery its cache needs: with self-signed
 // webhook certificates, the certificate is issued (or, at a restart, checked)
 // as the manager starts, beside its caches (issuingServer). (The context,
-// which bounded that issue when New did it, bounds nothing now.)
-func New(_ context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, error) {
+// which bounded that issue when New did it, bounds nothing now; the logger
+// it carries, ctrl.Log without one, is where the standard logger goes:
+// routeStandardLog.)
+func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	routeStandardLog(ctrl.LoggerFrom(ctx).WithName("http"))
 	if opts.LeaderElectionNamespace == "" {
 		opts.LeaderElectionNamespace = opts.Namespace
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/deckhand-dev/deckhand/internal/testenv/faultinject"
 )
 
 // startLog records every request a manager makes to the apiserver, in
@@ -32,7 +34,7 @@ func (l *startLog) config(cfg *rest.Config) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
 	l.t0 = time.Now()
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripper(func(req *http.Request) (*http.Response, error) {
+		return faultinject.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			if l.hold != nil {
 				l.hold(req)
 			}

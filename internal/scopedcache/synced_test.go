@@ -18,6 +18,7 @@ import (
 
 	"github.com/deckhand-dev/deckhand/internal/manager"
 	"github.com/deckhand-dev/deckhand/internal/scopedcache"
+	"github.com/deckhand-dev/deckhand/internal/testenv/faultinject"
 )
 
 // Waiting for a cache checks its informers every few milliseconds, not on
@@ -32,7 +33,7 @@ func TestWaitingForACacheChecksOftenerThanClientGosPoll(t *testing.T) {
 	release := make(chan struct{})
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripper(func(req *http.Request) (*http.Response, error) {
+		return faultinject.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/configmaps") && req.URL.Query().Get("watch") == "" {
 				<-release
 			}
@@ -66,10 +67,6 @@ func (i countingSync) HasSynced() bool {
 	i.checks.Add(1)
 	return i.SharedIndexInformer.HasSynced()
 }
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // A synced cache made of a cache per kind (cache.Options.ByObject, as the
 // manager's is) is seen synced at once. A controller-runtime cache picks at

@@ -172,8 +172,13 @@ func (r *Rotator) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error)
 	if p := r.serving.Load(); p != nil {
 		return p.cert, nil
 	}
-	return nil, errors.New("no webhook serving certificate yet: its CA is not in every caBundle")
+	return nil, ErrNotIssued
 }
+
+// ErrNotIssued is how GetCertificate refuses a handshake before the first
+// pass has found the CA in every caBundle: expected while a manager starts
+// (a probe, the apiserver's calls), so its servers log it at debug level.
+var ErrNotIssued = errors.New("no webhook serving certificate yet: its CA is not in every caBundle")
 
 // Ensure makes one pass: the Secret holds a valid CA and serving certificate
 // (created or renewed as needed), the webhook configurations trust its CA,

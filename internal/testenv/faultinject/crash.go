@@ -61,7 +61,7 @@ func NewCrashPoint(limit int) *CrashPoint {
 func (c *CrashPoint) Config(cfg *rest.Config) *rest.Config {
 	out := rest.CopyConfig(cfg)
 	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripper(func(req *http.Request) (*http.Response, error) { return c.roundTrip(rt, req) })
+		return RoundTripperFunc(func(req *http.Request) (*http.Response, error) { return c.roundTrip(rt, req) })
 	})
 	return out
 }
@@ -120,6 +120,11 @@ func isEvent(req *http.Request) bool {
 	return strings.HasSuffix(req.URL.Path, "/events") || strings.Contains(req.URL.Path, "/events/")
 }
 
-type roundTripper func(*http.Request) (*http.Response, error)
+// RoundTripperFunc is a function that is an http.RoundTripper, as
+// http.HandlerFunc is a handler: what a rest.Config's Wrap returns to watch,
+// hold or refuse the requests of a client (here and in the tests of the
+// packages that wrap their managers' and caches' transports).
+type RoundTripperFunc func(*http.Request) (*http.Response, error)
 
-func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+// RoundTrip calls f(req).
+func (f RoundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

@@ -26,7 +26,7 @@ func FlakyWatches(cfg *rest.Config, cut time.Duration) *rest.Config {
 	var n atomic.Int64
 	out := rest.CopyConfig(cfg)
 	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripper(func(req *http.Request) (*http.Response, error) {
+		return RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			q := req.URL.Query()
 			if !isWatch(req) || q.Get("resourceVersion") == "" || q.Has("sendInitialEvents") {
 				return rt.RoundTrip(req)

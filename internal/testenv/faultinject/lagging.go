@@ -16,7 +16,7 @@ import (
 func LaggingWatches(cfg *rest.Config, delay time.Duration) *rest.Config {
 	out := rest.CopyConfig(cfg)
 	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripper(func(req *http.Request) (*http.Response, error) {
+		return RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			resp, err := rt.RoundTrip(req)
 			if err != nil || !isWatch(req) {
 				return resp, err

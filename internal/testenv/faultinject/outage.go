@@ -38,7 +38,7 @@ func NewOutage(paths ...string) *Outage {
 func (o *Outage) Config(cfg *rest.Config) *rest.Config {
 	out := rest.CopyConfig(cfg)
 	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripper(func(req *http.Request) (*http.Response, error) { return o.roundTrip(rt, req) })
+		return RoundTripperFunc(func(req *http.Request) (*http.Response, error) { return o.roundTrip(rt, req) })
 	})
 	return out
 }
