@@ -25,6 +25,7 @@ import (
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/testenv/faultinject"
 )
 
 // A replica that does not lead keeps warm: its controllers' informers are
@@ -114,7 +115,7 @@ type requestLog struct {
 func (l *requestLog) config(cfg *rest.Config) *rest.Config {
 	out := rest.CopyConfig(cfg)
 	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		return faultinject.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			l.note(req)
 			return rt.RoundTrip(req)
 		})
@@ -170,7 +171,3 @@ func (l *requestLog) lists(resources ...string) int {
 	}
 	return n
 }
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

@@ -22,6 +22,7 @@ import (
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	podbuggercontroller "github.com/deckhand-dev/deckhand/internal/controller/podbugger"
+	"github.com/deckhand-dev/deckhand/internal/testenv/faultinject"
 )
 
 // checkPodBuggerStopped: the fault class "the object of record changes
@@ -195,7 +196,7 @@ func (a *afterStop) stop(resourceVersion string) {
 func (a *afterStop) wrap(cfg *rest.Config) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripper(func(req *http.Request) (*http.Response, error) {
+		return faultinject.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			a.request(req.Method, req.URL.Path, time.Now())
 			return rt.RoundTrip(req)
 		})
@@ -213,10 +214,6 @@ func (a *afterStop) request(method, path string, at time.Time) {
 		a.patched[parts[len(parts)-2]] = at
 	}
 }
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 func (a *afterStop) check() {
 	a.mu.Lock()

@@ -22,6 +22,7 @@ import (
 
 	"github.com/deckhand-dev/deckhand/internal/manager"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/testenv/faultinject"
 )
 
 // TestStartProfile measures what the bench's backlog round measures in its
@@ -185,7 +186,7 @@ func (s *startTrace) snapshot() startTrace {
 func (s *startTrace) wrap(rt http.RoundTripper) http.RoundTripper {
 	jobs := "/apis/batch/v1/namespaces/" + s.ns + "/jobs"
 	watcher := "/namespaces/" + s.ns + "/jobwatchers/" + s.watcher
-	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+	return faultinject.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		resp, err := rt.RoundTrip(req)
 		if err != nil || resp.StatusCode >= 300 {
 			return resp, err
@@ -210,10 +211,6 @@ func (s *startTrace) wrap(rt http.RoundTripper) http.RoundTripper {
 		return resp, err
 	})
 }
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // processCPU is the CPU time (user and system) the test process spent so
 // far.

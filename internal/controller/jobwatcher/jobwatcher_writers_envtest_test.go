@@ -29,7 +29,7 @@ import (
 func refuseWatcherStatus(cfg *rest.Config) *rest.Config {
 	out := rest.CopyConfig(cfg)
 	out.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripper(func(req *http.Request) (*http.Response, error) {
+		return faultinject.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			if req.Method != http.MethodGet && strings.Contains(req.URL.Path, "/jobwatchers/") && strings.HasSuffix(req.URL.Path, "/status") {
 				return nil, errors.New("fault injection: status write refused")
 			}
@@ -38,10 +38,6 @@ func refuseWatcherStatus(cfg *rest.Config) *rest.Config {
 	})
 	return out
 }
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // A failed Job waits for its failure record to be in its watcher's status
 // before it is deleted. When the watcher is deleted meanwhile, the Job is

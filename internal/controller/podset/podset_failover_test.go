@@ -25,6 +25,7 @@ import (
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	podsetcontroller "github.com/deckhand-dev/deckhand/internal/controller/podset"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/testenv/faultinject"
 )
 
 // TestFailoverStatusTrail reproduces, without kwok or the bench, what the
@@ -83,7 +84,7 @@ func TestFailoverStatusTrail(t *testing.T) {
 	var patches, conflicts atomic.Int64
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		return faultinject.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			resp, err := rt.RoundTrip(req)
 			if req.Method == http.MethodPatch && strings.HasSuffix(req.URL.Path, "/status") && strings.Contains(req.URL.Path, "/podsets/") {
 				patches.Add(1)
@@ -162,7 +163,7 @@ func TestPodSetsAreSyncedSixteenAtOnce(t *testing.T) {
 	var inflight, peak atomic.Int64
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		return faultinject.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			if req.Method == http.MethodPatch && strings.HasSuffix(req.URL.Path, "/status") && strings.Contains(req.URL.Path, "/namespaces/"+ns+"/podsets/") {
 				n := inflight.Add(1)
 				defer inflight.Add(-1)
@@ -220,10 +221,6 @@ func later(a, b time.Time) time.Time {
 	}
 	return a
 }
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // testKubelet marks every pod of its namespace running and ready, as a
 // kubelet would, and remembers when it last did so for each PodSet.
