@@ -138,14 +138,7 @@ func TestCachesListWhileTheCertificateIsChecked(t *testing.T) {
 			case <-time.After(5 * time.Second):
 			}
 			// Once the webhook server listens, it still presents nothing.
-			addr := net.JoinHostPort(opts.WebhookHost, strconv.Itoa(opts.WebhookPort))
-			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-				if conn, err := net.Dial("tcp", addr); err == nil {
-					_ = conn.Close()
-					break
-				}
-			}
-			handshakeWhileHeld = handshake(opts, nil)
+			handshakeWhileHeld = handshakeOnceListening(opts)
 		}
 	}
 	env.StartManagerWithConfig(t, log.config(env.Config), opts)
@@ -173,6 +166,19 @@ func TestCachesListWhileTheCertificateIsChecked(t *testing.T) {
 	after := &corev1.Secret{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(secret), after)).To(Succeed())
 	g.Expect(after.ResourceVersion).To(Equal(secret.ResourceVersion), "a good certificate was rewritten")
+}
+
+// handshakeOnceListening waits up to 5 s for the webhook server of opts to
+// listen, then tries a TLS handshake with it (handshake).
+func handshakeOnceListening(opts manager.Options) error {
+	addr := net.JoinHostPort(opts.WebhookHost, strconv.Itoa(opts.WebhookPort))
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if conn, err := net.Dial("tcp", addr); err == nil {
+			_ = conn.Close()
+			break
+		}
+	}
+	return handshake(opts, nil)
 }
 
 // handshake completes a TLS handshake with the webhook server, verifying

@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"log"
-	"net"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -48,14 +46,7 @@ func TestAHandshakeRefusedAtStartIsLoggedStructured(t *testing.T) {
 			return
 		}
 		once.Do(func() {
-			addr := net.JoinHostPort(opts.WebhookHost, strconv.Itoa(opts.WebhookPort))
-			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-				if conn, err := net.Dial("tcp", addr); err == nil {
-					_ = conn.Close()
-					break
-				}
-			}
-			handshakeWhileHeld = handshake(opts, nil)
+			handshakeWhileHeld = handshakeOnceListening(opts)
 		})
 	}
 	ctx, cancel := context.WithCancel(logr.NewContext(context.Background(), logger))

@@ -2,7 +2,9 @@
 // leading-edge throttle: the first news after a quiet spell is acted on at
 // once, and what follows within an interval is gathered into one pass at
 // the interval's end. PodSet paces its pods' progress with it, PodBugger
-// the passes its new incident records ask for.
+// the passes its new incident records ask for. It also keeps holds: news
+// a controller's own action is about to make stale, held back for up to
+// an interval (ModelBox's first status, PodSet's replacements).
 package pace
 
 import (
@@ -47,4 +49,50 @@ func (p *Passes) Forget(key types.NamespacedName) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.at, key)
+}
+
+// Holds are when each object's hold began: news (a status) that a
+// controller's own action (children or pods it just created) is about to
+// make stale, written only once the action has had an interval to do so.
+// The zero value is ready.
+type Holds struct {
+	mu sync.Mutex
+	at map[types.NamespacedName]time.Time
+}
+
+// Start holds key's news from now; a hold already running keeps its start.
+func (h *Holds) Start(key types.NamespacedName, now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.at == nil {
+		h.at = map[types.NamespacedName]time.Time{}
+	}
+	if _, ok := h.at[key]; !ok {
+		h.at[key] = now
+	}
+}
+
+// Wait is how long key's news is still held at now: the rest of interval
+// since its hold began, while holdable says the news is of the kind held.
+// It is zero when key is not held, its hold has run out, or the news is
+// not holdable, and then the hold is over.
+func (h *Holds) Wait(key types.NamespacedName, now time.Time, interval time.Duration, holdable bool) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	at, ok := h.at[key]
+	if !ok {
+		return 0
+	}
+	if left := at.Add(interval).Sub(now); left > 0 && holdable {
+		return left
+	}
+	delete(h.at, key)
+	return 0
+}
+
+// Forget drops key (its object is gone).
+func (h *Holds) Forget(key types.NamespacedName) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.at, key)
 }

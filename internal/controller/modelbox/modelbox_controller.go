@@ -23,6 +23,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
+	"github.com/deckhand-dev/deckhand/internal/pace"
 	"github.com/deckhand-dev/deckhand/internal/setupoptions"
 	"github.com/deckhand-dev/deckhand/internal/status"
 )
@@ -50,7 +51,7 @@ type ModelBoxReconciler struct {
 
 	status   *status.Writer[modelv1.ModelBoxStatus]
 	verified *verified
-	first    *firstStatus
+	first    pace.Holds // a new ModelBox's first status (waitedOn)
 	made     *madeChildren
 }
 
@@ -63,7 +64,6 @@ func NewModelBoxReconciler(c client.Client, apiReader client.Reader, rec events.
 		Recorder:  rec,
 		Now:       time.Now,
 		verified:  newVerified(),
-		first:     newFirstStatus(),
 		made:      newMadeChildren(),
 	}
 	r.status = status.NewWriter(c,
@@ -107,7 +107,7 @@ func Setup(mgr ctrl.Manager, _ setupoptions.Options) error {
 // terminal: some (a node port another Service holds) clear up without any
 // change the controller watches. The first status of a ModelBox whose
 // children this pass or a recent one created waits for its rollout, up to
-// statusInterval (see firstStatus).
+// statusInterval (see modelbox_first.go).
 func (r *ModelBoxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	box := &modelv1.ModelBox{}
 	if err := r.Get(ctx, req.NamespacedName, box); err != nil {
@@ -128,7 +128,7 @@ func (r *ModelBoxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	outdated, syncErr := r.sync(ctx, box, obs)
 	if outdated && len(box.Status.Conditions) == 0 {
-		r.first.created(req.NamespacedName, r.Now())
+		r.first.Start(req.NamespacedName, r.Now())
 	}
 	if outdated && syncErr == nil {
 		return ctrl.Result{RequeueAfter: statusInterval}, nil // the creation events bring the next pass
@@ -139,7 +139,7 @@ func (r *ModelBoxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	now := r.Now()
 	want := computeStatus(box, obs, shown, metav1.NewTime(now))
-	if wait := r.first.wait(req.NamespacedName, now, &want); wait > 0 {
+	if wait := r.first.Wait(req.NamespacedName, now, statusInterval, !waitedOn(&want)); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, syncErr
 	}
 	wait, err := r.status.Write(ctx, box, &box.Status, want)
@@ -153,7 +153,7 @@ func (r *ModelBoxReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 func (r *ModelBoxReconciler) forget(key client.ObjectKey) {
 	r.status.Forget(key)
 	r.verified.forget(key)
-	r.first.done(key)
+	r.first.Forget(key)
 	r.made.forget(key)
 	forgetMetrics(key)
 }

@@ -10,9 +10,9 @@ import (
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
 )
 
-// firstStatus holds back the first status of a new ModelBox for up to
-// statusInterval after this manager created its children, unless it is
-// one a user waits on (Available or Degraded True).
+// The first status of a new ModelBox is held back (r.first, a
+// pace.Holds) for up to statusInterval after this manager created its
+// children, unless it is one a user waits on (Available or Degraded True).
 //
 // Written at once, that first status only says "0 of N pods available",
 // and when the rollout ends within the second (as it does for most
@@ -27,48 +27,6 @@ import (
 // Only a ModelBox with no status yet is held (a child recreated under an
 // older status is written at once), and only after this manager created
 // its children: memory only, so a restarted manager writes at once.
-type firstStatus struct {
-	mu   sync.Mutex
-	made map[types.NamespacedName]time.Time
-}
-
-func newFirstStatus() *firstStatus {
-	return &firstStatus{made: map[types.NamespacedName]time.Time{}}
-}
-
-// created records that the children of the ModelBox key names, which has
-// no status yet, were created at now; a later creation keeps the first.
-func (f *firstStatus) created(key types.NamespacedName, now time.Time) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if _, ok := f.made[key]; !ok {
-		f.made[key] = now
-	}
-}
-
-// wait is how long the first status want of the ModelBox key names is
-// still held back at now; zero when it is due, and then it is no longer
-// held.
-func (f *firstStatus) wait(key types.NamespacedName, now time.Time, want *modelv1.ModelBoxStatus) time.Duration {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	at, ok := f.made[key]
-	if !ok {
-		return 0
-	}
-	if left := at.Add(statusInterval).Sub(now); left > 0 && !waitedOn(want) {
-		return left
-	}
-	delete(f.made, key)
-	return 0
-}
-
-// done forgets the ModelBox key names.
-func (f *firstStatus) done(key types.NamespacedName) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.made, key)
-}
 
 // waitedOn says whether a status says what a user waits on: Available or
 // Degraded (and with it Stalled) True.

@@ -86,7 +86,7 @@ type PodSetReconciler struct {
 	// creations is creationBudget, shared by the workers' creations in
 	// flight.
 	creations *semaphore.Weighted
-	replacing *replacing
+	replacing pace.Holds // a replacement's first status (heldBack)
 }
 
 // NewPodSetReconciler returns a reconciler that writes through c, reads
@@ -100,7 +100,6 @@ func NewPodSetReconciler(c client.Client, apiReader client.Reader, rec events.Ev
 		backoff:   newFinishedBackoff(),
 		podName:   newPodName,
 		creations: semaphore.NewWeighted(creationBudget),
-		replacing: newReplacing(),
 	}
 	clock := func() time.Time { return r.Now() }
 	r.status = status.NewWriter(c,
@@ -198,7 +197,7 @@ func (r *PodSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	now := r.Now()
 	want := computeStatus(set, pods, hash, synced, failure, metav1.NewTime(now))
-	if wait := r.replacing.wait(req.NamespacedName, now, set.Spec.Replicas, &set.Status, &want); wait > 0 {
+	if wait := r.replacing.Wait(req.NamespacedName, now, statusInterval, heldBack(set.Spec.Replicas, &set.Status, &want)); wait > 0 {
 		return resultOf(failure, requeue, untilAvailable(pods, set.Spec.MinReadySeconds, now), wait)
 	}
 	wait, err := r.status.Write(ctx, set, &set.Status, want)
@@ -255,7 +254,7 @@ func resultOf(failure *syncFailure, delays ...time.Duration) (ctrl.Result, error
 // forget drops what the controller keeps for a PodSet that is gone.
 func (r *PodSetReconciler) forget(key types.NamespacedName) {
 	r.expectations.forget(key)
-	r.replacing.forget(key)
+	r.replacing.Forget(key)
 	r.backoff.forget(key)
 	r.syncs.Forget(key)
 	r.status.Forget(key)

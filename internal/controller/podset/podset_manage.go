@@ -84,7 +84,7 @@ func (r *PodSetReconciler) manage(ctx context.Context, set *appsv1beta1.PodSet, 
 		return wait, &syncFailure{reason: appsv1beta1.ReasonFailedCreate, err: err}
 	}
 	if creations > 0 {
-		r.replacing.created(client.ObjectKeyFromObject(set), now)
+		r.replacing.Start(client.ObjectKeyFromObject(set), now)
 	}
 	return wait, nil
 }

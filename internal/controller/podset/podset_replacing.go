@@ -1,20 +1,16 @@
 package podset
 
 import (
-	"sync"
-	"time"
-
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/status"
 )
 
-// replacing holds back, for up to statusInterval after a sync created pods,
-// a status that only says pods are missing or not ready yet: the news the
-// creations just made stale.
+// A sync that creates pods holds back (r.replacing, a pace.Holds), for up
+// to statusInterval, a status that only says pods are missing or not ready
+// yet: the news the creations just made stale.
 //
 // A settled PodSet that loses a pod (deleted, evicted, its node gone) is
 // written twice by a sync per event: "9 of 10 pods exist" by the sync that
@@ -31,48 +27,6 @@ import (
 // Only such news is held (heldBack): a new generation, Available or
 // Stalled changing, a ReplicaFailure, and a settled set are written at
 // once. Memory only: a restarted manager holds nothing.
-type replacing struct {
-	mu   sync.Mutex
-	made map[types.NamespacedName]time.Time
-}
-
-func newReplacing() *replacing {
-	return &replacing{made: map[types.NamespacedName]time.Time{}}
-}
-
-// created records that a sync of the PodSet key names created pods at now;
-// a later creation within the hold keeps the first.
-func (h *replacing) created(key types.NamespacedName, now time.Time) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if _, ok := h.made[key]; !ok {
-		h.made[key] = now
-	}
-}
-
-// wait is how long the status want of the PodSet key names, whose status
-// on the apiserver is held, is still held back at now: zero when it is due
-// or is news heldBack does not hold, and then it is no longer held.
-func (h *replacing) wait(key types.NamespacedName, now time.Time, size int32, held, want *appsv1beta1.PodSetStatus) time.Duration {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	at, ok := h.made[key]
-	if !ok {
-		return 0
-	}
-	if left := at.Add(statusInterval).Sub(now); left > 0 && heldBack(size, held, want) {
-		return left
-	}
-	delete(h.made, key)
-	return 0
-}
-
-// forget drops the PodSet key names.
-func (h *replacing) forget(key types.NamespacedName) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.made, key)
-}
 
 // heldBack says whether want, against held, is only a replacement's news:
 // the same generation observed, Available and Stalled as they were, no
