@@ -35,8 +35,7 @@ func heldBack(size int32, held, want *appsv1beta1.PodSetStatus) bool {
 	same := func(kind string) bool {
 		return conditionStatus(held.Conditions, kind) == conditionStatus(want.Conditions, kind)
 	}
-	settled := want.Replicas == size && want.UpdatedReplicas == size && want.AvailableReplicas == size && want.TerminatingReplicas == 0
-	return held.ObservedGeneration == want.ObservedGeneration && !settled &&
+	return held.ObservedGeneration == want.ObservedGeneration && !settled(size, want) &&
 		same(appsv1beta1.ConditionAvailable) && same(status.ConditionStalled) &&
 		!meta.IsStatusConditionTrue(want.Conditions, appsv1beta1.ConditionReplicaFailure)
 }

@@ -139,7 +139,13 @@ func urgentStatus(obj client.Object, held, want *appsv1beta1.PodSetStatus) bool 
 		!slices.EqualFunc(held.Conditions, want.Conditions, func(x, y metav1.Condition) bool {
 			return x.Type == y.Type && x.Status == y.Status && (x.Reason == y.Reason || progressStep(y))
 		}) ||
-		want.Replicas == size && want.UpdatedReplicas == size && want.AvailableReplicas == size && want.TerminatingReplicas == 0
+		settled(size, want)
+}
+
+// settled says whether a status shows a set of size settled: every pod
+// there, updated and available, none terminating.
+func settled(size int32, st *appsv1beta1.PodSetStatus) bool {
+	return st.Replicas == size && st.UpdatedReplicas == size && st.AvailableReplicas == size && st.TerminatingReplicas == 0
 }
 
 // progressStep says whether c, with its status unchanged, only says which
