@@ -49,3 +49,9 @@ func (r *PodSetReconciler) LimitCreationsTo(bytes int64) {
 func (r *PodSetReconciler) SyncBegan(key types.NamespacedName, at time.Time) {
 	r.syncs.Began(key, at)
 }
+
+// Holding says whether the PodSet key's status is held back at now (a
+// replacement's news: podset_replacing.go).
+func (r *PodSetReconciler) Holding(key types.NamespacedName, now time.Time) bool {
+	return r.replacing.Wait(key, now, statusInterval, true) > 0
+}

@@ -905,6 +905,74 @@ func TestPodSetWritesAReplacedPodsStatusOnce(t *testing.T) {
 	g.Expect(c.patches.Load()).To(BeEquivalentTo(2))
 }
 
+// A hold is news of a replacement only: a spec changed while a status is
+// held is acknowledged at once, and a PodSet deleted while held leaves
+// nothing held behind it.
+func TestAHeldStatusGivesWayToANewSpecAndGoesWithItsPodSet(t *testing.T) {
+	g := testenv.NewG(t)
+	ctx := context.Background()
+	set := newPodSet(env.Namespace(t), "held", 3)
+	env.Create(t, set)
+	key := client.ObjectKeyFromObject(set)
+	req := reconcile.Request{NamespacedName: key}
+	now := time.Now().Add(time.Hour) // ahead of markReady's stamps
+	c := &countingStatus{withoutIndexes: withoutIndexes{env.Client}}
+	r := podsetcontroller.NewPodSetReconciler(c, c, &events.FakeRecorder{})
+	r.Now = func() time.Time { return now }
+	sync := func() {
+		_, err := r.Reconcile(ctx, req)
+		g.Expect(err).NotTo(HaveOccurred())
+		r.CacheCaughtUp(key) // its pod reads are uncached
+	}
+	sync()
+	sync()
+	markReady(t, podsOf(g, set)...)
+	now = now.Add(2 * time.Second)
+	sync()
+	g.Expect(get(g, set).Status.ReadyReplicas).To(BeEquivalentTo(3))
+
+	// A pod lost and replaced: its news is held.
+	c.patches.Store(0)
+	gone := podsOf(g, set)[0]
+	g.Expect(env.Client.Delete(ctx, &gone)).To(Succeed())
+	now = now.Add(2 * time.Second)
+	sync()
+	g.Expect(r.Holding(key, now)).To(BeTrue(), "a replacement's news is held")
+	g.Expect(c.patches.Load()).To(BeZero())
+
+	// The spec changes within the hold: written at once. (A scale-down,
+	// which leaves Available as it was: it alone would not end the hold.)
+	scale(t, set, 2)
+	now = now.Add(100 * time.Millisecond)
+	sync()
+	g.Expect(c.patches.Load()).To(BeEquivalentTo(1), "a new generation waits for a replacement's hold")
+	st := get(g, set).Status
+	g.Expect(st.ObservedGeneration).To(Equal(get(g, set).Generation))
+	g.Expect(podsOf(g, set)).To(HaveLen(2))
+	g.Expect(r.Holding(key, now)).To(BeFalse(), "the hold is over once the status was written")
+
+	// Deleted within a new hold: nothing is held for its name.
+	var notReady []corev1.Pod
+	for _, p := range podsOf(g, set) {
+		if p.Status.Phase != corev1.PodRunning {
+			notReady = append(notReady, p)
+		}
+	}
+	markReady(t, notReady...)
+	now = now.Add(2 * time.Second)
+	sync()
+	g.Expect(get(g, set).Status.ReadyReplicas).To(BeEquivalentTo(2))
+	gone = podsOf(g, set)[0]
+	g.Expect(env.Client.Delete(ctx, &gone)).To(Succeed())
+	now = now.Add(2 * time.Second)
+	sync()
+	g.Expect(r.Holding(key, now)).To(BeTrue())
+	g.Expect(env.Client.Delete(ctx, get(g, set))).To(Succeed())
+	g.Eventually(func() bool { return apierrors.IsNotFound(env.Client.Get(ctx, key, &appsv1beta1.PodSet{})) }).Should(BeTrue())
+	sync()
+	g.Expect(r.Holding(key, now)).To(BeFalse(), "a deleted PodSet's hold outlives it")
+}
+
 // countingStatus counts the status patches written through it.
 type countingStatus struct {
 	withoutIndexes
