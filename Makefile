@@ -87,6 +87,7 @@ test: test-unit test-e2e ## Run every test: unit and envtest integration tests, 
 test-unit: k8s-tools manifests generate test-rules ## Unit tests and integration tests against envtest (pinned apiserver and etcd), a bounded fault-injection subset; the alert rules' tests; the image builder's (index, reproducibility, SBOM).
 	go test ./... -count=1
 	go test ./test/faults/... -tags faults -short -count=1
+	go test ./test/bench/ -tags bench -skip '^TestBench$$' -count=1
 	cd hack/k8s && go test ./image/ -count=1
 
 .PHONY: test-compat

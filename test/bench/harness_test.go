@@ -5,10 +5,12 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"regexp"
@@ -261,8 +263,21 @@ func cpuSeconds(pid int) (float64, error) {
 // processOf finds the pid of the cluster's process whose command line
 // contains every one of parts.
 func (b *bench) processOf(parts ...string) int {
-	dirs, err := os.ReadDir("/proc")
+	pid, err := findProcess(parts...)
 	b.must(err)
+	if pid == 0 {
+		b.t.Fatalf("no process with %q in its command line", parts)
+	}
+	return pid
+}
+
+// findProcess is the pid of a process whose command line contains every
+// one of parts, 0 when none does.
+func findProcess(parts ...string) (int, error) {
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
 	for _, d := range dirs {
 		pid, err := strconv.Atoi(d.Name())
 		if err != nil {
@@ -270,11 +285,112 @@ func (b *bench) processOf(parts ...string) int {
 		}
 		cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		if err == nil && !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(string(cmd), p) }) {
-			return pid
+			return pid, nil
 		}
 	}
-	b.t.Fatalf("no process with %q in its command line", parts)
-	return 0
+	return 0, nil
+}
+
+// cpuMark is what the processes sharing the machine's cores, and the cores
+// themselves, had used in CPU time when it was taken: so that a phase's
+// wall time can be told apart into who worked during it.
+type cpuMark struct {
+	at   time.Time
+	pids map[string]int
+	secs map[string]float64
+	busy float64 // the machine's busy core-seconds (/proc/stat)
+}
+
+// cpuUse is what a phase cost in CPU: each process's core-seconds (a
+// process started during the phase counts from its start) and how many of
+// the machine's cores were busy on average.
+type cpuUse struct {
+	secs      map[string]float64
+	busyCores float64
+}
+
+// cpuProcesses are the processes a phase's CPU is told for: the control
+// plane's, the manager's (when it runs) and the bench's own (its informers
+// and clients).
+func (b *bench) cpuProcesses(manager *managerProcess) map[string]int {
+	out := map[string]int{"bench": os.Getpid()}
+	for name, bin := range map[string]string{"kube-apiserver": "/bin/kube-apiserver", "etcd": "/bin/etcd", "kube-controller-manager": "/bin/kube-controller-manager"} {
+		pid, err := findProcess(bin, b.c.Name)
+		b.must(err)
+		if pid != 0 {
+			out[name] = pid
+		}
+	}
+	if manager != nil && !manager.p.Exited() {
+		out["manager"] = manager.p.Pid()
+	}
+	return out
+}
+
+// markCPU takes a cpuMark of procs.
+func (b *bench) markCPU(procs map[string]int) cpuMark {
+	m := cpuMark{at: time.Now(), pids: procs, secs: map[string]float64{}}
+	for name, pid := range procs {
+		s, err := cpuSeconds(pid)
+		b.must(err)
+		m.secs[name] = s
+	}
+	busy, err := machineBusy()
+	b.must(err)
+	m.busy = busy
+	return m
+}
+
+// cpuSince is what procs used since m.
+func (b *bench) cpuSince(m cpuMark, procs map[string]int) cpuUse {
+	now := b.markCPU(procs)
+	u := cpuUse{secs: map[string]float64{}, busyCores: (now.busy - m.busy) / now.at.Sub(m.at).Seconds()}
+	for name, pid := range procs {
+		before := 0.0
+		if m.pids[name] == pid {
+			before = m.secs[name]
+		}
+		u.secs[name] = now.secs[name] - before
+	}
+	return u
+}
+
+// String lists the processes' core-seconds, most first.
+func (u cpuUse) String() string {
+	names := slices.Collect(maps.Keys(u.secs))
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(u.secs[b], u.secs[a]) })
+	parts := make([]string, 0, len(names)+1)
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s %.2f", n, u.secs[n]))
+	}
+	return strings.Join(append(parts, fmt.Sprintf("(cores busy %.2f)", u.busyCores)), ", ")
+}
+
+// machineBusy is how long the machine's cores have been busy, in
+// core-seconds: /proc/stat's first line less its idle and iowait, in
+// USER_HZ (1/100 s).
+func machineBusy() (float64, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 6 || fields[0] != "cpu" {
+		return 0, fmt.Errorf("unexpected /proc/stat: %q", line)
+	}
+	var busy float64
+	for i, f := range fields[1:] {
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			return 0, err
+		}
+		switch i {
+		case 0, 1, 2, 5, 6: // user, nice, system, irq, softirq (guest is in user; steal is not ours)
+			busy += v
+		}
+	}
+	return busy / 100, nil
 }
 
 // namespace creates a fresh namespace with the given labels.

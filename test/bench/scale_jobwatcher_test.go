@@ -259,6 +259,23 @@ func (b *bench) scaleBacklog(n int, m *managerProcess) *managerProcess {
 	backlog := max(1, n/10)
 	finished := time.Now().Add(-time.Hour)
 	var drain, kcmDrain, startup, firstDelete, otherP99, otherMax, otherCount []float64
+	// Where each side's drain went in CPU: on two cores the apiserver,
+	// etcd, both controllers and the bench share, the wall time is bound by
+	// their sum once the cores are busy.
+	var cpuOf [2]map[string][]float64
+	var busy [2][]float64
+	drained := func(side int, mark cpuMark, procs map[string]int, requestsBefore metrics) {
+		use := b.cpuSince(mark, procs)
+		if cpuOf[side] == nil {
+			cpuOf[side] = map[string][]float64{}
+		}
+		for name, secs := range use.secs {
+			cpuOf[side][name] = append(cpuOf[side][name], secs)
+		}
+		busy[side] = append(busy[side], use.busyCores)
+		fmt.Printf("bench: scale-jobwatcher N=%d backlog, %s side: CPU core-seconds %s; apiserver requests per backlog Job: %s\n",
+			n, []string{"manager", "kube-controller-manager"}[side], use, requestsPerObject(requestsBefore, b.apiserverMetrics(), backlog))
+	}
 	for round := range b.s.repeat {
 		deckhandSide := func() {
 			backlogNS, otherNS := b.namespace("scale-backlog", nil), b.namespace("scale-other", nil)
@@ -273,6 +290,9 @@ func (b *bench) scaleBacklog(n int, m *managerProcess) *managerProcess {
 			// drains.
 			stop := make(chan struct{})
 			done := b.churn(stop, label, scaleChurnRate, map[string]string{"other": otherNS}, 0)
+			requestsBefore := b.apiserverMetrics()
+			procs := b.cpuProcesses(nil)
+			mark := b.markCPU(procs)
 			m = b.startManager()
 			ready := time.Now()
 			// From the process's start: installing the webhook
@@ -290,6 +310,9 @@ func (b *bench) scaleBacklog(n int, m *managerProcess) *managerProcess {
 				return gone >= backlog, nil
 			})
 			end := tr.lastDeleted("backlog")
+			if err == nil {
+				drained(0, mark, b.cpuProcesses(m), requestsBefore)
+			}
 			close(stop)
 			b.must(<-done)
 			time.Sleep(time.Second) // the informer's view of the last creations
@@ -344,11 +367,22 @@ func (b *bench) scaleBacklog(n int, m *managerProcess) *managerProcess {
 			defer close(tr.stop)
 			b.must(b.c.KillComponent("kube-controller-manager"))
 			b.createFinishedJobs(ttlNS, "backlog", 0, backlog, map[string]string{"bench-round": label, "bench-side": "ttl"}, finished, ptr.To[int32](scaleBacklogTTL))
+			// The same churn as the manager drains under, due to the
+			// TTL controller (its lag is not measured: it is load).
+			otherNS := b.namespace("scale-other-ttl", nil)
+			stop := make(chan struct{})
+			done := b.churn(stop, label+"-other", scaleChurnRate, map[string]string{"ttl": otherNS}, scaleOtherTTL)
+			requestsBefore := b.apiserverMetrics()
+			mark := b.markCPU(b.cpuProcesses(m))
 			start := time.Now()
 			b.must(b.c.StartComponents())
 			end := b.waitDeleted(tr, backlog, scaleDrainDeadline, "kube-controller-manager's backlog")
+			drained(1, mark, b.cpuProcesses(m), requestsBefore)
+			close(stop)
+			b.must(<-done)
 			kcmDrain = append(kcmDrain, end.Sub(start).Seconds())
 			b.dropNamespace(ttlNS)
+			b.dropNamespace(otherNS)
 		}
 		if round%2 == 0 {
 			deckhandSide()
@@ -367,5 +401,14 @@ func (b *bench) scaleBacklog(n int, m *managerProcess) *managerProcess {
 	f.judge("≤ 1 s", f.Deckhand <= 1)
 	b.rep.add(&figure{Row: row, Metric: "other watcher's deletion lag after TTL during the drain, max", Unit: "s", N: n}, otherMax, nil)
 	b.rep.add(&figure{Row: row, Metric: "other watcher's Jobs due during the drain", Unit: "Jobs", N: n}, otherCount, nil)
+	for _, p := range []struct{ metric, manager, kcm string }{
+		{"CPU during the drain: kube-apiserver", "kube-apiserver", "kube-apiserver"},
+		{"CPU during the drain: etcd", "etcd", "etcd"},
+		{"CPU during the drain: the controller (manager; kube-controller-manager)", "manager", "kube-controller-manager"},
+		{"CPU during the drain: the bench (its informers and churn)", "bench", "bench"},
+	} {
+		b.rep.add(&figure{Row: row, Metric: p.metric, Unit: "core-s", N: n}, cpuOf[0][p.manager], cpuOf[1][p.kcm])
+	}
+	b.rep.add(&figure{Row: row, Metric: "the machine's cores busy during the drain, on average", Unit: "cores", N: n}, busy[0], busy[1])
 	return m
 }

@@ -84,6 +84,10 @@ func (b *bench) scalePodSetAt(n int) {
 	sets := max(1, n/scaleSetSize)
 	size := min(n, scaleSetSize)
 	ps := b.podSetFailover(sets, size)
+	// Printed as soon as measured: a run whose other side fails (at 50,000
+	// pods, kube-controller-manager's ReplicaSets did not all become
+	// current within the setup's 30 minutes) keeps them.
+	fmt.Printf("bench: PodSet failover, %d sets of %d, Deckhand's side: %s\n", sets, size, ps)
 	rs := b.replicaSetRestart(sets, size)
 	row := fmt.Sprintf("PodSet failover vs kube-controller-manager restart, %d sets of %d", sets, size)
 	add := func(metric string, d, a float64) *figure {
@@ -129,6 +133,14 @@ func (b *bench) trackReplicaSetStatuses(ns string) *statusTracker {
 		s := o.(*appsv1.ReplicaSet)
 		return setStatus{generation: s.Generation, observed: s.Status.ObservedGeneration, replicas: s.Status.Replicas, ready: s.Status.ReadyReplicas}
 	})
+}
+
+// String tells the figures in seconds, as the row's figures name them.
+func (f failoverFigures) String() string {
+	return fmt.Sprintf("setup %.1f, takeover %.2f, first write %.2f, fresh change p99 %.2f max %.2f, pods Running again %.1f, "+
+		"every set current %.1f from the takeover (%.1f from the kill), a set's status after its pods p50 %.2f p99 %.2f, status writes a set %.2f",
+		f.setup, f.takeover, f.firstWrite, f.freshP99, f.freshMax, f.podsFromTakeover, f.currentFromTakeover, f.currentFromKill,
+		percentile(f.trail, 50), percentile(f.trail, 99), f.statusWrites)
 }
 
 // podSetFailover runs the Deckhand side: managers A (leader), B and C

@@ -4,12 +4,15 @@ package bench
 
 import (
 	"math"
+	"os"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
-// go test -tags bench -run 'TestSlope|TestParseSizes' ./test/bench runs
-// these without a cluster.
+// go test -tags bench -skip '^TestBench$' ./test/bench runs these without a
+// cluster (make test-unit does).
 
 func TestSlope(t *testing.T) {
 	// 20 MiB at rest and 1,500 bytes an object, with noise either way.
@@ -32,5 +35,40 @@ func TestParseSizes(t *testing.T) {
 		if _, err := parseSizes(bad); err == nil {
 			t.Errorf("parseSizes(%q) took it", bad)
 		}
+	}
+}
+
+// A phase's CPU is told by process: a busy loop in this process shows as
+// its core-seconds and within the machine's busy cores, and a process not
+// there when the mark was taken counts from its start.
+func TestCPUUseTellsWhoWasBusy(t *testing.T) {
+	b := &bench{t: t}
+	procs := map[string]int{"bench": os.Getpid()}
+	mark := b.markCPU(procs)
+	for until := time.Now().Add(300 * time.Millisecond); time.Now().Before(until); {
+	}
+	u := b.cpuSince(mark, procs)
+	elapsed := time.Since(mark.at).Seconds()
+	if u.secs["bench"] < 0.05 {
+		t.Errorf("a 300 ms busy loop used %.2f core-s of this process", u.secs["bench"])
+	}
+	// One USER_HZ tick of slack for each of the two counters.
+	if busy := u.busyCores * elapsed; busy < u.secs["bench"]-0.02 {
+		t.Errorf("the machine was busy %.2f core-s, less than this process's %.2f", busy, u.secs["bench"])
+	}
+	if !strings.Contains(u.String(), "bench ") || !strings.Contains(u.String(), "cores busy") {
+		t.Errorf("String() = %q names neither the process nor the cores", u)
+	}
+	// A process of that name that is another one now (restarted): all of
+	// its CPU counts, none of the one the mark saw is taken off.
+	// (Marked after the loop, so that the mark's own figure is not small.)
+	other := os.Getppid()
+	restarted := b.cpuSince(b.markCPU(procs), map[string]int{"bench": other})
+	total, err := cpuSeconds(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := restarted.secs["bench"]; math.Abs(got-total) > 0.02 {
+		t.Errorf("a process restarted since the mark counted %.2f core-s, want all of its %.2f", got, total)
 	}
 }
