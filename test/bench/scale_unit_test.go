@@ -72,3 +72,11 @@ func TestCPUUseTellsWhoWasBusy(t *testing.T) {
 		t.Errorf("a process restarted since the mark counted %.2f core-s, want all of its %.2f", got, total)
 	}
 }
+
+func TestCurrentBoundGrowsWithTheSets(t *testing.T) {
+	for sets, want := range map[int]time.Duration{1000: 30 * time.Minute, 3000: 30 * time.Minute, 5000: 50 * time.Minute, 10000: 100 * time.Minute} {
+		if got := currentBound(sets); got != want {
+			t.Errorf("currentBound(%d) = %s, want %s", sets, got, want)
+		}
+	}
+}
