@@ -248,24 +248,9 @@ func TestBench(t *testing.T) {
 		}
 		start := time.Now()
 		fmt.Printf("bench: row %s ...\n", row)
-		switch row {
-		case "podset":
-			b.podSetRow()
-		case "jobwatcher":
-			b.jobWatcherRow()
-		case "modelbox":
-			b.modelBoxRow()
-		case "podbugger":
-			b.podBuggerRow()
-		case "incidents":
-			b.incidentsRow()
-		case "crashloop":
-			b.crashLoopRow()
-		case "ceiling":
-			b.ceilingRow()
-		case "idle":
-			b.idleRow()
-		default:
+		if run, ok := sharedManagerRows[row]; ok {
+			run(b)
+		} else {
 			b.ownManagerRow(row)
 		}
 		fmt.Printf("bench: row %s done in %s\n", row, time.Since(start).Round(time.Second))
@@ -281,6 +266,13 @@ func TestBench(t *testing.T) {
 			t.Errorf("BENCH REGRESSION: %s %s is %s %s, target %s", f.Row, f.Metric, format(f.Deckhand), f.Unit, f.Target)
 		}
 	}
+}
+
+// sharedManagerRows are the rows that run on the speed rows' one manager.
+var sharedManagerRows = map[string]func(*bench){
+	"podset": (*bench).podSetRow, "jobwatcher": (*bench).jobWatcherRow, "modelbox": (*bench).modelBoxRow,
+	"podbugger": (*bench).podBuggerRow, "incidents": (*bench).incidentsRow, "crashloop": (*bench).crashLoopRow,
+	"ceiling": (*bench).ceilingRow, "idle": (*bench).idleRow,
 }
 
 // ownManagerRow runs a row that starts managers of its own: the memory row

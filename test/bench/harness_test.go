@@ -83,6 +83,9 @@ func (b *bench) setup() {
 	}
 }
 
+// perRound is an empty series of one figure a round.
+func (b *bench) perRound() []float64 { return make([]float64, 0, b.s.repeat) }
+
 func (b *bench) must(err error) {
 	b.t.Helper()
 	if err != nil {

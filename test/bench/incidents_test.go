@@ -109,7 +109,7 @@ var exitLine = regexp.MustCompile(`exit (\d+)\n`)
 func (b *bench) incidentsRow() {
 	const crashers, ooms = 6, 2
 	window := 90 * time.Second
-	var p50, p99, own99, wrong, missed []float64
+	p50, p99, own99, wrong, missed := b.perRound(), b.perRound(), b.perRound(), b.perRound(), b.perRound()
 	var samples int
 	for range b.s.repeat {
 		ns := b.c.RealNodeNamespace(b.t, nil)
@@ -216,7 +216,8 @@ func (b *bench) crashLoopRow() {
 	const period = 30 * time.Second
 	window := 2 * period
 	labels := map[string]string{"app": "crashloop"}
-	var cores, cpuPerFailure, rss, writesPerFailure, recordsKept, callsPerFailure []float64
+	cores, cpuPerFailure, rss := b.perRound(), b.perRound(), b.perRound()
+	writesPerFailure, recordsKept, callsPerFailure := b.perRound(), b.perRound(), b.perRound()
 	for range b.s.repeat {
 		ns := b.namespace("bench-crashloop", nil)
 		b.createPods(ns, "crash", n, labels, false)

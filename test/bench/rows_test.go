@@ -280,7 +280,7 @@ func (b *bench) jobWatcherRow() {
 	n := b.s.n(500)
 	const ttl = 5
 	var jw, kube struct{ p50, p99, max []float64 }
-	var calls, jobCalls []float64
+	calls, jobCalls := b.perRound(), b.perRound()
 	for round := range b.s.repeat {
 		jwNS, ttlNS := b.namespace("bench-jobwatcher", nil), b.namespace("bench-ttl", nil)
 		b.must(b.c.Client.Create(b.ctx, &deckhandbatchv1.JobWatcher{ObjectMeta: metav1.ObjectMeta{Namespace: jwNS, Name: "bench"},
@@ -659,7 +659,7 @@ func (b *bench) podBuggerRow() {
 // else: pod creations from 64 parallel clients.
 func (b *bench) ceilingRow() {
 	n := b.s.n(1000)
-	var created, running []float64
+	created, running := b.perRound(), b.perRound()
 	for range b.s.repeat {
 		ns := b.namespace("bench-ceiling", nil)
 		tr := b.trackPods(ns, n)
