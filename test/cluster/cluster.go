@@ -64,6 +64,10 @@ type Cluster struct {
 	// ManagerKubeconfig authenticates as the installed manager
 	// ServiceAccount.
 	ManagerKubeconfig string
+	// BeforeManagerStart, when set, is called by RunManager just before it
+	// starts the manager's process, after it installed the webhook
+	// configurations: the bench takes its CPU marks there.
+	BeforeManagerStart func()
 
 	root string
 	// realNode is the real node's name; noRealNode says why there is none.
@@ -380,6 +384,9 @@ func (c *Cluster) RunManagerFrom(t testing.TB, bin, webhookManifests string, arg
 	}, args)
 	p := &Process{cmd: exec.Command(bin, flags...), done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = p, p
+	if c.BeforeManagerStart != nil {
+		c.BeforeManagerStart()
+	}
 	p.started = time.Now()
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", bin, err)
