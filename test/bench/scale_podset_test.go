@@ -84,11 +84,12 @@ func (b *bench) scalePodSetAt(n int) {
 	sets := max(1, n/scaleSetSize)
 	size := min(n, scaleSetSize)
 	ps := b.podSetFailover(sets, size)
-	// Printed as soon as measured: a run whose other side fails (at 50,000
-	// pods, kube-controller-manager's ReplicaSets did not all become
-	// current within the setup's 30 minutes) keeps them.
+	// Each side's figures are printed as soon as measured: a run whose other
+	// side fails (at 50,000 pods, kube-controller-manager's ReplicaSets did
+	// not all become current within 30 minutes) keeps them.
 	fmt.Printf("bench: PodSet failover, %d sets of %d, Deckhand's side: %s\n", sets, size, ps)
 	rs := b.replicaSetRestart(sets, size)
+	fmt.Printf("bench: kube-controller-manager restart, %d sets of %d: %s\n", sets, size, rs)
 	row := fmt.Sprintf("PodSet failover vs kube-controller-manager restart, %d sets of %d", sets, size)
 	add := func(metric string, d, a float64) *figure {
 		return b.rep.add(&figure{Row: row, Metric: metric, Unit: "s", N: sets * size}, []float64{d}, []float64{a})
@@ -164,7 +165,7 @@ func (b *bench) podSetFailover(sets, size int) failoverFigures {
 			Spec: appsv1beta1.PodSetSpec{Replicas: int32(size), Template: ptr.To(scaleTemplate(setName(i)))}})
 	}))
 	want := tr.want(sets, size)
-	b.waitCurrent(tr, want, st.current(want), "PodSets made")
+	b.waitCurrent(tr, st, want, "PodSets made")
 	out.setup = time.Since(began).Seconds()
 
 	// 1. Fresh changes.
@@ -207,7 +208,7 @@ func (b *bench) podSetFailover(sets, size int) failoverFigures {
 	for i := range min(sets, freshChanges+1) {
 		want[setName(i)] = size + 1
 	}
-	podsDone := b.waitCurrent(tr, want, st.current(want), "PodSets current after the failover")
+	podsDone := b.waitCurrent(tr, st, want, "PodSets current after the failover")
 	out.currentFromTakeover, out.currentFromKill = time.Since(from).Seconds(), time.Since(killed).Seconds()
 	out.podsFromTakeover = podsDone.Sub(from).Seconds()
 	close(stopSeries)
@@ -246,7 +247,7 @@ func (b *bench) replicaSetRestart(sets, size int) failoverFigures {
 		return err
 	}))
 	want := tr.want(sets, size)
-	b.waitCurrent(tr, want, st.current(want), "ReplicaSets made")
+	b.waitCurrent(tr, st, want, "ReplicaSets made")
 	out.setup = time.Since(began).Seconds()
 
 	const kcm = "kube-controller-manager"
@@ -273,7 +274,7 @@ func (b *bench) replicaSetRestart(sets, size int) failoverFigures {
 	for i := range min(sets, freshChanges+1) {
 		want[setName(i)] = size + 1
 	}
-	podsDone := b.waitCurrent(tr, want, st.current(want), "ReplicaSets current after the restart")
+	podsDone := b.waitCurrent(tr, st, want, "ReplicaSets current after the restart")
 	out.currentFromTakeover, out.currentFromKill = time.Since(from).Seconds(), time.Since(killed).Seconds()
 	out.podsFromTakeover = podsDone.Sub(from).Seconds()
 	out.trail, out.statusWrites = st.trail(tr, want)
@@ -521,34 +522,44 @@ func (tr *setTracker) onePodEach(sets int) []victim {
 	return out
 }
 
-// running reports whether every set has exactly its size of live pods, all
-// Running.
-func (tr *setTracker) runningAsWanted(want map[string]int) bool {
+// behind counts the sets of want that do not have exactly their size of
+// live pods, all Running.
+func (tr *setTracker) behind(want map[string]int) int {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
+	n := 0
 	for set, size := range want {
 		if len(tr.alive[set]) != size || len(tr.running[set]) != size {
-			return false
+			n++
 		}
 	}
-	return true
+	return n
 }
 
-// waitCurrent waits until every set's pods are as wanted and statusCurrent
-// says every set's status shows it, for up to currentBound(len(want)).
-// It returns when the pods first were as wanted.
-func (b *bench) waitCurrent(tr *setTracker, want map[string]int, statusCurrent func() bool, what string) time.Time {
+// waitCurrent waits until every set's pods are as wanted and every set's
+// status shows it, for up to currentBound(len(want)), saying every five
+// minutes how far it came (a run that misses the bound tells how far
+// short). It returns when the pods first were as wanted.
+func (b *bench) waitCurrent(tr *setTracker, st *statusTracker, want map[string]int, what string) time.Time {
 	b.t.Helper()
 	var podsDone time.Time
+	began, said := time.Now(), time.Now()
 	bound := currentBound(len(want))
+	progress := func() string {
+		return fmt.Sprintf("%d of %d sets' pods as wanted, %d statuses current", len(want)-tr.behind(want), len(want), len(want)-st.behind(want))
+	}
 	err := wait.PollUntilContextTimeout(b.ctx, 100*time.Millisecond, bound, true, func(context.Context) (bool, error) {
-		if podsDone.IsZero() && tr.runningAsWanted(want) {
+		if time.Since(said) >= 5*time.Minute {
+			said = time.Now()
+			fmt.Printf("bench: %s: after %s, %s\n", what, time.Since(began).Round(time.Second), progress())
+		}
+		if podsDone.IsZero() && tr.behind(want) == 0 {
 			podsDone = time.Now()
 		}
-		return !podsDone.IsZero() && tr.runningAsWanted(want) && statusCurrent(), nil
+		return !podsDone.IsZero() && tr.behind(want) == 0 && st.behind(want) == 0, nil
 	})
 	if err != nil {
-		b.t.Fatalf("%s: not current after %s", what, bound)
+		b.t.Fatalf("%s: not current after %s: %s", what, bound, progress())
 	}
 	return podsDone
 }

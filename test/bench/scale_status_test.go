@@ -92,20 +92,19 @@ func (st *statusTracker) mark() {
 	clear(st.writes)
 }
 
-// current reports whether every set of want has a status that shows its
-// wanted size ready, for its current generation.
-func (st *statusTracker) current(want map[string]int) func() bool {
-	return func() bool {
-		st.mu.Lock()
-		defer st.mu.Unlock()
-		for set, w := range want {
-			s := st.status[set]
-			if s.observed != s.generation || int(s.ready) != w || int(s.replicas) != w {
-				return false
-			}
+// behind counts the sets of want whose status does not show their wanted
+// size ready, for their current generation.
+func (st *statusTracker) behind(want map[string]int) int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	n := 0
+	for set, w := range want {
+		s := st.status[set]
+		if s.observed != s.generation || int(s.ready) != w || int(s.replicas) != w {
+			n++
 		}
-		return true
 	}
+	return n
 }
 
 // trail is how long each set of want's status came after its pods' last
