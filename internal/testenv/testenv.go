@@ -10,6 +10,11 @@
 //
 // and each test takes a namespace of its own with env.Namespace(t) and, when
 // it needs controllers, a manager with env.StartManager(t, opts).
+//
+// The control plane ends with the test binary however that ends: a binary
+// that panics, is killed or runs out its -timeout never reaches Env.Stop,
+// and a guard process then stops etcd and kube-apiserver and removes their
+// directories (guard.go).
 package testenv
 
 import (
@@ -46,7 +51,8 @@ type Env struct {
 	// apiserver holds right now.
 	Client client.Client
 
-	env *envtest.Environment
+	env   *envtest.Environment
+	guard *guard
 }
 
 // Main starts a control plane, runs the package's tests, stops it, and exits.
@@ -103,15 +109,19 @@ func Start() (*Env, error) {
 		// webhooks): stop them rather than leave them running.
 		return nil, errors.Join(fmt.Errorf("starting envtest: %w", err), e.Stop())
 	}
+	g, err := startGuard([]string{"etcd", "kube-apiserver"}, []string{e.ControlPlane.Etcd.DataDir, e.ControlPlane.APIServer.CertDir})
+	if err != nil {
+		return nil, errors.Join(err, e.Stop())
+	}
 	c, err := client.New(cfg, client.Options{Scheme: manager.Scheme})
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("creating client: %w", err), e.Stop())
+		return nil, errors.Join(fmt.Errorf("creating client: %w", err), e.Stop(), g.release())
 	}
-	return &Env{Config: cfg, Client: c, env: e}, nil
+	return &Env{Config: cfg, Client: c, env: e, guard: g}, nil
 }
 
-// Stop stops the control plane.
-func (e *Env) Stop() error { return e.env.Stop() }
+// Stop stops the control plane, and its guard with it.
+func (e *Env) Stop() error { return errors.Join(e.env.Stop(), e.guard.release()) }
 
 // AdminKubeconfig writes a kubeconfig for a cluster administrator of the
 // control plane (system:masters) into a temporary file and returns its path:

@@ -1,0 +1,107 @@
+package testenv
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// A test binary that panics, is killed, or runs out its -timeout never gets
+// to Env.Stop, and envtest starts etcd and kube-apiserver in process groups
+// of their own (so a Ctrl-C does not reach them either): they would run on,
+// orphaned, with their data in the temporary directory. A guard is a small
+// shell, in a session of its own, that reads a pipe whose only writer is
+// the test binary: when the binary ends without saying "done" (the pipe
+// closes with it, however it ends) the guard kills the control plane's
+// processes and removes their directories.
+type guard struct {
+	pids []int
+	dirs []string
+	w    *os.File // the pipe's writing end: open while the test binary lives
+	cmd  *exec.Cmd
+}
+
+// guardScript kills the process groups of $PIDS and removes $DIRS unless
+// the first line it reads is "done".
+const guardScript = `read -r line || true
+[ "$line" = done ] && exit 0
+for p in $PIDS; do kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; done
+for d in $DIRS; do rm -rf -- "$d"; done`
+
+// startGuard starts a guard over this process's children named one of
+// names (the control plane's processes) and dirs.
+func startGuard(names []string, dirs []string) (*guard, error) {
+	pids, err := children(os.Getpid(), names)
+	if err != nil {
+		return nil, err
+	}
+	if len(pids) != len(names) {
+		return nil, fmt.Errorf("guarding the control plane: found %d of the processes %v among this process's children", len(pids), names)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	ids := make([]string, len(pids))
+	for i, p := range pids {
+		ids[i] = strconv.Itoa(p)
+	}
+	cmd := exec.Command("/bin/sh", "-c", guardScript)
+	cmd.Stdin = r
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "PIDS=" + strings.Join(ids, " "), "DIRS=" + strings.Join(dirs, " ")}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, errors.Join(fmt.Errorf("starting the control plane's guard: %w", err), w.Close())
+	}
+	return &guard{pids: pids, dirs: dirs, w: w, cmd: cmd}, nil
+}
+
+// release tells the guard that the control plane was stopped as it should
+// be, and waits for it to end.
+func (g *guard) release() error {
+	_, err := g.w.WriteString("done\n")
+	return errors.Join(err, g.w.Close(), g.cmd.Wait())
+}
+
+// children lists the processes whose parent is pid and whose command name
+// is one of names.
+func children(pid int, names []string) ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // ended meanwhile
+		}
+		// pid (comm) state ppid …: comm may hold spaces and parentheses.
+		open, end := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		fields := strings.Fields(string(stat[end+1:]))
+		if len(fields) < 2 || fields[1] != strconv.Itoa(pid) {
+			continue
+		}
+		comm := string(stat[open+1 : end])
+		for _, n := range names {
+			// The kernel keeps 15 bytes of a command's name.
+			if comm == n[:min(len(n), 15)] {
+				out = append(out, child)
+			}
+		}
+	}
+	return out, nil
+}
