@@ -47,7 +47,8 @@ func startGuard(names []string, dirs []string) (*guard, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer r.Close()
+	// The guard holds the reading end; this process only writes.
+	defer func() { _ = r.Close() }()
 	ids := make([]string, len(pids))
 	for i, p := range pids {
 		ids[i] = strconv.Itoa(p)
