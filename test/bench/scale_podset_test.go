@@ -215,10 +215,10 @@ func (b *bench) podSetFailover(sets, size int) failoverFigures {
 	after, apiAfter := b.mustScrape(m), b.apiserverMetrics()
 	out.trail, out.statusWrites = st.trail(tr, want)
 	q := label("name", "podset")
-	fmt.Printf("bench: PodSet failover, %d sets: %.2f syncs a set; queue wait p50 %.2f s, p99 %.2f s; sync p50 %.3f s, p99 %.3f s; requests a set: %s\n",
+	fmt.Printf("bench: PodSet failover, %d sets: %.2f syncs a set; queue wait p50 %s, p99 %s; sync p50 %s, p99 %s; requests a set: %s\n",
 		sets, (after.sum("controller_runtime_reconcile_total", label("controller", "podset"))-before.sum("controller_runtime_reconcile_total", label("controller", "podset")))/float64(sets),
-		quantile(before, after, "workqueue_queue_duration_seconds", q, 0.5), quantile(before, after, "workqueue_queue_duration_seconds", q, 0.99),
-		quantile(before, after, "workqueue_work_duration_seconds", q, 0.5), quantile(before, after, "workqueue_work_duration_seconds", q, 0.99),
+		quantileText(before, after, "workqueue_queue_duration_seconds", q, 0.5), quantileText(before, after, "workqueue_queue_duration_seconds", q, 0.99),
+		quantileText(before, after, "workqueue_work_duration_seconds", q, 0.5), quantileText(before, after, "workqueue_work_duration_seconds", q, 0.99),
 		requestsPerObject(apiBefore, apiAfter, sets))
 	// The new leader's log (reconcile errors and their retries, which the
 	// queue's rate limiter paces) and its queue, a second at a time, are

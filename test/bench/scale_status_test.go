@@ -154,8 +154,10 @@ func (b *bench) queueSeries(m *managerProcess, stop <-chan struct{}) <-chan stri
 
 // quantile estimates the q quantile of a histogram's observations between
 // two scrapes from its buckets (Prometheus's histogram_quantile, linear
-// within a bucket).
-func quantile(before, after metrics, name string, match func(map[string]string) bool, q float64) float64 {
+// within a bucket), and says the bucket it lies in: with buckets a factor of
+// ten wide, as the workqueue's are, the estimate may be far from any
+// observation, the bucket never is.
+func quantile(before, after metrics, name string, match func(map[string]string) bool, q float64) (estimate, lo, hi float64) {
 	counts := map[float64]float64{}
 	for sign, m := range map[float64]metrics{-1: before, 1: after} {
 		for _, s := range m {
@@ -176,17 +178,23 @@ func quantile(before, after metrics, name string, match func(map[string]string) 
 		}
 	})
 	if len(bounds) == 0 || counts[math.Inf(1)] == 0 {
-		return 0
+		return 0, 0, 0
 	}
 	rank, prevBound, prevCount := q*counts[math.Inf(1)], 0.0, 0.0
 	for _, le := range bounds {
 		if counts[le] >= rank {
 			if math.IsInf(le, 1) {
-				return prevBound
+				return prevBound, prevBound, le
 			}
-			return prevBound + (le-prevBound)*(rank-prevCount)/(counts[le]-prevCount)
+			return prevBound + (le-prevBound)*(rank-prevCount)/(counts[le]-prevCount), prevBound, le
 		}
 		prevBound, prevCount = le, counts[le]
 	}
-	return prevBound
+	return prevBound, prevBound, math.Inf(1)
+}
+
+// quantileText is quantile's estimate in seconds with its bucket.
+func quantileText(before, after metrics, name string, match func(map[string]string) bool, q float64) string {
+	estimate, lo, hi := quantile(before, after, name, match, q)
+	return fmt.Sprintf("%.3g s (bucket %g–%g s)", estimate, lo, hi)
 }

@@ -80,3 +80,24 @@ func TestCurrentBoundGrowsWithTheSets(t *testing.T) {
 		}
 	}
 }
+
+// The workqueue's buckets are a factor of ten wide: a p99 that lies between
+// 100 and 1,000 s is estimated at 820 s, and the bucket says how little that
+// estimate holds.
+func TestQuantileSaysItsBucket(t *testing.T) {
+	bucket := func(le string, n float64) sample {
+		return sample{name: "wait_bucket", labels: map[string]string{"le": le}, value: n}
+	}
+	after := metrics{bucket("10", 50), bucket("100", 95), bucket("1000", 100), bucket("+Inf", 100)}
+	for _, c := range []struct {
+		q, estimate, lo, hi float64
+	}{{0.5, 10, 0, 10}, {0.99, 820, 100, 1000}} {
+		estimate, lo, hi := quantile(nil, after, "wait", nil, c.q)
+		if math.Abs(estimate-c.estimate) > 1e-9 || lo != c.lo || hi != c.hi {
+			t.Errorf("quantile %g = %g in (%g, %g], want %g in (%g, %g]", c.q, estimate, lo, hi, c.estimate, c.lo, c.hi)
+		}
+	}
+	if got, want := quantileText(nil, after, "wait", nil, 0.99), "820 s (bucket 100–1000 s)"; got != want {
+		t.Errorf("quantileText = %q, want %q", got, want)
+	}
+}
