@@ -83,20 +83,10 @@ func children(pid int, names []string) ([]int, error) {
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue // ended meanwhile
+		comm, fields, ok := procStat(child)
+		if !ok || len(fields) < 2 || fields[1] != strconv.Itoa(pid) {
+			continue // ended meanwhile, or another's child
 		}
-		// pid (comm) state ppid …: comm may hold spaces and parentheses.
-		open, end := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
-		if open < 0 || end < open {
-			continue
-		}
-		fields := strings.Fields(string(stat[end+1:]))
-		if len(fields) < 2 || fields[1] != strconv.Itoa(pid) {
-			continue
-		}
-		comm := string(stat[open+1 : end])
 		for _, n := range names {
 			// The kernel keeps 15 bytes of a command's name.
 			if comm == n[:min(len(n), 15)] {
@@ -105,4 +95,19 @@ func children(pid int, names []string) ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// procStat reads /proc/<pid>/stat: the command's name and the fields after
+// it (state, ppid, …); ok is false when pid has ended.
+func procStat(pid int) (comm string, fields []string, ok bool) {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", nil, false
+	}
+	// pid (comm) state ppid …: comm may hold spaces and parentheses.
+	open, end := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
+	if open < 0 || end < open {
+		return "", nil, false
+	}
+	return string(stat[open+1 : end]), strings.Fields(string(stat[end+1:])), true
 }

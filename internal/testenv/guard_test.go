@@ -105,10 +105,6 @@ func guarded(t *testing.T, out []byte) (pids []int, dirs []string) {
 // alive reports whether pid runs (a zombie, ended but not yet reaped, does
 // not).
 func alive(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	end := bytes.LastIndexByte(stat, ')')
-	return end < 0 || !bytes.HasPrefix(bytes.TrimSpace(stat[end+1:]), []byte("Z"))
+	_, fields, ok := procStat(pid)
+	return ok && (len(fields) == 0 || fields[0] != "Z")
 }

@@ -553,10 +553,11 @@ func (b *bench) waitCurrent(tr *setTracker, st *statusTracker, want map[string]i
 			said = time.Now()
 			fmt.Printf("bench: %s: after %s, %s\n", what, time.Since(began).Round(time.Second), progress())
 		}
-		if podsDone.IsZero() && tr.behind(want) == 0 {
+		podsAsWanted := tr.behind(want) == 0
+		if podsAsWanted && podsDone.IsZero() {
 			podsDone = time.Now()
 		}
-		return !podsDone.IsZero() && tr.behind(want) == 0 && st.behind(want) == 0, nil
+		return podsAsWanted && st.behind(want) == 0, nil
 	})
 	if err != nil {
 		b.t.Fatalf("%s: not current after %s: %s", what, bound, progress())
