@@ -36,16 +36,64 @@ func TestColourLevels(t *testing.T) {
 }
 
 // runCommand is the manager command `make run` would start with the given
-// make variables.
+// make variables. None of run's prerequisites is made: a unit test builds no
+// image, kubelet or control plane (on a machine with an empty build cache
+// those took longer than go test's timeout).
 func runCommand(t *testing.T, vars ...string) []string {
 	t.Helper()
-	cmd := exec.Command("make", append([]string{"-s", "--no-print-directory", "-C", filepath.Join("..", ".."), "-o", "build", "-o", "k8s-tools", "-o", "manifests", "run"}, vars...)...)
+	args := []string{"-s", "--no-print-directory", "-C", filepath.Join("..", "..")}
+	for _, prereq := range runPrerequisites(t) {
+		args = append(args, "-o", prereq)
+	}
+	cmd := exec.Command("make", append(append(args, "run"), vars...)...)
 	cmd.Env = append(os.Environ(), "DECKHAND_RUN_PRINT=1")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("make run: %v\n%s", err, out)
 	}
 	return strings.Fields(string(out))
+}
+
+// runPrerequisites lists the prerequisites of the Makefile's run target, as
+// its rule line spells them.
+func runPrerequisites(t *testing.T) []string {
+	t.Helper()
+	makefile, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(makefile)) {
+		rest, ok := strings.CutPrefix(line, "run:")
+		if !ok {
+			continue
+		}
+		rest, _, _ = strings.Cut(rest, "##")
+		return strings.Fields(rest)
+	}
+	t.Fatal("the Makefile has no run target")
+	return nil
+}
+
+// runCommand builds nothing: with run's prerequisites skipped, make's dry run
+// of run shows hack/run.sh alone, not the image, node-tools or toolchain
+// builds.
+func TestRunCommandBuildsNothing(t *testing.T) {
+	args := []string{"-n", "--no-print-directory", "-C", filepath.Join("..", "..")}
+	for _, prereq := range runPrerequisites(t) {
+		args = append(args, "-o", prereq)
+	}
+	out, err := exec.Command("make", append(args, "run")...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n run: %v\n%s", err, out)
+	}
+	for _, builder := range []string{"hack/images.sh", "hack/realnode.sh", "hack/k8s/build.sh", "go build"} {
+		if strings.Contains(string(out), builder) {
+			t.Errorf("make run with its prerequisites skipped still runs %s:\n%s", builder, out)
+		}
+	}
+	if !strings.Contains(string(out), "hack/run.sh") {
+		t.Errorf("make -n run does not run hack/run.sh:\n%s", out)
+	}
 }
 
 // The seeds' spellings work: ARGS carries manager flags, ENABLE_WEBHOOKS=false
