@@ -374,7 +374,7 @@ type ContainerFailure struct {
 // +kubebuilder:printcolumn:name="Matched",type=integer,JSONPath=`.status.matchedJobs`
 // +kubebuilder:printcolumn:name="Pending",type=integer,JSONPath=`.status.pendingDeletions`
 // +kubebuilder:printcolumn:name="Deleted",type=integer,JSONPath=`.status.deletedJobs`
-// +kubebuilder:printcolumn:name="Next",type=date,JSONPath=`.status.nextDeletionTime`
+// +kubebuilder:printcolumn:name="Next",type=string,JSONPath=`.status.nextDeletionTime`
 // +kubebuilder:printcolumn:name="Dry Run",type=boolean,JSONPath=`.spec.dryRun`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -409,7 +409,7 @@ type JobWatcherList struct {
 // +kubebuilder:printcolumn:name="Matched",type=integer,JSONPath=`.status.matchedJobs`
 // +kubebuilder:printcolumn:name="Pending",type=integer,JSONPath=`.status.pendingDeletions`
 // +kubebuilder:printcolumn:name="Deleted",type=integer,JSONPath=`.status.deletedJobs`
-// +kubebuilder:printcolumn:name="Next",type=date,JSONPath=`.status.nextDeletionTime`
+// +kubebuilder:printcolumn:name="Next",type=string,JSONPath=`.status.nextDeletionTime`
 // +kubebuilder:printcolumn:name="Dry Run",type=boolean,JSONPath=`.spec.dryRun`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
