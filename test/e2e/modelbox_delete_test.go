@@ -42,7 +42,7 @@ func TestModelBoxDeletionRemovesItsChildrenAndNothingElse(t *testing.T) {
 	lookalike := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: here, Name: "lookalike", Labels: labels},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "lookalike"}},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "lookalike", modelboxcontroller.LabelModelBox: "model"}},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "nginx:1.7.9"}}}}}}
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "nginx:1.28.0"}}}}}}
 	sameName := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: here, Name: "model", Labels: labels},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "lookalike"}, Ports: []corev1.ServicePort{{Port: 80}}}}
 	g.Expect(c.Client.Create(ctx, lookalike)).To(Succeed())
@@ -50,14 +50,14 @@ func TestModelBoxDeletionRemovesItsChildrenAndNothingElse(t *testing.T) {
 
 	newBox := func(ns string, ports []modelv1.ServicePort) *modelv1.ModelBox {
 		return &modelv1.ModelBox{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "model"},
-			Spec: modelv1.ModelBoxSpec{Image: "nginx:1.7.9", Replicas: ptr.To[int32](2), Ports: ports}}
+			Spec: modelv1.ModelBoxSpec{Image: "nginx:1.28.0", Replicas: ptr.To[int32](2), Ports: ports}}
 	}
 	doomed, kept := newBox(here, nil), newBox(there, []modelv1.ServicePort{{Port: 80}})
 	g.Expect(c.Client.Create(ctx, doomed)).To(Succeed())
 	g.Expect(c.Client.Create(ctx, kept)).To(Succeed())
 	// Here the ModelBox's 2 pods and the look-alike's; there the other's 2.
-	g.Eventually(runningPods(ctx, here, "nginx:1.7.9")).WithTimeout(modelBoxWait).Should(HaveLen(3))
-	g.Eventually(runningPods(ctx, there, "nginx:1.7.9")).WithTimeout(modelBoxWait).Should(HaveLen(2))
+	g.Eventually(runningPods(ctx, here, "nginx:1.28.0")).WithTimeout(modelBoxWait).Should(HaveLen(3))
+	g.Eventually(runningPods(ctx, there, "nginx:1.28.0")).WithTimeout(modelBoxWait).Should(HaveLen(2))
 	g.Eventually(func() error {
 		return c.Client.Get(ctx, client.ObjectKey{Namespace: here, Name: "model"}, &appsv1.Deployment{})
 	}).WithTimeout(modelBoxWait).Should(Succeed())
@@ -69,7 +69,7 @@ func TestModelBoxDeletionRemovesItsChildrenAndNothingElse(t *testing.T) {
 
 	// Its Deployment, budget, ReplicaSet and pods go.
 	g.Eventually(func() []string { return w.left() }).WithTimeout(modelBoxWait).Should(BeEmpty())
-	g.Eventually(runningPods(ctx, here, "nginx:1.7.9")).WithTimeout(modelBoxWait).Should(HaveLen(1))
+	g.Eventually(runningPods(ctx, here, "nginx:1.28.0")).WithTimeout(modelBoxWait).Should(HaveLen(1))
 	g.Expect(w.violations()).To(BeEmpty())
 
 	// What it did not own is all there, untouched.
@@ -79,7 +79,7 @@ func TestModelBoxDeletionRemovesItsChildrenAndNothingElse(t *testing.T) {
 		g.Expect(c.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed(), "%T %s", obj, client.ObjectKeyFromObject(obj))
 		g.Expect(obj.GetDeletionTimestamp()).To(BeNil(), "%T %s", obj, client.ObjectKeyFromObject(obj))
 	}
-	g.Expect(runningPods(ctx, there, "nginx:1.7.9")()).To(HaveLen(2))
+	g.Expect(runningPods(ctx, there, "nginx:1.28.0")()).To(HaveLen(2))
 }
 
 // deletionWatch follows the kinds a ModelBox's deletion may remove in some

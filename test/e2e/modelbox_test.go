@@ -56,8 +56,8 @@ func TestModelBoxSeedSample(t *testing.T) {
 		HaveField("Conditions", ContainElement(And(
 			HaveField("Type", modelv1.ConditionAvailable), HaveField("Status", metav1.ConditionTrue)))))))
 	t.Logf("Available with 4 ready pods after %s", time.Since(started).Round(100*time.Millisecond))
-	g.Expect(runningPods(ctx, ns, "nginx:1.7.9")()).To(HaveLen(4))
-	g.Expect(c.Kubectl("get", "modelbox", "-n", ns)).To(MatchRegexp(`modelbox-sample\s+nginx:1.7.9\s+4\s+4\s+NodePort\s+True`))
+	g.Expect(runningPods(ctx, ns, "nginx:1.28.0")()).To(HaveLen(4))
+	g.Expect(c.Kubectl("get", "modelbox", "-n", ns)).To(MatchRegexp(`modelbox-sample\s+nginx:1.28.0\s+4\s+4\s+NodePort\s+True`))
 
 	// The Service, deleted by hand, comes back with the same spec.
 	svc := &corev1.Service{}
@@ -78,7 +78,7 @@ func TestModelBoxSeedSample(t *testing.T) {
 	// of the old.
 	updateModelBox(g, ctx, key, func(box *modelv1.ModelBox) { box.Spec.Image = "nginx:1.8" })
 	g.Eventually(runningPods(ctx, ns, "nginx:1.8")).WithTimeout(modelBoxWait).Should(HaveLen(4))
-	g.Eventually(runningPods(ctx, ns, "nginx:1.7.9")).WithTimeout(modelBoxWait).Should(BeEmpty())
+	g.Eventually(runningPods(ctx, ns, "nginx:1.28.0")).WithTimeout(modelBoxWait).Should(BeEmpty())
 
 	// Nothing more to write once the rollout is done, though the Deployment
 	// controller keeps writing status (each write wakes Deckhand) until then.
@@ -123,7 +123,7 @@ func TestModelBoxHPAKeepsItsReplicaCount(t *testing.T) {
 	box := &modelv1.ModelBox{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
 		Spec: modelv1.ModelBoxSpec{
-			Image:       "nginx:1.7.9",
+			Image:       "nginx:1.28.0",
 			Size:        modelv1.SizeSmall,
 			Ports:       []modelv1.ServicePort{{Name: "http", Port: 80}},
 			Sidecars:    []corev1.Container{{Name: "log", Image: "busybox"}},
@@ -132,7 +132,7 @@ func TestModelBoxHPAKeepsItsReplicaCount(t *testing.T) {
 	}
 	g.Expect(c.Client.Create(ctx, box)).To(Succeed())
 	key := client.ObjectKeyFromObject(box)
-	g.Eventually(runningPods(ctx, ns, "nginx:1.7.9")).WithTimeout(modelBoxWait).Should(HaveLen(2))
+	g.Eventually(runningPods(ctx, ns, "nginx:1.28.0")).WithTimeout(modelBoxWait).Should(HaveLen(2))
 	g.Eventually(func() error { return c.Client.Get(ctx, key, &autoscalingv2.HorizontalPodAutoscaler{}) }).
 		WithTimeout(modelBoxWait).Should(Succeed())
 
@@ -140,7 +140,7 @@ func TestModelBoxHPAKeepsItsReplicaCount(t *testing.T) {
 	updateModelBox(g, ctx, key, func(box *modelv1.ModelBox) { box.Spec.Autoscaling.MinReplicas = ptr.To[int32](3) })
 	g.Eventually(deploymentReplicas(ctx, key)).WithTimeout(modelBoxWait).Should(BeEquivalentTo(3))
 	g.Expect(replicasManagers(ctx, key)).To(And(Not(ContainElement("deckhand")), ContainElement("kube-controller-manager")))
-	g.Eventually(runningPods(ctx, ns, "nginx:1.7.9")).WithTimeout(modelBoxWait).Should(HaveLen(3))
+	g.Eventually(runningPods(ctx, ns, "nginx:1.28.0")).WithTimeout(modelBoxWait).Should(HaveLen(3))
 
 	// A spec change rolls the pods and keeps the autoscaler's count.
 	updateModelBox(g, ctx, key, func(box *modelv1.ModelBox) { box.Spec.Image = "nginx:1.8" })
@@ -159,14 +159,14 @@ func TestModelBoxAutoscalingOffKeepsItsPods(t *testing.T) {
 	box := &modelv1.ModelBox{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "scaled"},
 		Spec: modelv1.ModelBoxSpec{
-			Image:       "nginx:1.7.9",
+			Image:       "nginx:1.28.0",
 			Ports:       []modelv1.ServicePort{{Name: "http", Port: 80}},
 			Autoscaling: &modelv1.Autoscaling{MinReplicas: ptr.To[int32](2), MaxReplicas: 10},
 		},
 	}
 	g.Expect(c.Client.Create(ctx, box)).To(Succeed())
 	key := client.ObjectKeyFromObject(box)
-	g.Eventually(runningPods(ctx, ns, "nginx:1.7.9")).WithTimeout(modelBoxWait).Should(HaveLen(2))
+	g.Eventually(runningPods(ctx, ns, "nginx:1.28.0")).WithTimeout(modelBoxWait).Should(HaveLen(2))
 	g.Eventually(replicasManagers).WithArguments(ctx, key).WithTimeout(modelBoxWait).ShouldNot(ContainElement("deckhand"))
 
 	// Scale to 8 through /scale, as the autoscaler does under load (this
@@ -174,7 +174,7 @@ func TestModelBoxAutoscalingOffKeepsItsPods(t *testing.T) {
 	scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: 8}}
 	g.Expect(c.Client.SubResource("scale").Update(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: box.Name}},
 		client.WithSubResourceBody(scale))).To(Succeed())
-	g.Eventually(runningPods(ctx, ns, "nginx:1.7.9")).WithTimeout(modelBoxWait).Should(HaveLen(8))
+	g.Eventually(runningPods(ctx, ns, "nginx:1.28.0")).WithTimeout(modelBoxWait).Should(HaveLen(8))
 
 	updateModelBox(g, ctx, key, func(box *modelv1.ModelBox) { box.Spec.Autoscaling = nil })
 	g.Eventually(func() bool {
@@ -185,11 +185,11 @@ func TestModelBoxAutoscalingOffKeepsItsPods(t *testing.T) {
 		return got, c.Client.Get(ctx, key, got)
 	}).WithTimeout(modelBoxWait).Should(HaveField("Status.ObservedGeneration", box.Generation+1))
 	g.Expect(deploymentReplicas(ctx, key)()).To(BeEquivalentTo(8))
-	g.Expect(runningPods(ctx, ns, "nginx:1.7.9")()).To(HaveLen(8))
+	g.Expect(runningPods(ctx, ns, "nginx:1.28.0")()).To(HaveLen(8))
 
 	// Setting replicas hands the count back to Deckhand.
 	updateModelBox(g, ctx, key, func(box *modelv1.ModelBox) { box.Spec.Replicas = ptr.To[int32](3) })
-	g.Eventually(runningPods(ctx, ns, "nginx:1.7.9")).WithTimeout(modelBoxWait).Should(HaveLen(3))
+	g.Eventually(runningPods(ctx, ns, "nginx:1.28.0")).WithTimeout(modelBoxWait).Should(HaveLen(3))
 }
 
 func updateModelBox(g Gomega, ctx context.Context, key client.ObjectKey, change func(*modelv1.ModelBox)) {

@@ -37,7 +37,7 @@ type ModelBoxSpec struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Name string `json:"name,omitempty"`
 
-	// image is the application container's image, e.g. nginx:1.7.9.
+	// image is the application container's image, e.g. nginx:1.28.0.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024

@@ -32,7 +32,7 @@ func TestSchemaRefusesBadSpecs(t *testing.T) {
 	}{
 		"the seed's sample": {spec: `
 name: nginx
-image: nginx:1.7.9
+image: nginx:1.28.0
 replicas: 4
 rollingUpdate: 30%
 ports:
