@@ -144,6 +144,9 @@ dead_components() {
 #    which pods on the real node dial;
 #  - a namespace can send all its pods to the real node with the annotations
 #    of PodNodeSelector and PodTolerationRestriction (test/cluster does);
+#  - owner references are checked as OpenShift checks them
+#    (OwnerReferencesPermissionEnforcement: blockOwnerDeletion needs update
+#    on the owner's finalizers), so every e2e test runs under that rule;
 #  - the Service range holds 65k ClusterIPs, not kwokctl's ~250: benchmarks
 #    make hundreds of Services;
 #  - every component listens on 127.0.0.1 only (kwokctl's default is every
@@ -178,7 +181,7 @@ componentsPatches:
       - {key: kubelet-client-certificate, value: "$pki/admin.crt"}
       - {key: kubelet-client-key, value: "$pki/admin.key"}
       - {key: enable-aggregator-routing, value: "true"}
-      - {key: enable-admission-plugins, value: "PodNodeSelector,PodTolerationRestriction"}
+      - {key: enable-admission-plugins, value: "PodNodeSelector,PodTolerationRestriction,OwnerReferencesPermissionEnforcement"}
       - {key: service-cluster-ip-range, value: "$service_range"}
   - name: kube-controller-manager
     extraArgs:

@@ -103,6 +103,10 @@ func Start() (*Env, error) {
 		},
 		Scheme: manager.Scheme,
 	}
+	// Owner references are checked as OpenShift and hardened clusters check
+	// them: setting blockOwnerDeletion needs update on the owner's
+	// finalizers, so a missing rule shows here, not on the user's cluster.
+	e.ControlPlane.GetAPIServer().Configure().Append("enable-admission-plugins", "OwnerReferencesPermissionEnforcement")
 	cfg, err := e.Start()
 	if err != nil {
 		// envtest may fail after its processes started (installing CRDs or
@@ -141,6 +145,18 @@ func (e *Env) AdminKubeconfig(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// UserConfig returns a client configuration for a user of the control plane
+// named name, in no group but system:authenticated: what it may do is what
+// the test binds to it.
+func (e *Env) UserConfig(t testing.TB, name string) *rest.Config {
+	t.Helper()
+	user, err := e.env.AddUser(envtest.User{Name: name}, nil)
+	if err != nil {
+		t.Fatalf("adding the envtest user %s: %v", name, err)
+	}
+	return user.Config()
 }
 
 // WebhookCA is the CA of the webhook serving certificate envtest issued.

@@ -47,6 +47,10 @@ const (
 // +kubebuilder:rbac:groups="",resources=pods/log,verbs=get
 // +kubebuilder:rbac:groups="",resources=events,verbs=list
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get
+// A record's owner reference to its PodBugger blocks the PodBugger's
+// deletion until the record is gone; where owner-reference permissions are
+// enforced that takes update on the PodBugger's finalizers.
+// +kubebuilder:rbac:groups=debug.deckhand.dev,resources=podbuggers/finalizers,verbs=update
 
 // PodLogs reads the last bytes (at most limit) of a container's log, of its
 // previous instance when previous is set; truncated says there was more.
