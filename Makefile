@@ -21,7 +21,8 @@ HELM           := $(LOCALBIN)/helm-$(HELM_VERSION)
 PROMTOOL       := $(LOCALBIN)/promtool-$(PROMTOOL_VERSION)
 
 # The manager image the installs reference.
-IMG ?= ghcr.io/deckhand-dev/deckhand:latest
+VERSION := $(shell cat VERSION)
+IMG ?= ghcr.io/deckhand-dev/deckhand:v$(VERSION)
 # The platforms `make image` builds into its image index.
 IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
 # The Kubernetes versions `make test-compat` tests besides the pinned one.
@@ -54,6 +55,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook configurations f
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd:generateEmbeddedObjectMeta=true webhook paths="./..." output:crd:artifacts:config=config/crd/bases
 	go run ./hack/helmsync
 	go run ./hack/kindcheck
+	go run ./hack/docgen
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods from markers.
@@ -72,13 +74,15 @@ lint: $(GOLANGCI_LINT) ## Run the pinned golangci-lint.
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: manifests generate ## Fail if gofmt, go mod tidy or generated files are not up to date.
+verify: manifests generate ## Fail if gofmt, go mod tidy or generated files (CRDs, RBAC, chart copies, reference pages) are stale, a docs link is broken, a user page speaks of how the project was built, or the version differs anywhere.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go mod tidy -diff
 	cd hack/k8s && go mod tidy -diff
 	cd hack/promtool && go mod tidy -diff
-	@git diff --exit-code -- api config internal cmd charts || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
-	@test -z "$$(git status --porcelain -- api config charts)" || { echo "untracked generated files:"; git status --porcelain -- api config charts; exit 1; }
+	@git diff --exit-code -- api config internal cmd charts docs/reference || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- api config charts docs/reference)" || { echo "untracked generated files:"; git status --porcelain -- api config charts docs/reference; exit 1; }
+	go run ./hack/docscheck
+	go run ./hack/release check
 
 .PHONY: test
 test: test-unit test-e2e ## Run every test: unit and envtest integration tests, then e2e on a fresh local cluster.

@@ -1,6 +1,6 @@
 -- Argo CD health check for every Deckhand kind (PodSet, JobWatcher,
 -- ClusterJobWatcher, ModelBox, PodBugger). Each kind's status follows one
--- contract (docs/gitops.md): status.observedGeneration, a Ready condition
+-- contract (docs/operations/gitops.md): status.observedGeneration, a Ready condition
 -- (True when settled, False while converging) and a Stalled condition (True
 -- when it cannot progress until someone changes something), each condition
 -- with the generation it judged. The same conditions give kstatus (Flux,

@@ -1,5 +1,5 @@
 // Command kindcheck checks that every Deckhand kind is wired in everywhere
-// a kind must be (docs/contributing.md has the checklist), and writes what
+// a kind must be (docs/development/architecture.md has the checklist), and writes what
 // can simply be generated from the CRDs controller-gen wrote:
 // config/crd/kustomization.yaml, and for each CRD served in more than one
 // version the patch that makes the manager's conversion webhook convert it
@@ -172,7 +172,7 @@ func check(root string, crds []crd, registry []manager.Controller, converted []s
 			{!exists(filepath.Join(root, "config", "samples", sample)), "no sample config/samples/" + sample},
 			{!slices.Contains(strings.Fields(string(samples)), sample), "config/samples/kustomization.yaml does not list " + sample},
 			{!strings.Contains(string(readme), kind), "README.md does not mention " + kind},
-			{!docMentions(root, kind), "no page in docs/ is about " + kind},
+			{!docMentions(root, kind), "no page in docs/guides/ is about " + kind},
 			{!exists(filepath.Join(root, "config", "rbac", editor)), "no editor ClusterRole config/rbac/" + editor},
 			{!exists(filepath.Join(root, "config", "rbac", viewer)), "no viewer ClusterRole config/rbac/" + viewer},
 			{!slices.Contains(strings.Fields(string(roles)), editor), "config/rbac/kustomization.yaml does not list " + editor},
@@ -207,9 +207,9 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// docMentions reports whether a page in docs/ has the kind in a heading.
+// docMentions reports whether a guide in docs/guides/ has the kind in a heading.
 func docMentions(root, kind string) bool {
-	pages, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	pages, _ := filepath.Glob(filepath.Join(root, "docs", "guides", "*.md"))
 	for _, p := range pages {
 		data, err := os.ReadFile(p)
 		if err != nil {

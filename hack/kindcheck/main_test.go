@@ -16,7 +16,7 @@ func tree(t *testing.T, path string, edit func(string) string) string {
 	t.Helper()
 	root := t.TempDir()
 	var files []string
-	for _, pattern := range []string{"PROJECT", "README.md", "docs/*.md", "config/samples/*", "config/rbac/*"} {
+	for _, pattern := range []string{"PROJECT", "README.md", "docs/guides/*.md", "config/samples/*", "config/rbac/*"} {
 		m, err := filepath.Glob(filepath.Join("..", "..", pattern))
 		if err != nil {
 			t.Fatal(err)

@@ -1,5 +1,5 @@
 // Package controller_test checks that every controller package keeps the
-// one shape docs/contributing.md describes, so a reader who knows one
+// one shape docs/development/architecture.md describes, so a reader who knows one
 // package can predict the next, and the shape cannot drift unnoticed.
 package controller_test
 

@@ -74,7 +74,7 @@ type Controller struct {
 }
 
 // controllers lists every controller Deckhand can run, in start order.
-// A new kind adds one entry here (docs/contributing.md has the checklist).
+// A new kind adds one entry here (docs/development/architecture.md has the checklist).
 var controllers = []Controller{
 	{
 		Name:            podsetcontroller.ControllerName,

@@ -30,7 +30,7 @@ import (
 const (
 	alertsFile    = "config/prometheus/alerts.yaml"
 	dashboardFile = "config/grafana/deckhand-dashboard.json"
-	runbooksFile  = "docs/runbooks.md"
+	runbooksFile  = "docs/operations/runbooks.md"
 )
 
 // Every metric the alert rules and the dashboard query is one a running
@@ -255,7 +255,7 @@ func TestMetricNames(t *testing.T) {
 }
 
 // Every alert has a runbook_url that points at its own section of
-// docs/runbooks.md.
+// docs/operations/runbooks.md.
 func TestEveryAlertHasARunbook(t *testing.T) {
 	runbooks := string(readRepoFile(t, runbooksFile))
 	anchors := map[string]bool{}

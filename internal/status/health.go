@@ -5,7 +5,7 @@ import (
 )
 
 // The health contract every kind's status keeps for the tools that gate on
-// it (docs/gitops.md): kubectl wait --for=condition=Ready, kstatus (Flux,
+// it (docs/operations/gitops.md): kubectl wait --for=condition=Ready, kstatus (Flux,
 // kpt, cli-utils) and Argo CD's health check (config/argocd/health.lua).
 const (
 	// ConditionReady is True when the object is settled and doing what its

@@ -3,7 +3,7 @@
 // Package bench measures Deckhand against what users would run instead, on
 // a local cluster it starts for the run: the pinned control plane with kwok
 // nodes, and the real manager binary. `make bench` runs it; see
-// docs/performance.md for what each row means.
+// docs/dev-log/performance.md for what each row means.
 //
 // Environment:
 //

@@ -814,6 +814,6 @@ func (b *bench) memoryRow() {
 	// Judged, not a gate yet: the quiet run of 2026-11-26 measured 88 MiB
 	// (heap in use 43.9 MiB: the cluster-wide informer's 20,000 stubs and
 	// the peak of decoding its list), an open target of issue 26, not a
-	// regression; docs/performance.md says what is known of it.
+	// regression; docs/dev-log/performance.md says what is known of it.
 	measure(fmt.Sprintf("%d unrelated pods + %d unrelated Jobs, %d namespaces with a JobWatcher and a PodBugger", pods, jobs, watched), true, false)
 }

@@ -11,7 +11,7 @@ import (
 
 // The faults of make test-faults that need the local cluster, bounded
 // (smaller PodSets, one run each) so that make test stays short: see
-// test/faults/clusterfaults and docs/reliability.md. They restart the
+// test/faults/clusterfaults and docs/development/fault-suite.md. They restart the
 // suite's own control plane, which is ready again when they end.
 
 func TestPodSetRidesOutAnApiserverRestart(t *testing.T) {

@@ -30,7 +30,7 @@ const leakSettle = 5 * time.Second
 // never ends (controller-runtime v0.25.2, pkg/cache/multi_namespace_cache.go,
 // newMultiNamespaceInformer and newMultiNamespaceInformerHandlerRegistration):
 // one per informer and handler dropped unsynced, seen in the outage scenario
-// (docs/reliability.md).
+// (docs/development/fault-suite.md).
 // Nothing else is ignored.
 var longLived = []goleak.Option{
 	goleak.IgnoreAnyFunction("sigs.k8s.io/controller-runtime/pkg/cache.newMultiNamespaceInformer.func1"),

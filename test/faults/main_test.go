@@ -2,7 +2,7 @@
 
 // Package faults_test drives each controller through its scenarios against a
 // real apiserver (envtest) while injecting faults, and checks named
-// invariants continuously: see docs/reliability.md. Run it with
+// invariants continuously: see docs/development/fault-suite.md. Run it with
 // `make test-faults`.
 package faults_test
 

@@ -21,7 +21,7 @@ import (
 	podbuggercontroller "github.com/deckhand-dev/deckhand/internal/controller/podbugger"
 )
 
-// The PodBugger allow-list invariants, as docs/podbugger.md promises them:
+// The PodBugger allow-list invariants, as docs/guides/podbugger.md promises them:
 // the webhook refuses a spec.image off the operator's allow-list, and the
 // controller adds no container whose image is off the allow-list in force
 // (a PodBugger admitted under a wider list is Blocked), nor to a pod of a

@@ -1,5 +1,5 @@
 // Package gitops tests the health contract GitOps tools read from every
-// Deckhand kind (docs/gitops.md): kstatus (Flux, kpt, cli-utils) computes
+// Deckhand kind (docs/operations/gitops.md): kstatus (Flux, kpt, cli-utils) computes
 // Current, InProgress or Failed from it; Argo CD runs config/argocd's Lua
 // health check, here in the Lua engine Argo CD runs (gopher-lua) with the
 // libraries it opens; `kubectl wait --for=condition=Ready` waits for a

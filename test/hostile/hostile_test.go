@@ -1,6 +1,6 @@
 // Package hostile runs the manager as the deployment does, a process under
 // the memory limit it ships with, and feeds it every hostile object a
-// namespace editor can write (docs/security.md). It runs in `make test`
+// namespace editor can write (docs/operations/security.md). It runs in `make test`
 // (about a minute): each object is refused naming its field or bounded, the
 // manager stays up with its peak RSS under the limit, and another tenant's
 // PodSet keeps reconciling meanwhile.

@@ -9,7 +9,7 @@ import (
 )
 
 // v1alpha1 and v1beta1 hold the same information under other names
-// (docs/podset.md, "v1alpha1 → v1beta1"): size is replicas, the rolling
+// (docs/guides/podset.md, "v1alpha1 → v1beta1"): size is replicas, the rolling
 // update's knobs sit in updateStrategy.rollingUpdate, status.nodes is
 // status.podNames. Nothing is lost either way, so no annotation is needed.
 

@@ -117,7 +117,7 @@ type PodSetRollingUpdate struct {
 // PodSetStatus is the observed state of a PodSet.
 type PodSetStatus struct {
 	// podNames are the names of the PodSet's pods that are neither finished
-	// nor being deleted, sorted. (v1alpha1 called them nodes, after the seed;
+	// nor being deleted, sorted. (v1alpha1 called them nodes;
 	// they were never node names.)
 	// +listType=atomic
 	// +optional

@@ -53,7 +53,7 @@ type ModelBoxSpec struct {
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// minReadySeconds is how long a new pod must be ready before it counts as
-	// available, and the rollout goes on. Defaults to 3, as in the seed.
+	// available, and the rollout goes on. Defaults to 3.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=3600

@@ -40,7 +40,7 @@ import (
 //
 // The other watchers are judged as the cache shows them, as every other
 // decision of the controller: a change of one is in effect once its
-// status.observedGeneration shows it (docs/jobwatcher.md, "Safe deletion").
+// status.observedGeneration shows it (docs/guides/jobwatcher.md, "Safe deletion").
 func (r *JobReconciler) delete(ctx context.Context, cached *batchv1.Job, d decision, watchers []*compiledWatcher, h history) (ctrl.Result, error) {
 	now := r.Now()
 	job := cached

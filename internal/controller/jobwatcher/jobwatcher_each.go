@@ -16,7 +16,7 @@ import (
 // history limits) read them through one: listed first, a namespace of
 // 100,000 Jobs was 100,000 Jobs expanded from the cache's compact form at
 // once, twice at a start, and the manager's RSS reached 841 MiB for a live
-// heap of 130 MiB (docs/performance.md, the scale rows at 100,000).
+// heap of 130 MiB (docs/dev-log/performance.md, the scale rows at 100,000).
 type jobSource func(fn func(*batchv1.Job) error) error
 
 // jobsIn is the Jobs of namespace ns: handed out one at a time by cache

@@ -33,7 +33,7 @@ func (c noJobLists) List(ctx context.Context, list client.ObjectList, opts ...cl
 // as a list: a list is every Job of the namespace expanded from the
 // cache's compact form at once, and at 100,000 Jobs two such lists at a
 // start took the manager's RSS to 841 MiB for a live heap of 130 MiB
-// (docs/performance.md, the scale rows). Seen failing with the lists back:
+// (docs/dev-log/performance.md, the scale rows). Seen failing with the lists back:
 // each pass below failed, or found no Job.
 func TestJobPassesReadTheCacheOneJobAtATime(t *testing.T) {
 	g := testenv.NewG(t)

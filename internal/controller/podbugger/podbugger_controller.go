@@ -224,7 +224,7 @@ func (r *PodBuggerReconciler) changedSince(ctx context.Context, pb *debugv1beta1
 // Read from the cache, the pods share their labels, containers and statuses
 // with the cache's own (no copy): a pass over a namespace of 1,000 pods that
 // copied each one was most of the manager's CPU while they crash-looped
-// (docs/performance.md). Nothing changes them: addContainer copies the pod
+// (docs/dev-log/performance.md). Nothing changes them: addContainer copies the pod
 // it updates.
 func (r *PodBuggerReconciler) read(ctx context.Context, reader client.Reader, pb *debugv1beta1.PodBugger) (map[string]string, []corev1.Pod, error) {
 	ns := &corev1.Namespace{}
@@ -258,7 +258,7 @@ func (r *PodBuggerReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // into. Pods failing together create records by the dozen a second (1,000
 // crash-looping pods, 33 a second), and each pass lists the namespace's pods
 // and the PodBugger's records: a pass per record was most of the manager's
-// CPU there (docs/performance.md). So the first record after a quiet spell
+// CPU there (docs/dev-log/performance.md). So the first record after a quiet spell
 // is acted on at once, and those created within pruneInterval of a pass's
 // start wait for the window's end, all in one pass: records beyond
 // maxRecords live up to a second longer, which no reader notices, and an

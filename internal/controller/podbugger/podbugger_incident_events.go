@@ -26,7 +26,7 @@ import (
 // broadcaster kept of them was waste, growing with the rate of failures a
 // tenant's pods make: at the end of the crash-loop row (1,000 crash-looping
 // pods, three one-minute rounds) 7.7 MB of the manager's 21.8 MB of live
-// heap, and up to twelve minutes' worth while pods loop (docs/performance.md).
+// heap, and up to twelve minutes' worth while pods loop (docs/dev-log/performance.md).
 // The incident recorder's Events are therefore written by an eventWriter:
 // each as a new Event, as the broadcaster wrote them, and nothing kept once
 // written.

@@ -27,7 +27,7 @@ import (
 // The records are read from the cache without copying them (up to 200,
 // on every pass; nothing here changes them): with copies, listing and
 // sorting them was a sixth of the manager's CPU while 1,000 pods
-// crash-looped (docs/performance.md).
+// crash-looped (docs/dev-log/performance.md).
 func (r *PodBuggerReconciler) pruneIncidents(ctx context.Context, pb *debugv1beta1.PodBugger) (failing map[types.UID]bool, expiry time.Duration, err error) {
 	list := &debugv1beta1.PodIncidentList{}
 	if err := r.List(ctx, list, client.InNamespace(pb.Namespace), client.MatchingLabels{debugv1beta1.IncidentPodBuggerUIDLabel: string(pb.UID)},

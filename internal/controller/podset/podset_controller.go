@@ -61,7 +61,7 @@ const (
 // that queues every PodSet is worked through as fast as syncs overlap:
 // with four workers, 1,000 PodSets whose pods were back in 22 s had their
 // statuses current 16 s later, the queue working through two syncs a set
-// at ~55 a second (make bench, scale-podset; docs/performance.md). What
+// at ~55 a second (make bench, scale-podset; docs/dev-log/performance.md). What
 // more syncs at once could cost the manager, their creations in flight,
 // is bounded across the workers (creationBudget), not per sync.
 const workers = 16

@@ -13,7 +13,7 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/status"
 )
 
-// The Ready and Stalled conditions GitOps tools read (docs/gitops.md).
+// The Ready and Stalled conditions GitOps tools read (docs/operations/gitops.md).
 func TestHealth(t *testing.T) {
 	now := metav1.NewTime(t0.Add(time.Hour))
 	quota := &syncFailure{reason: appsv1beta1.ReasonFailedCreate, err: errors.New("exceeded quota")}

@@ -154,7 +154,7 @@ func settled(size int32, st *appsv1beta1.PodSetStatus) bool {
 // count's news, paced as counts are: after a failover each replaced pod's
 // set went ScalingUp, WaitingForReady, then settled, and the middle write
 // was a third of the new leader's status writes, each a sync the other sets
-// waited behind (TestFailoverStatusTrail; docs/podset.md). Where the set
+// waited behind (TestFailoverStatusTrail; docs/guides/podset.md). Where the set
 // arrives (Progressing False, Ready True), Available, Stalled and
 // ReplicaFailure are written at once.
 func progressStep(c metav1.Condition) bool {

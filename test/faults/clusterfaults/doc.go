@@ -9,5 +9,5 @@
 //
 // The bounded runs are in test/e2e (make test); the full ones, with the
 // table, in this package's tests behind the build tags e2e and
-// clusterfaults (make test-faults). See docs/reliability.md.
+// clusterfaults (make test-faults). See docs/development/fault-suite.md.
 package clusterfaults
