@@ -114,7 +114,7 @@ test-rules: $(PROMTOOL) ## Check the alert rules (config/prometheus/alerts.yaml)
 
 .PHONY: test-e2e
 test-e2e: k8s-tools manifests build build-installer build-previous image node-tools $(HELM) ## End-to-end tests on a local cluster (kwok nodes and, as root, a real node) the run starts and removes.
-	DECKHAND_BIN=$(LOCALBIN)/deckhand DECKHAND_PREVIOUS_BIN=$(LOCALBIN)/deckhand-previous DECKHAND_HELM=$(HELM) go test ./test/e2e/... -p 1 -tags e2e -count=1 -timeout 40m -v
+	DECKHAND_BIN=$(LOCALBIN)/deckhand DECKHAND_PLUGIN_BIN=$(LOCALBIN)/kubectl-deckhand DECKHAND_PREVIOUS_BIN=$(LOCALBIN)/deckhand-previous DECKHAND_HELM=$(HELM) go test ./test/e2e/... -p 1 -tags e2e -count=1 -timeout 40m -v
 
 # The release the upgrade test starts from: its manager is built from this
 # git ref, its install (test/e2e/upgrade/testdata/previous) was rendered from
@@ -165,8 +165,9 @@ run: build k8s-tools manifests image node-tools ## Run Deckhand against KUBECONF
 ##@ Build
 
 .PHONY: build
-build: ## Build the manager binary into bin/deckhand.
+build: ## Build the manager binary into bin/deckhand and the kubectl plugin into bin/kubectl-deckhand.
 	go build -trimpath -o $(LOCALBIN)/deckhand ./cmd/deckhand
+	go build -trimpath -ldflags "-X main.version=v$(VERSION)" -o $(LOCALBIN)/kubectl-deckhand ./cmd/kubectl-deckhand
 
 .PHONY: image
 image: ## Build the manager image IMG without Docker: bin/images/deckhand.tar (OCI archive, a linux/amd64 + linux/arm64 index, reproducible) and an SPDX SBOM per platform beside it.
@@ -187,6 +188,30 @@ docker-build: ## Build the manager image IMG with a Docker engine (this dev mach
 .PHONY: docker-push
 docker-push: ## Push the manager image IMG.
 	$(CONTAINER_TOOL) push $(IMG)
+
+##@ Release
+
+RELEASE_DIR := dist/release/v$(VERSION)
+# The platforms of the kubectl plugin a release carries (the krew manifest
+# names each).
+PLUGIN_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+
+.PHONY: release
+release: manifests k8s-tools $(HELM) ## Write the release of VERSION into dist/release/vVERSION: install.yaml, the Helm chart, the image (OCI archive) and its SBOMs, kubectl-deckhand per platform with a krew manifest, SHA256SUMS.
+	go run ./hack/release check
+	rm -rf $(RELEASE_DIR) && mkdir -p $(RELEASE_DIR)
+	hack/build-installer.sh $(IMG) $(RELEASE_DIR)/install.yaml
+	$(HELM) package charts/deckhand -d $(RELEASE_DIR)
+	PLATFORMS="$(IMAGE_PLATFORMS)" hack/images.sh manager $(IMG)
+	cp bin/images/deckhand.tar bin/images/deckhand.linux-*.spdx.json $(RELEASE_DIR)/
+	for platform in $(PLUGIN_PLATFORMS); do \
+	  os=$${platform%/*}; arch=$${platform#*/}; out=$$(mktemp -d); \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags "-X main.version=v$(VERSION)" -o $$out/kubectl-deckhand ./cmd/kubectl-deckhand; \
+	  tar -C $$out --owner=0 --group=0 --mtime=@0 -czf $(RELEASE_DIR)/kubectl-deckhand_$${os}_$${arch}.tar.gz kubectl-deckhand; rm -rf $$out; \
+	done
+	go run ./hack/release krew $(RELEASE_DIR)
+	cd $(RELEASE_DIR) && sha256sum -- * > SHA256SUMS
+	@echo "release v$(VERSION) in $(RELEASE_DIR)"
 
 ##@ Deployment
 

@@ -114,9 +114,6 @@ func check(root string) error {
 	return errors.Join(problems...)
 }
 
-// platforms are the kubectl-deckhand builds a release carries, as GOOS/GOARCH.
-var platforms = []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64"}
-
 // writeKrew writes the krew manifest of the plugin archives in dir
 // (kubectl-deckhand_<os>_<arch>.tar.gz), with their SHA-256 sums.
 func writeKrew(root, dir string) error {
@@ -133,11 +130,18 @@ func writeKrew(root, dir string) error {
 		Sha256   string   `json:"sha256"`
 		Bin      string   `json:"bin"`
 	}
+	archives, err := filepath.Glob(filepath.Join(dir, "kubectl-deckhand_*_*.tar.gz"))
+	if err != nil {
+		return err
+	}
+	if len(archives) == 0 {
+		return fmt.Errorf("no kubectl-deckhand_<os>_<arch>.tar.gz in %s", dir)
+	}
 	var ps []platform
-	for _, p := range platforms {
-		goos, goarch, _ := strings.Cut(p, "/")
-		name := fmt.Sprintf("kubectl-deckhand_%s_%s.tar.gz", goos, goarch)
-		sum, err := sha256File(filepath.Join(dir, name))
+	for _, archive := range archives {
+		name := filepath.Base(archive)
+		goos, goarch, _ := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(name, "kubectl-deckhand_"), ".tar.gz"), "_")
+		sum, err := sha256File(archive)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+	"github.com/deckhand-dev/deckhand/internal/controller/jobwatcher"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
+)
+
+func TestFlagsGoAnywhereAmongTheArguments(t *testing.T) {
+	for _, args := range [][]string{{"web", "-n", "team"}, {"-n", "team", "web"}, {"--namespace=team", "web"}} {
+		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		ns := fs.String("n", "", "")
+		fs.StringVar(ns, "namespace", "", "")
+		rest, err := parseInterspersed(fs, args)
+		if err != nil || *ns != "team" || !slices.Equal(rest, []string{"web"}) {
+			t.Errorf("%q: namespace %q, arguments %q, %v; want team, [web]", args, *ns, rest, err)
+		}
+	}
+}
+
+func TestRowOfSaysWhatMatters(t *testing.T) {
+	obj := func(generation int64, conditions ...map[string]any) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "x", "namespace": "ns", "generation": generation}}}
+		list := []any{}
+		for _, c := range conditions {
+			list = append(list, c)
+		}
+		_ = unstructured.SetNestedSlice(u.Object, list, "status", "conditions")
+		return u
+	}
+	cond := func(typ, status, reason, message string, observed int64) map[string]any {
+		return map[string]any{"type": typ, "status": status, "reason": reason, "message": message, "observedGeneration": observed, "lastTransitionTime": "2026-11-29T00:00:00Z"}
+	}
+	tests := map[string]struct {
+		obj  *unstructured.Unstructured
+		want statusRow
+	}{
+		"ready": {obj(1, cond("Ready", "True", "Available", "3 of 3", 1), cond("Stalled", "False", "Progressing", "", 1)),
+			statusRow{ready: "True", stalled: "False", reason: "Available", message: "3 of 3"}},
+		"stalled says why, over ready": {obj(1, cond("Ready", "False", "Progressing", "1 of 3", 1), cond("Stalled", "True", "ReplicaFailure", "quota exceeded", 1)),
+			statusRow{ready: "False", stalled: "True", reason: "ReplicaFailure", message: "quota exceeded"}},
+		"not observed yet": {obj(1), statusRow{ready: "Unknown", stalled: "False", reason: "NotObserved", message: "Deckhand has not reported on it yet"}},
+		"an older generation's verdict": {obj(3, cond("Ready", "True", "Available", "3 of 3", 2)),
+			statusRow{ready: "True", stalled: "False", reason: "Available", message: "(for generation 2 of 3) 3 of 3"}},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := rowOf("PodSet", tt.obj)
+			got.kind, got.namespace, got.name = "", "", ""
+			if got != tt.want {
+				t.Errorf("rowOf = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestVerdictText(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	tests := map[string]struct {
+		e    jobwatcher.Explanation
+		want string
+	}{
+		"due later":       {jobwatcher.Explanation{Verdict: "Expires", TTL: time.Hour, Expiry: now.Add(90 * time.Minute)}, "goes at 2026-11-29T13:30:00Z (in 1h30m0s), 1h0m0s after it finished"},
+		"due already":     {jobwatcher.Explanation{Verdict: "Expires", TTL: time.Minute, Expiry: now.Add(-time.Second)}, "due since 2026-11-29T11:59:59Z"},
+		"beyond history":  {jobwatcher.Explanation{Verdict: "Expires", BeyondHistory: true}, "goes now: beyond the deciding watcher's history limit"},
+		"no watcher":      {jobwatcher.Explanation{Verdict: "Unwatched"}, "kept: no JobWatcher of its namespace and no ClusterJobWatcher matches it"},
+		"no TTL for fail": {jobwatcher.Explanation{Verdict: "NoTTL", Outcome: "Failed"}, "no TTL for a failed Job"},
+	}
+	for name, tt := range tests {
+		if got := verdictText(tt.e, now); !strings.Contains(got, tt.want) {
+			t.Errorf("%s: %q, want it to say %q", name, got, tt.want)
+		}
+	}
+}
+
+func TestJudge(t *testing.T) {
+	allow := func(globs ...string) *policy.Policy {
+		images, err := policy.ParseImagePatterns(globs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &policy.Policy{AllowedImages: images}
+	}
+	pb := &debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Name: "dbg"}, Spec: debugv1beta1.PodBuggerSpec{Image: "docker.io/library/busybox:1.36"}}
+	running := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	host := &corev1.Pod{Spec: corev1.PodSpec{HostPID: true}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	optedIn := map[string]string{debugv1beta1.NamespaceEnabledLabel: "true"}
+	recorder := pb.DeepCopy()
+	recorder.Spec.Triggers = []debugv1beta1.Trigger{debugv1beta1.TriggerError}
+	tests := map[string]struct {
+		pb     *debugv1beta1.PodBugger
+		pod    *corev1.Pod
+		labels map[string]string
+		policy *policy.Policy
+		want   []string
+	}{
+		"nothing blocks it":          {pb, running, optedIn, allow("docker.io/library/busybox:*"), []string{"would add the ephemeral container", "nothing blocks it"}},
+		"the namespace opts out":     {pb, running, nil, allow("docker.io/library/busybox:*"), []string{"blocked by " + debugv1beta1.ReasonNamespaceNotEnabled}},
+		"an image not allowed":       {pb, running, optedIn, allow("registry.example.com/*"), []string{"blocked by " + debugv1beta1.ReasonImageNotAllowed}},
+		"a pod that reaches host":    {pb, host, optedIn, allow("docker.io/library/busybox:*"), []string{"blocked by " + policy.ReasonHostAccess, "hostPID"}},
+		"the policy is unknown":      {pb, running, optedIn, nil, []string{"not checked (the operator's policy is unknown"}},
+		"a recorder injects nothing": {recorder, running, nil, nil, []string{"injects nothing"}},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := strings.Join(judge(tt.pb, tt.pod, tt.labels, tt.policy), "\n")
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("judge said:\n%s\nwant it to say %q", got, w)
+				}
+			}
+		})
+	}
+}
