@@ -181,12 +181,12 @@ func servers(opts Options, tlsOpts ...func(*tls.Config)) (webhook.Server, []func
 			metricsTLS = append(metricsTLS, issued)
 		}
 	}
-	server := webhook.NewServer(webhook.Options{
+	server := newGuardedServer(webhook.NewServer(webhook.Options{
 		Host:    opts.WebhookHost,
 		Port:    opts.WebhookPort,
 		CertDir: opts.WebhookCertDir,
 		TLSOpts: webhookTLS,
-	})
+	}))
 	if rotator == nil {
 		return server, metricsTLS, nil
 	}

@@ -36,6 +36,7 @@ import (
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	podsetcontroller "github.com/deckhand-dev/deckhand/internal/controller/podset"
 	"github.com/deckhand-dev/deckhand/internal/setupoptions"
+	"github.com/deckhand-dev/deckhand/internal/webhook/review"
 )
 
 // SetupConversion registers the PodSet conversion webhook (/convert): v1beta1
@@ -89,7 +90,7 @@ func (v *Validator) ValidateDelete(context.Context, *appsv1beta1.PodSet) (admiss
 }
 
 func (v *Validator) validate(ctx context.Context, set *appsv1beta1.PodSet) (admission.Warnings, error) {
-	if err := sameNamespace(ctx, set); err != nil {
+	if err := review.SameNamespace(ctx, appsv1beta1.GroupVersion.WithKind("PodSet").GroupKind(), true, set); err != nil {
 		return nil, err
 	}
 	errs := ValidateTemplate(set)
@@ -114,24 +115,6 @@ func (v *Validator) validate(ctx context.Context, set *appsv1beta1.PodSet) (admi
 		return warnings, nil
 	}
 	return warnings, apierrors.NewInvalid(appsv1beta1.GroupVersion.WithKind("PodSet").GroupKind(), set.Name, dedupe(errs))
-}
-
-// sameNamespace refuses a review whose PodSet is not in the namespace the
-// review is for. The apiserver always sends them equal; a request that says
-// otherwise was written by hand to the webhook port, to make the manager's
-// dry-run probe (quotas, Pod Security levels, service accounts) a namespace
-// its sender does not write PodSets in. The dry-run then runs nowhere.
-func sameNamespace(ctx context.Context, set *appsv1beta1.PodSet) error {
-	req, err := admission.RequestFromContext(ctx)
-	if err != nil {
-		return apierrors.NewBadRequest("no admission request: the PodSet webhook validates only admission reviews")
-	}
-	if req.Namespace != "" && set.Namespace == req.Namespace {
-		return nil
-	}
-	errs := field.ErrorList{field.Invalid(field.NewPath("metadata", "namespace"), set.Namespace,
-		fmt.Sprintf("the admission request is for namespace %q: a PodSet is checked only in its own namespace", req.Namespace))}
-	return apierrors.NewInvalid(appsv1beta1.GroupVersion.WithKind("PodSet").GroupKind(), set.Name, errs)
 }
 
 // ValidateTemplate returns the PodSet's own rules a template breaks, as a

@@ -17,6 +17,7 @@ import (
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
 	jobwatcherpolicy "github.com/deckhand-dev/deckhand/internal/controller/jobwatcher/policy"
 	"github.com/deckhand-dev/deckhand/internal/setupoptions"
+	"github.com/deckhand-dev/deckhand/internal/webhook/review"
 )
 
 // Setup registers the validating webhooks of both kinds.
@@ -34,12 +35,19 @@ func Setup(mgr ctrl.Manager, _ setupoptions.Options) error {
 
 type jobWatcherValidator struct{}
 
-func (jobWatcherValidator) ValidateCreate(_ context.Context, w *deckhandbatchv1.JobWatcher) (admission.Warnings, error) {
-	return nil, invalid("JobWatcher", w.Name, ValidateJobWatcher(w))
+func (jobWatcherValidator) ValidateCreate(ctx context.Context, w *deckhandbatchv1.JobWatcher) (admission.Warnings, error) {
+	return nil, validateJobWatcherReview(ctx, w)
 }
 
-func (jobWatcherValidator) ValidateUpdate(_ context.Context, _, w *deckhandbatchv1.JobWatcher) (admission.Warnings, error) {
-	return nil, invalid("JobWatcher", w.Name, ValidateJobWatcher(w))
+func (jobWatcherValidator) ValidateUpdate(ctx context.Context, _, w *deckhandbatchv1.JobWatcher) (admission.Warnings, error) {
+	return nil, validateJobWatcherReview(ctx, w)
+}
+
+func validateJobWatcherReview(ctx context.Context, w *deckhandbatchv1.JobWatcher) error {
+	if err := review.SameNamespace(ctx, deckhandbatchv1.GroupVersion.WithKind("JobWatcher").GroupKind(), true, w); err != nil {
+		return err
+	}
+	return invalid("JobWatcher", w.Name, ValidateJobWatcher(w))
 }
 
 func (jobWatcherValidator) ValidateDelete(context.Context, *deckhandbatchv1.JobWatcher) (admission.Warnings, error) {
@@ -48,12 +56,19 @@ func (jobWatcherValidator) ValidateDelete(context.Context, *deckhandbatchv1.JobW
 
 type clusterJobWatcherValidator struct{}
 
-func (clusterJobWatcherValidator) ValidateCreate(_ context.Context, w *deckhandbatchv1.ClusterJobWatcher) (admission.Warnings, error) {
-	return nil, invalid("ClusterJobWatcher", w.Name, ValidateClusterJobWatcher(w))
+func (clusterJobWatcherValidator) ValidateCreate(ctx context.Context, w *deckhandbatchv1.ClusterJobWatcher) (admission.Warnings, error) {
+	return nil, validateClusterJobWatcherReview(ctx, w)
 }
 
-func (clusterJobWatcherValidator) ValidateUpdate(_ context.Context, _, w *deckhandbatchv1.ClusterJobWatcher) (admission.Warnings, error) {
-	return nil, invalid("ClusterJobWatcher", w.Name, ValidateClusterJobWatcher(w))
+func (clusterJobWatcherValidator) ValidateUpdate(ctx context.Context, _, w *deckhandbatchv1.ClusterJobWatcher) (admission.Warnings, error) {
+	return nil, validateClusterJobWatcherReview(ctx, w)
+}
+
+func validateClusterJobWatcherReview(ctx context.Context, w *deckhandbatchv1.ClusterJobWatcher) error {
+	if err := review.SameNamespace(ctx, deckhandbatchv1.GroupVersion.WithKind("ClusterJobWatcher").GroupKind(), false, w); err != nil {
+		return err
+	}
+	return invalid("ClusterJobWatcher", w.Name, ValidateClusterJobWatcher(w))
 }
 
 func (clusterJobWatcherValidator) ValidateDelete(context.Context, *deckhandbatchv1.ClusterJobWatcher) (admission.Warnings, error) {
@@ -99,12 +114,41 @@ func validateSelector(p *deckhandbatchv1.JobPolicy, path *field.Path) field.Erro
 
 // validatePatterns compiles the watcher's RE2 patterns as the controller
 // does and reports the ones it refuses, with the compiler's message or the
-// bound they exceed.
+// bound they exceed. Lists longer, or patterns longer, than the schema
+// allows are refused before anything is parsed: a review written by hand
+// to the webhook port has met no schema.
 func validatePatterns(path *field.Path, lists []jobwatcherpolicy.PatternList) field.ErrorList {
+	if errs := patternListBounds(path, lists); len(errs) > 0 {
+		return errs
+	}
 	_, perrs := jobwatcherpolicy.CompilePatterns(lists...)
 	errs := make(field.ErrorList, 0, len(perrs))
 	for _, e := range perrs {
 		errs = append(errs, field.Invalid(path.Child(e.Field).Index(e.Index), e.Pattern, e.Err.Error()))
+	}
+	return errs
+}
+
+// The schema's bounds on a watcher's pattern lists (MaxItems, MaxLength).
+const (
+	maxPatterns     = 64
+	maxPatternBytes = 1024
+)
+
+// patternListBounds reports the lists of lists that break the schema's
+// bounds, reading only their lengths.
+func patternListBounds(path *field.Path, lists []jobwatcherpolicy.PatternList) field.ErrorList {
+	var errs field.ErrorList
+	for _, l := range lists {
+		if len(l.Patterns) > maxPatterns {
+			errs = append(errs, field.TooMany(path.Child(l.Field), len(l.Patterns), maxPatterns))
+			continue
+		}
+		for i, p := range l.Patterns {
+			if len(p) > maxPatternBytes {
+				errs = append(errs, field.TooLong(path.Child(l.Field).Index(i), "", maxPatternBytes))
+			}
+		}
 	}
 	return errs
 }

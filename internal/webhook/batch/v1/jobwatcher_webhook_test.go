@@ -74,15 +74,15 @@ func TestValidateClusterJobWatcher(t *testing.T) {
 }
 
 func TestInvalidNamesTheKind(t *testing.T) {
-	w := &deckhandbatchv1.JobWatcher{ObjectMeta: metav1.ObjectMeta{Name: "w"}}
+	w := &deckhandbatchv1.JobWatcher{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "w"}}
 	w.Spec.TTLSecondsAfterFailed = ptr.To[int32](1)
 	w.Spec.JobNamePatterns = []string{"([a-z"}
-	_, err := jobWatcherValidator{}.ValidateCreate(t.Context(), w)
+	_, err := jobWatcherValidator{}.ValidateCreate(reviewFor("team"), w)
 	if err == nil || !strings.Contains(err.Error(), `JobWatcher.batch.deckhand.dev "w" is invalid: spec.jobNamePatterns[0]`) {
 		t.Fatalf("error = %v", err)
 	}
 	w.Spec.JobNamePatterns = nil
-	if _, err := (jobWatcherValidator{}).ValidateUpdate(t.Context(), w, w); err != nil {
+	if _, err := (jobWatcherValidator{}).ValidateUpdate(reviewFor("team"), w, w); err != nil {
 		t.Fatalf("valid watcher refused: %v", err)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
 	"github.com/deckhand-dev/deckhand/internal/setupoptions"
+	"github.com/deckhand-dev/deckhand/internal/webhook/review"
 )
 
 // +kubebuilder:webhook:path=/validate-debug-deckhand-dev-v1beta1-podbugger,mutating=false,failurePolicy=fail,matchPolicy=Equivalent,sideEffects=None,groups=debug.deckhand.dev,resources=podbuggers,verbs=create;update,versions=v1beta1,name=vpodbugger-v1beta1.debug.deckhand.dev,admissionReviewVersions=v1
@@ -81,6 +82,9 @@ func (v *PodBuggerValidator) ValidateDelete(context.Context, *debugv1beta1.PodBu
 }
 
 func (v *PodBuggerValidator) validate(ctx context.Context, pb *debugv1beta1.PodBugger) error {
+	if err := review.SameNamespace(ctx, debugv1beta1.GroupVersion.WithKind("PodBugger").GroupKind(), true, pb); err != nil {
+		return err
+	}
 	ns := &corev1.Namespace{}
 	if err := v.Reader.Get(ctx, client.ObjectKey{Name: pb.Namespace}, ns); err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("reading namespace %s: %w", pb.Namespace, err))
