@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -275,12 +276,28 @@ func logLevel() zapcore.Level {
 
 // FreeAddr returns a loopback address with a port nothing listens on, for a
 // server the test starts.
+//
+// The port is drawn below Linux's ephemeral range (32768 and up): a port
+// the kernel handed out for 127.0.0.1:0 is handed out again as the local
+// port of the next outgoing connection of any process (another package's
+// test talking to its apiserver), and the server meant for it then failed
+// with "address already in use".
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 100 {
+		addr := fmt.Sprintf("127.0.0.1:%d", freePortLow+rand.IntN(freePortHigh-freePortLow))
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return addr
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Fatalf("no free port in %d-%d on 127.0.0.1", freePortLow, freePortHigh)
+	return ""
 }
+
+// The ports FreeAddr draws from: below the ephemeral range, above the
+// ports services usually take, and apart from the 20000-32000 the local
+// cluster's components draw from (hack/cluster.sh).
+const freePortLow, freePortHigh = 10000, 20000
