@@ -1,0 +1,50 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The committed reference pages are what docgen writes now: a flag, a Helm
+// value or an API field changed without `make manifests` fails here (and
+// `make verify`).
+func TestTheReferencePagesAreFresh(t *testing.T) {
+	out := t.TempDir()
+	root := filepath.Join("..", "..")
+	wd, _ := os.Getwd()
+	if err := os.Chdir(root); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Chdir(wd) })
+	if err := run("config/crd/bases", out); err != nil {
+		t.Fatal(err)
+	}
+	for _, page := range []string{"api.md", "flags.md", "helm-values.md"} {
+		want, err := os.ReadFile(filepath.Join(out, page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join("docs", "reference", page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("docs/reference/%s is stale: run 'make manifests' and commit", page)
+		}
+	}
+}
+
+// A Helm value's comment, and an example indented in it, reach its row.
+func TestValuesPage(t *testing.T) {
+	page, err := valuesPage([]byte("# Where it runs.\nnodeSelector: {}\nimage:\n  # The tag.\n  tag: v1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| `nodeSelector` | `{}` | Where it runs. |", "| `image.tag` | `v1` | The tag. |"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("values page lacks %q:\n%s", want, page)
+		}
+	}
+}
