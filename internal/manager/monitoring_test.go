@@ -275,3 +275,33 @@ func TestEveryAlertHasARunbook(t *testing.T) {
 		}
 	}
 }
+
+// Every metric of Deckhand's own an alert fires on is in a user page's
+// metrics table, where the on-call engineer looks it up.
+func TestEveryAlertedMetricIsDocumented(t *testing.T) {
+	var pages strings.Builder
+	for _, dir := range []string{"docs/guides", "docs/operations"} {
+		matches, err := filepath.Glob(filepath.Join("..", "..", dir, "*.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range matches {
+			data, err := os.ReadFile(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pages.Write(data)
+		}
+	}
+	missing := map[string]bool{}
+	for _, expr := range alertQueries(t) {
+		for _, name := range metricNames(expr) {
+			if strings.HasPrefix(name, "deckhand_") && !strings.Contains(pages.String(), "| `"+name+"`") {
+				missing[name] = true
+			}
+		}
+	}
+	for name := range missing {
+		t.Errorf("the alerts query %s, which no metrics table in docs/guides or docs/operations lists", name)
+	}
+}
