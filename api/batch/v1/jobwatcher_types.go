@@ -279,6 +279,24 @@ type JobWatcherStatus struct {
 	// +kubebuilder:validation:MaxLength=256
 	ResumeDeletions string `json:"resumeDeletions,omitempty"`
 
+	// deletionWindows is what the deletion circuit breaker counted in the
+	// minute before this status was written: for a JobWatcher one entry, for
+	// a ClusterJobWatcher one per namespace it deleted in (its breaker counts
+	// per namespace). A new leader starts from it, so that
+	// spec.maxDeletionsPerMinute holds across a failover.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	DeletionWindows []DeletionWindow `json:"deletionWindows,omitempty"`
+
+	// pausedNamespaces lists, for a ClusterJobWatcher, the namespaces whose
+	// deletions its breaker holds (DeletionsPaused True); the other
+	// namespaces it reaches keep being cleaned up.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	PausedNamespaces []string `json:"pausedNamespaces,omitempty"`
+
 	// observedGeneration is the generation this status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
@@ -288,6 +306,23 @@ type JobWatcherStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// DeletionWindow is how many Jobs a watcher deleted (in one namespace, for
+// a ClusterJobWatcher) in the minute before its newest deletion.
+type DeletionWindow struct {
+	// namespace is the namespace counted; empty for a JobWatcher.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+	// deletions is how many Jobs were deleted in the minute up to newest.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Deletions int32 `json:"deletions"`
+	// newest is when the newest of them was deleted (rounded up to the
+	// second).
+	// +required
+	Newest metav1.Time `json:"newest"`
 }
 
 // FailureRecord is what a failed Job taught before it was deleted.

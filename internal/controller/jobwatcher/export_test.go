@@ -2,6 +2,7 @@ package jobwatcher
 
 import (
 	"context"
+	"time"
 
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -76,4 +77,17 @@ func StatusWatcherEvents(r *StatusReconciler) handler.EventHandler { return r.wa
 // WatchersOf is what r's controller queues for an event of job.
 func WatchersOf(ctx context.Context, r *StatusReconciler, job client.Object) []reconcile.Request {
 	return r.watchersOf(ctx, job)
+}
+
+// ReconcileSettled reconciles req with r until it no longer waits for a list
+// of its namespace past the cache (a Job beyond a history limit joins one
+// and is judged again once it has ended).
+func ReconcileSettled(ctx context.Context, r *JobReconciler, req reconcile.Request) (reconcile.Result, error) {
+	for {
+		res, err := r.Reconcile(ctx, req)
+		if err != nil || res.RequeueAfter != historyRecheck {
+			return res, err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -157,6 +157,9 @@ type JobReconciler struct {
 	// watcherReads coalesces the reads of governing watchers past the
 	// cache that deletions rest on.
 	watcherReads watcherReads
+	// historyLists shares the lists of a namespace past the cache that
+	// deletions for a history limit rest on.
+	historyLists historyLists
 }
 
 // NewJobReconciler returns a JobReconciler that reads failed containers' logs

@@ -30,9 +30,10 @@ import (
 //   - a Job whose deletion needs more than the cache holds is read past the
 //     cache first: a failed Job whose failure is recorded (the record needs
 //     its conditions' reasons and its pods), and one that goes for a
-//     history limit (the namespace's Jobs are listed past the cache: a
-//     lagging cache can show a newer Job that is gone, or miss one that
-//     finished);
+//     history limit (the namespace's Jobs are listed past the cache, by a
+//     list that started after the Job was judged and that the Jobs judged
+//     meanwhile share: historyLists; a lagging cache can show a newer Job
+//     that is gone, or miss one that finished);
 //   - the watcher that governs it is read past the cache by a read that
 //     started after the Job was judged (watcherReads): gone, going, or
 //     changed since the cache saw it, and the Job is judged again once the
@@ -91,28 +92,40 @@ func recordsFailure(d decision) bool {
 
 // judgeFresh reads the Job past the cache and judges it again: for a Job
 // the cached decision d put beyond a history limit, from a list of the
-// namespace's Jobs past the cache (which the history is judged on too), else
-// by a GET. done says there is nothing to delete now (res says when to look
-// again): the Job is gone, replaced, going, or no longer due.
+// namespace's Jobs past the cache (which the history is judged on too:
+// freshHistory), else by a GET. done says there is nothing to delete now
+// (res says when to look again): the Job is gone, replaced, going, no
+// longer due, or waits for the list of its namespace.
 func (r *JobReconciler) judgeFresh(ctx context.Context, cached *batchv1.Job, d decision, watchers []*compiledWatcher, h history, now time.Time) (
 	fresh *batchv1.Job, fd decision, res ctrl.Result, done bool, err error) {
 	listed := d.BeyondHistory
 	if listed {
-		fresh, h, err = r.freshHistory(ctx, cached, watchers)
-	} else {
-		fresh = &batchv1.Job{}
-		jobAPIRequests.WithLabelValues(resourceJobs, "get").Inc()
-		err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(cached), fresh)
-		if apierrors.IsNotFound(err) {
-			fresh, err = nil, nil
+		var answered bool
+		if fresh, h, answered, err = r.freshHistory(ctx, cached, watchers); !answered && err == nil {
+			return nil, decision{}, ctrl.Result{RequeueAfter: historyRecheck}, true, nil
 		}
+	} else {
+		fresh, err = r.getJob(ctx, cached)
 	}
 	if err != nil || fresh == nil || fresh.UID != cached.UID || !fresh.DeletionTimestamp.IsZero() {
 		return nil, decision{}, ctrl.Result{}, true, err
 	}
 	fd = decide(fresh, watchers, h)
 	if fd.Verdict == verdictExpires && fd.BeyondHistory && !listed {
-		if fresh, h, err = r.freshHistory(ctx, fresh, watchers); err != nil || fresh == nil || fresh.UID != cached.UID {
+		var answered bool
+		if fresh, h, answered, err = r.freshHistory(ctx, fresh, watchers); !answered && err == nil {
+			return nil, decision{}, ctrl.Result{RequeueAfter: historyRecheck}, true, nil
+		}
+		if err != nil || fresh == nil || fresh.UID != cached.UID {
+			return nil, decision{}, ctrl.Result{}, true, err
+		}
+		listed = true
+		fd = decide(fresh, watchers, h)
+	}
+	if listed && fd.Verdict == verdictExpires && recordsFailure(fd) {
+		// A list keeps what the cache keeps of a Job; its failure record
+		// needs the whole Job (its conditions' reasons).
+		if fresh, err = r.getJob(ctx, fresh); err != nil || fresh == nil || fresh.UID != cached.UID || !fresh.DeletionTimestamp.IsZero() {
 			return nil, decision{}, ctrl.Result{}, true, err
 		}
 		fd = decide(fresh, watchers, h)
@@ -126,6 +139,20 @@ func (r *JobReconciler) judgeFresh(ctx context.Context, cached *batchv1.Job, d d
 		return nil, decision{}, untilExpiry(fd.Expiry.Sub(now)), true, nil
 	}
 	return fresh, fd, ctrl.Result{}, false, nil
+}
+
+// getJob reads job past the cache; nil when it is gone.
+func (r *JobReconciler) getJob(ctx context.Context, job *batchv1.Job) (*batchv1.Job, error) {
+	fresh := &batchv1.Job{}
+	jobAPIRequests.WithLabelValues(resourceJobs, "get").Inc()
+	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(job), fresh)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return fresh, nil
 }
 
 // act deletes job, judged due by d at now: its failure record saved first
@@ -172,22 +199,22 @@ func (r *JobReconciler) act(ctx context.Context, job *batchv1.Job, d decision, n
 // judged again, should no event of the watcher bring it back sooner.
 const watcherRecheck = 5 * time.Second
 
-// freshHistory lists the Jobs of job's namespace past the cache and returns
-// job as that list holds it (nil: gone) and which Jobs are beyond the
-// history limits of watchers.
-func (r *JobReconciler) freshHistory(ctx context.Context, job *batchv1.Job, watchers []*compiledWatcher) (*batchv1.Job, history, error) {
-	var jobs batchv1.JobList
-	jobAPIRequests.WithLabelValues(resourceJobs, "list").Inc()
-	if err := r.APIReader.List(ctx, &jobs, client.InNamespace(job.Namespace)); err != nil {
-		return nil, nil, fmt.Errorf("listing Jobs past the cache: %w", err)
+// freshHistory returns job as a list of its namespace past the cache holds
+// it (nil: gone) and which Jobs that list puts beyond the history limits of
+// watchers, from a list that started after job was judged and that the Jobs
+// judged meanwhile share (historyLists). answered is false while job waits
+// for it: judged again after historyRecheck. A list judged with other
+// watchers than these (one changed since it started) answers nothing: the
+// Job joins the next list.
+func (r *JobReconciler) freshHistory(ctx context.Context, job *batchv1.Job, watchers []*compiledWatcher) (fresh *batchv1.Job, h history, answered bool, err error) {
+	a, ok, err := r.historyLists.take(ctx, job, r.listHistory)
+	switch {
+	case err != nil:
+		return nil, nil, true, err
+	case !ok || a.fp != historyWatchers(watchers):
+		return nil, nil, false, nil
 	}
-	var fresh *batchv1.Job
-	for i := range jobs.Items {
-		if jobs.Items[i].Name == job.Name {
-			fresh = &jobs.Items[i]
-		}
-	}
-	return fresh, historyOf(watchers, jobs.Items), nil
+	return a.fresh, a.h, true, nil
 }
 
 // watcherChanged reads the governing watcher past the cache, by a read that

@@ -64,8 +64,9 @@ type tally struct {
 	failures []deckhandbatchv1.FailureRecord
 	// untold are the deletions no Event on the watcher has told yet.
 	untold []deletedJob
-	// breaker is the watcher's deletion circuit breaker.
-	breaker *breaker
+	// breakers are the watcher's deletion circuit breakers: one for a
+	// JobWatcher (""), one per namespace for a ClusterJobWatcher.
+	breakers map[string]*breaker
 }
 
 // deletedJob is one deletion for the watcher's Events: the Job's namespace

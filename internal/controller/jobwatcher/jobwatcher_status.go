@@ -90,6 +90,7 @@ func computeStatus(old deckhandbatchv1.JobWatcherStatus, self *compiledWatcher, 
 	}
 	st.WouldDelete = s.WouldDelete
 	st.ResumeDeletions = resumeToken(self.watcher)
+	st.DeletionWindows, st.PausedNamespaces = s.Breaker.windows, s.Breaker.pausedNamespaces
 
 	status.SetHealth(&st.Conditions, st.ObservedGeneration, health(self, s), metav1.NewTime(start))
 	setPaused(&st, s.Breaker, metav1.NewTime(start))

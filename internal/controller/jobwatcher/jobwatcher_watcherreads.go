@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -16,11 +17,21 @@ import (
 // read of a watcher is under way at a time; the deletions that ask while it
 // is (the workers draining a backlog of one watcher's Jobs) share the next
 // one, which starts once it has ended: a backlog costs a GET of its watcher
-// per round of workers, not per Job. The zero value is ready.
+// per round of workers, not per Job.
+//
+// A read runs in a goroutine of its own, under a context of its own (the
+// first asker's values, not its deadline or cancellation, bounded by
+// watcherReadTimeout), and each asker waits for it with its own context: a
+// reconcile that ends (its deadline, the manager stopping) fails only
+// itself, not the deletions that joined the same read. The zero value is
+// ready.
 type watcherReads struct {
 	mu     sync.Mutex
 	queues map[watcherKey]*watcherReadQueue
 }
+
+// watcherReadTimeout bounds one read of a watcher past the cache.
+const watcherReadTimeout = 30 * time.Second
 
 // watcherReadQueue is the reads of one watcher: the one under way, and the
 // next, which has not started, that new askers join.
@@ -37,7 +48,8 @@ type watcherRead struct {
 }
 
 // read returns the governor gov as the API server holds it, read through
-// apiReader by a GET that starts after read is called.
+// apiReader by a GET that starts after read is called; ctx bounds only this
+// caller's wait.
 func (w *watcherReads) read(ctx context.Context, gov *compiledWatcher, apiReader client.Reader) (client.Object, error) {
 	key := gov.key()
 	key.UID = "" // a watcher replaced by another of its name is read by the same GET
@@ -50,30 +62,36 @@ func (w *watcherReads) read(ctx context.Context, gov *compiledWatcher, apiReader
 		q = &watcherReadQueue{}
 		w.queues[key] = q
 	}
-	if r := q.next; r != nil {
-		// It has not started: it starts after this Job was judged.
-		w.mu.Unlock()
-		select {
-		case <-r.done:
-			return r.live, r.err
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	r := q.next
+	if r == nil {
+		// None has started since this Job was judged: a new one, after the
+		// one under way.
+		r = &watcherRead{done: make(chan struct{})}
+		q.next = r
+		go w.run(context.WithoutCancel(ctx), key, q, r, q.running, gov, apiReader)
 	}
-	r := &watcherRead{done: make(chan struct{})}
-	q.next = r
-	before := q.running
 	w.mu.Unlock()
+	select {
+	case <-r.done:
+		return r.live, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// run reads r once before (the read under way when r was queued, nil for
+// none) has ended.
+func (w *watcherReads) run(ctx context.Context, key watcherKey, q *watcherReadQueue, r, before *watcherRead, gov *compiledWatcher, apiReader client.Reader) {
 	if before != nil {
-		// Not bounded by ctx: the Jobs that joined r wait for this caller
-		// to start it. before is a GET bounded by its own caller's context.
-		<-before.done
+		<-before.done // bounded by its own watcherReadTimeout
 	}
 	w.mu.Lock()
 	q.running, q.next = r, nil
 	w.mu.Unlock()
 
+	ctx, cancel := context.WithTimeout(ctx, watcherReadTimeout)
 	r.live, r.err = w.get(ctx, gov, apiReader)
+	cancel()
 	w.mu.Lock()
 	q.running = nil
 	if q.next == nil {
@@ -81,7 +99,6 @@ func (w *watcherReads) read(ctx context.Context, gov *compiledWatcher, apiReader
 	}
 	w.mu.Unlock()
 	close(r.done)
-	return r.live, r.err
 }
 
 // errNotAWatcher: a governor that is not a client.Object, which never

@@ -111,13 +111,13 @@ func TestHistoryDeletionIsConfirmedPastTheCache(t *testing.T) {
 
 	cache := faultinject.StaleLists(env.Client, &stale)
 	r := jobwatchercontroller.NewTestJobReconciler(cache, env.Client, nil, events.NewFakeRecorder(10))
-	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(older)})
+	_, err := jobwatchercontroller.ReconcileSettled(ctx, r, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(older)})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(env.Exists(older)()).To(BeTrue(), "deleted for a history limit on a lagging cache's say")
 
 	// With the cache caught up (the newer Job back), the older one goes.
 	createJob(t, newJob(ns, "newest"), batchv1.JobComplete, time.Now())
-	_, err = r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(older)})
+	_, err = jobwatchercontroller.ReconcileSettled(ctx, r, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(older)})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(env.Exists(older)()).To(BeFalse())
 }
