@@ -196,6 +196,10 @@ func TestAManagerUnderItsLimitSurvivesEveryHostileObject(t *testing.T) {
 	}{
 		"a regex bomb":                       {watcher(hostile, "bomb", []string{"pi-.*", bomb}, nil), "spec.jobNamePatterns[1]"},
 		"a regex bomb in an exclusion":       {watcher(hostile, "bomb-excluded", nil, []string{bomb}), "spec.excludeJobNamePatterns[0]"},
+		"Unicode classes":                    {watcher(hostile, "unicode", []string{strings.Repeat(`\pL`, 341)}, nil), "spec.jobNamePatterns[0]"},
+		"Unicode classes under (?i)":         {watcher(hostile, "unicode-folded", nil, []string{"(?i)" + strings.Repeat(`\pL`, 339)}), "spec.excludeJobNamePatterns[0]"},
+		"negated Unicode classes":            {watcher(hostile, "unicode-negated", []string{"x", strings.Repeat(`[^\pL]`, 170)}, nil), "spec.jobNamePatterns[1]"},
+		"wide ranges under (?i)":             {watcher(hostile, "folded-ranges", []string{"(?i)[" + strings.Repeat("B-\U0001e942", 169) + "]"}, nil), "spec.jobNamePatterns[0]"},
 		"too many patterns":                  {watcher(hostile, "many", repeat("a.*", 65), nil), "spec.jobNamePatterns"},
 		"patterns that compile big together": {watcher(hostile, "together", repeat("(?:[a-z]{1,40}-){20}", 64), nil), "spec.jobNamePatterns[5]"},
 		"a long PodBugger command": {&debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: hostile, Name: "long-command"},
@@ -228,6 +232,10 @@ func TestAManagerUnderItsLimitSurvivesEveryHostileObject(t *testing.T) {
 			t.Logf("%s: refused: %v", name, err)
 		}
 	}
+
+	// Admitted and bounded: a watcher of the costliest patterns the bounds
+	// admit (classes, optional parts in a row, the instruction bound).
+	g.Expect(env.Client.Create(ctx, watcher(hostile, "costliest", costliestPatterns(), nil))).To(Succeed())
 
 	// Admitted and bounded: a huge template at hugeReplicas replicas (about
 	// 450 MiB of templates, which cached once per pod put the manager over
@@ -286,6 +294,19 @@ func watcher(ns, name string, include, exclude []string) *deckhandbatchv1.JobWat
 	ttl := int32(60)
 	w.Spec.TTLSecondsAfterSucceeded = &ttl
 	return w
+}
+
+// costliestPatterns come near every bound on a watcher's patterns: the
+// runes of Unicode classes, 129 optional parts in a row (which cost Go's
+// one-pass matcher the cube of their number: 14 MB to compile one), the
+// instructions.
+func costliestPatterns() []string {
+	var chain strings.Builder
+	for c := 'a'; chain.Len() < 1000; c += 2 {
+		chain.WriteString("[" + string(c) + "-" + string(c+1) + "]*")
+	}
+	return []string{`(?i)[\pC\pL\pN\pM]{1,1000}`, `[\pL\pN\pM]{1,1000}`, chain.String(), chain.String(),
+		strings.Repeat("a", 1000), strings.Repeat("b", 1000), strings.Repeat("c", 900)}
 }
 
 func repeat(s string, n int) []string {
