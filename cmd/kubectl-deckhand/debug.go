@@ -59,12 +59,16 @@ func debugPod(ctx context.Context, x *cli, name string, f debugFlags) error {
 	if err != nil {
 		return err
 	}
+	claimed, unread := claimedVolumes(ctx, x.c, pod)
 	list := &debugv1beta1.PodBuggerList{}
 	if err := x.c.List(ctx, list, client.InNamespace(pod.Namespace)); err != nil {
 		return fmt.Errorf("listing PodBuggers of %s: %w", pod.Namespace, err)
 	}
 	p := func(format string, a ...any) { fmt.Fprintf(x.out, format+"\n", a...) }
 	p("Pod %s/%s (%s); the operator's policy: %s", pod.Namespace, pod.Name, pod.Status.Phase, source)
+	for _, u := range unread {
+		p("Not checked: %s", u)
+	}
 	found := false
 	for i := range list.Items {
 		pb := &list.Items[i]
@@ -74,7 +78,7 @@ func debugPod(ctx context.Context, x *cli, name string, f debugFlags) error {
 		}
 		found = true
 		p("")
-		for _, line := range judge(pb, pod, ns.Labels, pol) {
+		for _, line := range judge(pb, pod, ns.Labels, pol, claimed) {
 			p("%s", line)
 		}
 	}
@@ -85,7 +89,7 @@ func debugPod(ctx context.Context, x *cli, name string, f debugFlags) error {
 }
 
 // judge is what one PodBugger that selects pod would do to it, line by line.
-func judge(pb *debugv1beta1.PodBugger, pod *corev1.Pod, namespaceLabels map[string]string, pol *policy.Policy) []string {
+func judge(pb *debugv1beta1.PodBugger, pod *corev1.Pod, namespaceLabels map[string]string, pol *policy.Policy, claimed map[string]*corev1.PersistentVolume) []string {
 	lines := []string{"PodBugger " + pb.Name + ":"}
 	if !policy.Injects(pb) {
 		return append(lines, "  injects nothing: it only records the pod's failures as PodIncidents (no opt-in needed)")
@@ -112,7 +116,7 @@ func judge(pb *debugv1beta1.PodBugger, pod *corev1.Pod, namespaceLabels map[stri
 			blocks = append(blocks, v.Reason+": "+v.Err.Error())
 		}
 	}
-	if host := policy.HostAccess(pod); len(host) > 0 && (pol == nil || !pol.AllowHostAccess) {
+	if host := policy.HostAccess(pod, pb.Spec.Profile, claimed); len(host) > 0 && (pol == nil || !pol.AllowHostAccess) {
 		blocks = append(blocks, policy.ReasonHostAccess+": the pod reaches its node ("+strings.Join(host, ", ")+"), and the operator does not allow host access")
 	}
 	if policy.InjectsRunning(pb) && pod.Status.Phase != corev1.PodRunning {
@@ -167,4 +171,26 @@ func operatorPolicy(ctx context.Context, c client.Client, f debugFlags) (*policy
 	}
 	pol.AllowedImages = parsed
 	return &pol, "read from " + f.managerNamespace + "/deckhand-controller-manager", nil
+}
+
+// claimedVolumes reads the PersistentVolumes the pod's claims are bound to,
+// by volume name, as the controller does before it adds a container; what
+// cannot be read is said, not guessed.
+func claimedVolumes(ctx context.Context, c client.Client, pod *corev1.Pod) (map[string]*corev1.PersistentVolume, []string) {
+	bound := map[string]*corev1.PersistentVolume{}
+	var unread []string
+	for volume, claim := range policy.ClaimedVolumes(pod) {
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: claim}, pvc); err != nil || pvc.Spec.VolumeName == "" {
+			unread = append(unread, fmt.Sprintf("the volume %s (claim %s) could not be resolved: the controller skips the pod until it can", volume, claim))
+			continue
+		}
+		pv := &corev1.PersistentVolume{}
+		if err := c.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
+			unread = append(unread, fmt.Sprintf("the PersistentVolume %s of claim %s could not be read: %s", pvc.Spec.VolumeName, claim, oneLine(err.Error(), 80)))
+			continue
+		}
+		bound[volume] = pv
+	}
+	return bound, unread
 }

@@ -115,7 +115,7 @@ func TestJudge(t *testing.T) {
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			got := strings.Join(judge(tt.pb, tt.pod, tt.labels, tt.policy), "\n")
+			got := strings.Join(judge(tt.pb, tt.pod, tt.labels, tt.policy, nil), "\n")
 			for _, w := range tt.want {
 				if !strings.Contains(got, w) {
 					t.Errorf("judge said:\n%s\nwant it to say %q", got, w)

@@ -51,7 +51,9 @@ func whyJob(ctx context.Context, x *cli, name string) error {
 	if err != nil {
 		return err
 	}
-	e := jobwatcher.Explain(job, watchers, jobs)
+	// The manager's --jobwatcher-protected-namespaces is not known here:
+	// the default list, and the namespaces labelled protected.
+	e := jobwatcher.Explain(job, watchers, jobs, nil, x.c)
 	p := func(format string, a ...any) { fmt.Fprintf(x.out, format+"\n", a...) }
 	p("Job %s/%s: %s", job.Namespace, job.Name, orDash(e.Outcome, "not finished"))
 	if len(e.Matching) == 0 {

@@ -307,6 +307,7 @@ func syncRBAC() error {
 var clusterScoped = map[string]bool{
 	"namespaces":                      true,
 	"nodes":                           true,
+	"persistentvolumes":               true,
 	"customresourcedefinitions":       true,
 	"validatingwebhookconfigurations": true,
 	"mutatingwebhookconfigurations":   true,

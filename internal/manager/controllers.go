@@ -98,6 +98,7 @@ var controllers = []Controller{
 		SetupWebhooks: batchwebhook.Setup,
 		CacheByObject: jobwatchercontroller.CacheByObject,
 		Needs:         jobwatchercontroller.Needs,
+		BindFlags:     jobwatchercontroller.BindFlags,
 	},
 	{
 		Name:            podbuggercontroller.ControllerName,

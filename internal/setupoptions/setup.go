@@ -16,6 +16,11 @@ type Options struct {
 	// PodBuggerAllowHostAccess lets PodBuggers inject into pods that reach
 	// into their node (host namespaces, privileged containers, host paths).
 	PodBuggerAllowHostAccess bool
+	// JobWatcherProtectedNamespaces are the namespaces ClusterJobWatchers do
+	// not reach unless a pattern names them exactly (beside the manager's
+	// own and those labelled deckhand.dev/protected=true); nil means the
+	// defaults (jobwatcher.DefaultProtectedNamespaces).
+	JobWatcherProtectedNamespaces []string
 	// ManagerNamespace is the manager's own namespace (its --namespace),
 	// which ClusterJobWatchers do not reach unless a pattern names it
 	// exactly; empty when it has none (out of cluster).

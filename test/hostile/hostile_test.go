@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -83,6 +84,24 @@ func (p *process) peakRSS() (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", p.cmd.Process.Pid)
+}
+
+// cpuTime is the CPU time the process has used (user and system), to the
+// kernel's 10 ms tick.
+func (p *process) cpuTime() (time.Duration, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	// pid (comm) state ppid …: utime and stime are the 12th and 13th
+	// fields after the command's name, in ticks of 1/100 s.
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", p.cmd.Process.Pid)
+	}
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond, errors.Join(err1, err2)
 }
 
 // startManager builds cmd/deckhand and runs it as the installs do (the
@@ -196,6 +215,10 @@ func TestAManagerUnderItsLimitSurvivesEveryHostileObject(t *testing.T) {
 	}{
 		"a regex bomb":                       {watcher(hostile, "bomb", []string{"pi-.*", bomb}, nil), "spec.jobNamePatterns[1]"},
 		"a regex bomb in an exclusion":       {watcher(hostile, "bomb-excluded", nil, []string{bomb}), "spec.excludeJobNamePatterns[0]"},
+		"Unicode classes":                    {watcher(hostile, "unicode", []string{strings.Repeat(`\pL`, 341)}, nil), "spec.jobNamePatterns[0]"},
+		"Unicode classes under (?i)":         {watcher(hostile, "unicode-folded", nil, []string{"(?i)" + strings.Repeat(`\pL`, 339)}), "spec.excludeJobNamePatterns[0]"},
+		"negated Unicode classes":            {watcher(hostile, "unicode-negated", []string{"x", strings.Repeat(`[^\pL]`, 170)}, nil), "spec.jobNamePatterns[1]"},
+		"wide ranges under (?i)":             {watcher(hostile, "folded-ranges", []string{"(?i)[" + strings.Repeat("B-\U0001e942", 169) + "]"}, nil), "spec.jobNamePatterns[0]"},
 		"too many patterns":                  {watcher(hostile, "many", repeat("a.*", 65), nil), "spec.jobNamePatterns"},
 		"patterns that compile big together": {watcher(hostile, "together", repeat("(?:[a-z]{1,40}-){20}", 64), nil), "spec.jobNamePatterns[5]"},
 		"a long PodBugger command": {&debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: hostile, Name: "long-command"},
@@ -228,6 +251,18 @@ func TestAManagerUnderItsLimitSurvivesEveryHostileObject(t *testing.T) {
 			t.Logf("%s: refused: %v", name, err)
 		}
 	}
+
+	// Admitted and bounded: a watcher of the costliest patterns the bounds
+	// admit (classes, optional parts in a row, the instruction bound). What
+	// admitting it costs the manager is reported, not asserted (a shared
+	// machine's timing): the policy package's benchmark bounds it.
+	before, err := p.cpuTime()
+	g.Expect(err).NotTo(HaveOccurred())
+	start := time.Now()
+	g.Expect(env.Client.Create(ctx, watcher(hostile, "costliest", costliestPatterns(), nil))).To(Succeed())
+	after, err := p.cpuTime()
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Logf("admitting the costliest watcher: %v, %v of the manager's CPU (its other work included)", time.Since(start).Round(time.Millisecond), after-before)
 
 	// Admitted and bounded: a huge template at hugeReplicas replicas (about
 	// 450 MiB of templates, which cached once per pod put the manager over
@@ -286,6 +321,19 @@ func watcher(ns, name string, include, exclude []string) *deckhandbatchv1.JobWat
 	ttl := int32(60)
 	w.Spec.TTLSecondsAfterSucceeded = &ttl
 	return w
+}
+
+// costliestPatterns come near every bound on a watcher's patterns: the
+// runes of Unicode classes, 129 optional parts in a row (which cost Go's
+// one-pass matcher the cube of their number: 14 MB to compile one), the
+// instructions.
+func costliestPatterns() []string {
+	var chain strings.Builder
+	for c := 'a'; chain.Len() < 1000; c += 2 {
+		chain.WriteString("[" + string(c) + "-" + string(c+1) + "]*")
+	}
+	return []string{`(?i)[\pC\pL\pN\pM]{1,1000}`, `[\pL\pN\pM]{1,1000}`, chain.String(), chain.String(),
+		strings.Repeat("a", 1000), strings.Repeat("b", 1000), strings.Repeat("c", 900)}
 }
 
 func repeat(s string, n int) []string {

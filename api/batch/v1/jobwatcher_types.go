@@ -14,6 +14,13 @@ const (
 	KeepAnnotation = "batch.deckhand.dev/keep"
 )
 
+// ProtectedNamespaceLabel set to "true" on a namespace protects it from
+// ClusterJobWatchers, as the manager's --jobwatcher-protected-namespaces
+// do: no ClusterJobWatcher deletes its Jobs unless one of its
+// namespacePatterns names it exactly. Setting a namespace's labels is a
+// cluster administrator's right, not its tenants'.
+const ProtectedNamespaceLabel = "deckhand.dev/protected"
+
 // ResumeDeletionsAnnotation on a watcher acknowledges a tripped deletion
 // circuit breaker: setting it to a value it did not have when the breaker
 // tripped (a timestamp, a ticket number) resumes the deletions, and lets the

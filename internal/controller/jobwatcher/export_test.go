@@ -36,7 +36,7 @@ func Evaluations(r *StatusReconciler) int {
 // NewTestJobReconciler is a JobReconciler with ledgers of its own, reading
 // through c (the cache) and apiReader (past it).
 func NewTestJobReconciler(c client.Client, apiReader, jobs client.Reader, rec events.EventRecorder) *JobReconciler {
-	return NewJobReconciler(c, apiReader, jobs, rec, nil, newLedger(), newLedger())
+	return NewJobReconciler(c, apiReader, jobs, rec, nil, newLedger(), newLedger(), nil)
 }
 
 // TellDeleted records r's Event for a round of deletions of the named Jobs

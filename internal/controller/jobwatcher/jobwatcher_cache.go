@@ -185,8 +185,12 @@ func jobNamespaces(ctx context.Context, r client.Reader) ([]string, error) {
 	if err := r.List(ctx, &namespaces, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing namespaces: %w", err)
 	}
+	// The Jobs of namespaces protected by the operator's list or a label
+	// may be cached (this reads the default list only); the reconcilers,
+	// which decide, protect them.
+	prot := newProtection(nil, "", nil)
 	for i := range cjws.Items {
-		p := compileClusterJobWatcher(&cjws.Items[i])
+		p := compileClusterJobWatcher(&cjws.Items[i], prot)
 		for _, ns := range namespaces.Items {
 			if p.reaches(ns.Name) {
 				out = append(out, ns.Name)

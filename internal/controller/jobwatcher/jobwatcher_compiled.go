@@ -29,6 +29,9 @@ type compiledWatcher struct {
 	// cluster is true for a ClusterJobWatcher.
 	cluster bool
 	spec    *deckhandbatchv1.JobPolicy
+	// protection is the namespaces a ClusterJobWatcher leaves alone unless
+	// a pattern names them exactly.
+	protection *protection
 
 	// compiled is the spec's patterns and selector, compiled once per
 	// watcher generation.
@@ -41,21 +44,22 @@ func compileJobWatcher(w *deckhandbatchv1.JobWatcher) *compiledWatcher {
 	return p
 }
 
-func compileClusterJobWatcher(w *deckhandbatchv1.ClusterJobWatcher) *compiledWatcher {
-	p := &compiledWatcher{watcher: w, cluster: true, spec: &w.Spec.JobPolicy}
+func compileClusterJobWatcher(w *deckhandbatchv1.ClusterJobWatcher, prot *protection) *compiledWatcher {
+	p := &compiledWatcher{watcher: w, cluster: true, spec: &w.Spec.JobPolicy, protection: prot}
 	p.compiled = compiledSpecs.get(w, func() *compiled {
 		return compile(p.spec, w.Spec.NamespacePatterns, w.Spec.ExcludeNamespacePatterns)
 	})
 	return p
 }
 
-// compiledWatcherOf compiles a JobWatcher or ClusterJobWatcher; nil for anything else.
-func compiledWatcherOf(obj client.Object) *compiledWatcher {
+// compiledWatcherOf compiles a JobWatcher or ClusterJobWatcher, a cluster
+// one under prot; nil for anything else.
+func compiledWatcherOf(obj client.Object, prot *protection) *compiledWatcher {
 	switch w := obj.(type) {
 	case *deckhandbatchv1.JobWatcher:
 		return compileJobWatcher(w)
 	case *deckhandbatchv1.ClusterJobWatcher:
-		return compileClusterJobWatcher(w)
+		return compileClusterJobWatcher(w, prot)
 	}
 	return nil
 }
@@ -165,40 +169,10 @@ func (p *compiledWatcher) reaches(ns string) bool {
 	if !p.cluster {
 		return ns == p.watcher.GetNamespace()
 	}
-	if protectedNamespaces.has(ns) && !p.literalNamespaces[ns] {
+	if !p.literalNamespaces[ns] && p.protection.protects(ns) {
 		return false
 	}
 	return matchesAny(p.namespaces, ns, true) && !matchesAny(p.excludeNamespaces, ns, false)
-}
-
-// protectedNamespaces are the namespaces ClusterJobWatchers do not reach
-// unless one of their namespacePatterns names them exactly (a literal, not a
-// wildcard): the cluster's own, and the manager's. A pattern like ".*" or
-// "kube-.*" written for tenants' namespaces must not delete the Jobs of
-// the cluster or of Deckhand.
-var protectedNamespaces = &namespaceSet{names: map[string]bool{
-	metav1.NamespaceSystem: true, metav1.NamespacePublic: true, corev1.NamespaceNodeLease: true,
-}}
-
-// namespaceSet is a set of namespaces that Setup adds the manager's own to.
-type namespaceSet struct {
-	mu    sync.RWMutex
-	names map[string]bool
-}
-
-func (s *namespaceSet) has(ns string) bool {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.names[ns]
-}
-
-func (s *namespaceSet) add(ns string) {
-	if ns == "" {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.names[ns] = true
 }
 
 // literals returns the names that patterns (already compiled, so valid and

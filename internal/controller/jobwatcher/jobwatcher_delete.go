@@ -259,12 +259,12 @@ func (r *JobReconciler) recordDeleted(ctx context.Context, job *batchv1.Job, d d
 
 // listWatchers compiles, from c (the cache), the JobWatchers of namespace ns (every
 // namespace when ns is empty) and every ClusterJobWatcher.
-func listWatchers(ctx context.Context, c client.Reader, ns string) ([]*compiledWatcher, error) {
+func listWatchers(ctx context.Context, c client.Reader, ns string, prot *protection) ([]*compiledWatcher, error) {
 	jws, err := listJobWatchers(ctx, c, ns)
 	if err != nil {
 		return nil, err
 	}
-	cjws, err := listClusterJobWatchers(ctx, c)
+	cjws, err := listClusterJobWatchers(ctx, c, prot)
 	if err != nil {
 		return nil, err
 	}
@@ -286,15 +286,15 @@ func listJobWatchers(ctx context.Context, c client.Reader, ns string) ([]*compil
 }
 
 // listClusterJobWatchers compiles every ClusterJobWatcher from c (the
-// cache).
-func listClusterJobWatchers(ctx context.Context, c client.Reader) ([]*compiledWatcher, error) {
+// cache), under prot.
+func listClusterJobWatchers(ctx context.Context, c client.Reader, prot *protection) ([]*compiledWatcher, error) {
 	var cjws deckhandbatchv1.ClusterJobWatcherList
 	if err := c.List(ctx, &cjws); err != nil {
 		return nil, fmt.Errorf("listing ClusterJobWatchers: %w", err)
 	}
 	out := make([]*compiledWatcher, 0, len(cjws.Items))
 	for i := range cjws.Items {
-		out = append(out, compileClusterJobWatcher(&cjws.Items[i]))
+		out = append(out, compileClusterJobWatcher(&cjws.Items[i], prot))
 	}
 	return out, nil
 }

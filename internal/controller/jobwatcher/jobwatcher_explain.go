@@ -33,12 +33,15 @@ type Explanation struct {
 
 // Explain decides for job as the controller does, from the watchers
 // (JobWatchers and ClusterJobWatchers, any namespace: those that do not
-// reach the Job are skipped) and the Jobs of its namespace (for history
-// limits). It reads nothing and writes nothing.
-func Explain(job *batchv1.Job, watchers []client.Object, jobs []batchv1.Job) Explanation {
+// reach the Job are skipped), the Jobs of its namespace (for history
+// limits) and the protected namespaces: those named (the defaults when
+// nil) and those labelled so, read through namespaces (none when nil). It
+// writes nothing.
+func Explain(job *batchv1.Job, watchers []client.Object, jobs []batchv1.Job, protectedNames []string, namespaces client.Reader) Explanation {
+	protected := newProtection(protectedNames, "", namespaces)
 	var compiled []*compiledWatcher
 	for _, w := range watchers {
-		if c := compiledWatcherOf(w); c != nil {
+		if c := compiledWatcherOf(w, protected); c != nil {
 			compiled = append(compiled, c)
 		}
 	}

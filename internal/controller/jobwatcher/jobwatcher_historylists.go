@@ -203,7 +203,7 @@ func (l *historyLists) pending() int {
 // the cache shows them when the list starts), with those watchers'
 // fingerprint.
 func (r *JobReconciler) listHistory(ctx context.Context, ns string, want map[string]types.UID) (map[string]*cachedJob, history, string, error) {
-	watchers, err := listWatchers(ctx, r.Client, ns)
+	watchers, err := listWatchers(ctx, r.Client, ns, r.protection)
 	if err != nil {
 		return nil, nil, "", err
 	}

@@ -2,6 +2,7 @@ package jobwatcher_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
+	jobwatchercontroller "github.com/deckhand-dev/deckhand/internal/controller/jobwatcher"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
@@ -87,4 +89,32 @@ func TestClusterWatchersLeaveProtectedNamespacesAlone(t *testing.T) {
 	env.Create(t, clusterJobWatcher(t, i32(0), nil, "team-.*", metav1.NamespaceSystem))
 	g.Eventually(env.Exists(system)).Should(BeFalse())
 	g.Expect(env.Exists(mine)()).To(BeTrue())
+}
+
+// TestClusterWatchersLeaveListedAndLabelledNamespacesAlone: a
+// ClusterJobWatcher that reaches every namespace does not delete the Jobs
+// of a namespace the operator lists (--jobwatcher-protected-namespaces) nor
+// of one labelled deckhand.dev/protected=true; it deletes a tenant's; a
+// pattern naming the labelled namespace exactly reaches it.
+func TestClusterWatchersLeaveListedAndLabelledNamespacesAlone(t *testing.T) {
+	g := testenv.NewG(t)
+	tenant, listed := env.Namespace(t), env.Namespace(t)
+	labelled := env.NamespaceWithLabels(t, map[string]string{deckhandbatchv1.ProtectedNamespaceLabel: "true"})
+	opts := env.ManagerOptions()
+	opts.JobWatcherProtectedNamespaces = append(slices.Clone(jobwatchercontroller.DefaultProtectedNamespaces), listed)
+	env.StartManager(t, opts)
+
+	long := time.Now().Add(-time.Hour)
+	inListed := createJob(t, newJob(listed, "platform"), batchv1.JobComplete, long)
+	inLabelled := createJob(t, newJob(labelled, "platform"), batchv1.JobComplete, long)
+	theirs := createJob(t, newJob(tenant, "theirs"), batchv1.JobComplete, long)
+
+	env.Create(t, clusterJobWatcher(t, i32(0), nil)) // every namespace
+	g.Eventually(env.Exists(theirs)).Should(BeFalse())
+	g.Consistently(env.Exists(inListed)).Should(BeTrue())
+	g.Expect(env.Exists(inLabelled)()).To(BeTrue())
+
+	env.Create(t, clusterJobWatcher(t, i32(0), nil, labelled))
+	g.Eventually(env.Exists(inLabelled)).Should(BeFalse())
+	g.Expect(env.Exists(inListed)()).To(BeTrue())
 }

@@ -50,6 +50,8 @@ type StatusReconciler struct {
 	// watchers memoizes this kind's watchers for watchersOf (those of a
 	// namespace; every ClusterJobWatcher under ""), between their events.
 	watchers *watcherMemo
+	// protection is the namespaces ClusterJobWatchers leave alone.
+	protection *protection
 
 	mu sync.Mutex
 	// evaluated is when each watcher's Jobs were last evaluated.
@@ -57,13 +59,16 @@ type StatusReconciler struct {
 }
 
 // NewStatusReconciler returns the status reconciler of JobWatchers, or with
-// cluster of ClusterJobWatchers.
-func NewStatusReconciler(c client.Client, jobs client.Reader, rec events.EventRecorder, cluster bool) *StatusReconciler {
+// cluster of ClusterJobWatchers, which keep out of the protected namespaces
+// (nil: the defaults) and those c shows labelled
+// deckhand.dev/protected=true.
+func NewStatusReconciler(c client.Client, jobs client.Reader, rec events.EventRecorder, cluster bool, protected []string) *StatusReconciler {
 	r := &StatusReconciler{Client: c, Jobs: jobs, Recorder: rec, Now: time.Now, cluster: cluster, deleted: newLedger(),
-		evaluated: map[types.NamespacedName]time.Time{}}
+		protection: newProtection(protected, "", c),
+		evaluated:  map[types.NamespacedName]time.Time{}}
 	r.watchers = newWatcherMemo(func(ctx context.Context, ns string) ([]*compiledWatcher, error) {
 		if cluster {
-			return listClusterJobWatchers(ctx, r.Client)
+			return listClusterJobWatchers(ctx, r.Client, r.protection)
 		}
 		return listJobWatchers(ctx, r.Client, ns)
 	})
@@ -88,7 +93,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	// A JobWatcher's Jobs, and the JobWatchers that compete for them, are in
 	// its namespace; a ClusterJobWatcher's (no namespace) anywhere.
-	watchers, err := listWatchers(ctx, r.Client, req.Namespace)
+	watchers, err := listWatchers(ctx, r.Client, req.Namespace, r.protection)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -154,7 +159,7 @@ func (r *StatusReconciler) get(ctx context.Context, key client.ObjectKey) (*watc
 	if err := r.Get(ctx, key, obj); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
-	w := &watcher{obj: obj, compiled: compiledWatcherOf(obj)}
+	w := &watcher{obj: obj, compiled: compiledWatcherOf(obj, r.protection)}
 	switch o := obj.(type) {
 	case *deckhandbatchv1.JobWatcher:
 		w.status = &o.Status

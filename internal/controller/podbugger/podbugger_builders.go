@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
 )
 
 // ContainerName is the name of the ephemeral container a PodBugger adds: the
@@ -29,12 +30,21 @@ func ContainerName(podBugger string) string {
 	return strings.TrimRight(base, "-") + suffix
 }
 
-// debugContainer is the ephemeral container pb adds to a pod.
+// debugContainer is the ephemeral container pb adds to a pod. Its image is
+// the reference the allow-list approved, in full (policy.NormalizeImage):
+// "busybox:1.36" is injected as "docker.io/library/busybox:1.36", so that a
+// runtime configured with unqualified-search registries (CRI-O, Podman's
+// registries.conf) cannot pull a short name from a registry the allow-list
+// never named.
 func debugContainer(pb *debugv1beta1.PodBugger) corev1.EphemeralContainer {
+	image, ok := policy.NormalizeImage(pb.Spec.Image)
+	if !ok {
+		image = pb.Spec.Image // not a reference: refused before any injection
+	}
 	return corev1.EphemeralContainer{
 		EphemeralContainerCommon: corev1.EphemeralContainerCommon{
 			Name:    ContainerName(pb.Name),
-			Image:   pb.Spec.Image,
+			Image:   image,
 			Command: pb.Spec.Command,
 			Args:    pb.Spec.Args,
 			// Open stdin and a TTY, as `kubectl debug -it` does, so that

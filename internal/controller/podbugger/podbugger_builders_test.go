@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
 )
 
 func TestContainerName(t *testing.T) {
@@ -124,13 +125,40 @@ func capStrings(c []corev1.Capability) []string {
 	return out
 }
 
+// TestDebugContainerRunsTheImageTheAllowListApproved checks that the
+// container gets the reference the allow-list compared, in full, however
+// the PodBugger spells it: a short name left to the runtime could be pulled
+// from any registry its unqualified-search list names.
+func TestDebugContainerRunsTheImageTheAllowListApproved(t *testing.T) {
+	allowed, err := policy.ParseImagePatterns([]string{"docker.io/library/busybox:*", "docker.io/library/busybox@*", "registry.example.com/tools/*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]string{
+		"busybox:1.36":                              "docker.io/library/busybox:1.36",
+		"busybox":                                   "docker.io/library/busybox:latest",
+		"index.docker.io/library/busybox:1.36":      "docker.io/library/busybox:1.36",
+		"registry.example.com/tools/debug:2":        "registry.example.com/tools/debug:2",
+		"busybox@sha256:" + strings.Repeat("a", 64): "docker.io/library/busybox@sha256:" + strings.Repeat("a", 64),
+	}
+	for written, want := range tests {
+		if !allowed.Allows(written) {
+			t.Fatalf("%s: not allowed", written)
+		}
+		pb := &debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Name: "dbg"}, Spec: debugv1beta1.PodBuggerSpec{Image: written}}
+		if got := debugContainer(pb).Image; got != want {
+			t.Errorf("spec.image %q: the container runs %q, want %q", written, got, want)
+		}
+	}
+}
+
 func TestDebugContainer(t *testing.T) {
 	pb := &debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Name: "dbg"}, Spec: debugv1beta1.PodBuggerSpec{
 		Image: "busybox:1.37", Command: []string{"sh"}, Args: []string{"-c", "sleep 1d"}, TargetContainerName: "app",
 		Profile: debugv1beta1.ProfileBaseline,
 	}}
 	c := debugContainer(pb)
-	if c.Name != "dbg" || c.Image != "busybox:1.37" || c.TargetContainerName != "app" ||
+	if c.Name != "dbg" || c.Image != "docker.io/library/busybox:1.37" || c.TargetContainerName != "app" ||
 		strings.Join(c.Command, " ") != "sh" || strings.Join(c.Args, " ") != "-c sleep 1d" {
 		t.Errorf("debugContainer = %+v", c)
 	}

@@ -111,6 +111,8 @@ func NewPodBuggerReconciler(c client.Client, apiReader client.Reader, recorder e
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods/ephemeralcontainers,verbs=update
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get
+// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=get
 
 // Reconcile adds pb's container to the running pods it selects that lack it
 // (or, with incidents.inject, to the failing pods its records name), keeps

@@ -28,6 +28,7 @@ func BindFlags(fs *flag.FlagSet, o *setupoptions.Options) {
 	fs.BoolVar(&o.PodBuggerAllowGeneralProfile, "podbugger-allow-general-profile", false,
 		"Let PodBuggers use the general profile, which gives the debug container the SYS_PTRACE capability.")
 	fs.BoolVar(&o.PodBuggerAllowHostAccess, "podbugger-allow-host-access", false,
-		"Let PodBuggers inject into pods that reach into their node (hostPID, hostNetwork, hostIPC, privileged containers, hostPath volumes); "+
+		"Let PodBuggers inject into pods that reach into their node (hostPID, hostNetwork, hostIPC, privileged containers, hostPath volumes "+
+			"or claims bound to hostPath or local PersistentVolumes, and with the general profile capabilities added beyond the baseline); "+
 			"without it such pods are skipped, with an Event.")
 }

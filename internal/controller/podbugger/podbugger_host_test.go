@@ -5,6 +5,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/deckhand-dev/deckhand/internal/testenv"
@@ -55,4 +56,48 @@ func TestTheOperatorMayAllowPodsThatReachTheirNode(t *testing.T) {
 	hostPIDPod(t, ns, "web-host")
 	env.Create(t, podBugger(ns, "web-debug", web))
 	g.Eventually(ephemeral(ns, "web-host")).Should(HaveLen(1))
+}
+
+// claimOn creates the PersistentVolume pvName from src, bound to the claim
+// name in ns (envtest runs no binder: the claim names its volume), and
+// returns the pod volume that mounts the claim.
+func claimOn(t *testing.T, ns, name, pvName string, src corev1.PersistentVolumeSource) corev1.Volume {
+	t.Helper()
+	storage := corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}
+	modes := []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
+	env.Create(t, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pvName},
+		Spec: corev1.PersistentVolumeSpec{Capacity: storage, AccessModes: modes, PersistentVolumeSource: src,
+			ClaimRef: &corev1.ObjectReference{Namespace: ns, Name: name}}})
+	env.Create(t, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: modes, VolumeName: pvName,
+			Resources: corev1.VolumeResourceRequirements{Requests: storage}}})
+	return corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}}
+}
+
+// TestPodsWhoseClaimsReachTheirNodeAreSkipped: a pod whose spec shows only a
+// claim, bound to a hostPath PersistentVolume, is skipped with an Event
+// naming the volume; a pod whose claim is bound to a network volume gets the
+// container.
+func TestPodsWhoseClaimsReachTheirNodeAreSkipped(t *testing.T) {
+	g := testenv.NewG(t)
+	ns := enabledNamespace(t)
+	env.StartManager(t, options())
+	withClaim := func(name string, v corev1.Volume) {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: web},
+			Spec: corev1.PodSpec{Volumes: []corev1.Volume{v},
+				Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
+		env.Create(t, p)
+		setRunning(t, p)
+	}
+	withClaim("web-hostpath", claimOn(t, ns, "root", ns+"-root", corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}))
+	withClaim("web-nfs", claimOn(t, ns, "shared", ns+"-shared", corev1.PersistentVolumeSource{NFS: &corev1.NFSVolumeSource{Server: "nfs.example.com", Path: "/"}}))
+	pb := podBugger(ns, "web-debug", web)
+	env.Create(t, pb)
+
+	g.Eventually(ephemeral(ns, "web-nfs")).Should(HaveLen(1))
+	g.Eventually(env.Events(ns, pb)).Should(ContainElement(
+		"PodReachesHost: Pod web-hostpath skipped: pod reaches into its node (volume data bound to hostPath PersistentVolume " + ns + "-root), " +
+			"and so would a debug container in it; the operator allows that with --podbugger-allow-host-access"))
+	g.Consistently(ephemeral(ns, "web-hostpath")).Should(BeEmpty())
 }

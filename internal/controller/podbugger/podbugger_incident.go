@@ -119,7 +119,7 @@ func failuresOf(pod *corev1.Pod, triggers []debugv1beta1.Trigger, notReadyAfter 
 		fs = append(fs, f)
 	}
 	if on(debugv1beta1.TriggerEvicted) {
-		if at, ok := evictedAt(pod, now); ok {
+		if at, ok := evictedAt(pod); ok {
 			fs = append(fs, failure{reason: debugv1beta1.IncidentEvicted, at: at})
 		}
 	}
@@ -160,8 +160,12 @@ func failedInstance(cs corev1.ContainerStatus) (inst *corev1.ContainerStateTermi
 }
 
 // evictedAt reports whether pod was evicted (by its kubelet, or through the
-// eviction API: the DisruptionTarget condition says which) and when.
-func evictedAt(pod *corev1.Pod, now time.Time) (time.Time, bool) {
+// eviction API: the DisruptionTarget condition says which) and when. An
+// eviction without the condition (a kubelet older than 1.26, or one that
+// set none) is dated by the pod's status (lastStatusTime), never by the
+// pass that sees it: a time that stays put, so that every pass, and every
+// manager after a restart or failover, counts it once.
+func evictedAt(pod *corev1.Pod) (time.Time, bool) {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue &&
 			(c.Reason == "EvictionByEvictionAPI" || c.Reason == "TerminationByKubelet") {
@@ -169,9 +173,35 @@ func evictedAt(pod *corev1.Pod, now time.Time) (time.Time, bool) {
 		}
 	}
 	if pod.Status.Phase == corev1.PodFailed && pod.Status.Reason == "Evicted" {
-		return now, true
+		return lastStatusTime(pod), true
 	}
 	return time.Time{}, false
+}
+
+// lastStatusTime is the latest time pod's status records: its containers'
+// terminations and its conditions' transitions (an eviction ends both);
+// failing those, when it was deleted, started or created.
+func lastStatusTime(pod *corev1.Pod) time.Time {
+	var at time.Time
+	later := func(t metav1.Time) {
+		if t.After(at) {
+			at = t.Time
+		}
+	}
+	for _, cs := range containerStatuses(pod) {
+		if t := cs.State.Terminated; t != nil {
+			later(t.FinishedAt)
+		}
+	}
+	for _, c := range pod.Status.Conditions {
+		later(c.LastTransitionTime)
+	}
+	for _, t := range []*metav1.Time{pod.DeletionTimestamp, pod.Status.StartTime, &pod.CreationTimestamp} {
+		if at.IsZero() && t != nil {
+			later(*t)
+		}
+	}
+	return at
 }
 
 // notReadyContainer names the first container that is not ready, if any.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -435,6 +436,9 @@ func (r *IncidentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.Add(manager.RunnableFunc(r.readLogs)); err != nil {
 		return fmt.Errorf("adding the incident log readers: %w", err)
 	}
+	if err := mgr.Add(manager.RunnableFunc(r.pruneWrittenEvery)); err != nil {
+		return fmt.Errorf("adding the pass that forgets written records: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName+"-incidents").
 		For(&corev1.Pod{}, builder.WithPredicates(podFailureChanged)).
@@ -599,6 +603,110 @@ func (w *writtenIncidents) forget(key types.NamespacedName) {
 	defer w.mu.Unlock()
 	delete(w.byPod, key)
 	delete(w.last, key)
+}
+
+// pods lists the pods w keeps something for.
+func (w *writtenIncidents) pods() []types.NamespacedName {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]types.NamespacedName, 0, len(w.last)+len(w.byPod))
+	for key := range w.last {
+		out = append(out, key)
+	}
+	for key := range w.byPod {
+		if _, ok := w.last[key]; !ok {
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
+// keepOnly forgets what w keeps for the pod key but of the pod podUID and
+// the PodBuggers recording.
+func (w *writtenIncidents) keepOnly(key types.NamespacedName, podUID types.UID, recording map[types.UID]bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for name, inc := range w.byPod[key] {
+		if inc.Labels[debugv1beta1.IncidentPodUIDLabel] != string(podUID) || !recording[types.UID(inc.Labels[debugv1beta1.IncidentPodBuggerUIDLabel])] {
+			delete(w.byPod[key], name)
+		}
+	}
+	if len(w.byPod[key]) == 0 {
+		delete(w.byPod, key)
+	}
+	for family := range w.last[key] {
+		if uid, _, _ := strings.Cut(family, "/"); !recording[types.UID(uid)] {
+			delete(w.last[key], family)
+		}
+	}
+	if len(w.last[key]) == 0 {
+		delete(w.last, key)
+	}
+}
+
+// writtenPruneInterval is how often the recorder forgets what it keeps for
+// pods and PodBuggers that are gone (pruneWritten).
+const writtenPruneInterval = 5 * time.Minute
+
+// pruneWrittenEvery runs pruneWritten every writtenPruneInterval until ctx
+// ends: a manager Runnable.
+func (r *IncidentReconciler) pruneWrittenEvery(ctx context.Context) error {
+	tick := time.NewTicker(writtenPruneInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			if err := r.pruneWritten(ctx); err != nil {
+				logf.FromContext(ctx).Error(err, "forgetting the records of pods that are gone")
+			}
+		}
+	}
+}
+
+// pruneWritten forgets what the recorder keeps (writtenIncidents) for pods
+// that are gone, or were replaced under their name, and for PodBuggers that
+// are gone or record no more. The deletions that free it otherwise (a pod's
+// reconcile finding it gone, a record's delete event) are not always
+// delivered: a namespace the cache stops holding, when its last PodBugger
+// goes, tells of no deletion. So what is kept is bounded by what exists,
+// checked against the cache: each namespace's PodBuggers, then the pods of
+// the namespaces where one records (which the cache holds, for them).
+func (r *IncidentReconciler) pruneWritten(ctx context.Context) error {
+	recording := map[string]map[types.UID]bool{}
+	var errs []error
+	for _, key := range r.written.pods() {
+		rec, ok := recording[key.Namespace]
+		if !ok {
+			pbs := &debugv1beta1.PodBuggerList{}
+			if err := r.List(ctx, pbs, client.InNamespace(key.Namespace)); err != nil {
+				errs = append(errs, fmt.Errorf("listing the PodBuggers of namespace %s: %w", key.Namespace, err))
+				continue
+			}
+			rec = map[types.UID]bool{}
+			for i := range pbs.Items {
+				if pb := &pbs.Items[i]; policy.Records(pb) && pb.DeletionTimestamp.IsZero() {
+					rec[pb.UID] = true
+				}
+			}
+			recording[key.Namespace] = rec
+		}
+		if len(rec) == 0 {
+			r.written.forget(key)
+			continue
+		}
+		pod := &corev1.Pod{}
+		switch err := r.Get(ctx, key, pod); {
+		case apierrors.IsNotFound(err):
+			r.written.forget(key)
+		case err != nil:
+			errs = append(errs, fmt.Errorf("reading pod %s: %w", key, err))
+		default:
+			r.written.keepOnly(key, pod.UID, rec)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // merge is cached with what was written for pod by the PodBugger pbUID in

@@ -80,6 +80,38 @@ func TestFailuresOf(t *testing.T) {
 	}
 }
 
+// TestAnEvictionWithoutItsConditionIsCountedOnce: a pod evicted by a
+// kubelet that sets no DisruptionTarget condition is dated by its status,
+// so the pass after the one that recorded it (a rollout, a failover, a
+// resync) finds it counted, instead of a new eviction each time.
+func TestAnEvictionWithoutItsConditionIsCountedOnce(t *testing.T) {
+	evicted := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	pods := map[string]*corev1.Pod{
+		"dated by its containers and conditions": {Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted",
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: metav1.NewTime(evicted.Add(-time.Second))}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+				ExitCode: 137, Reason: "Error", FinishedAt: metav1.NewTime(evicted)}}}}}},
+		"with nothing but its creation": {ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(evicted)},
+			Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted"}},
+	}
+	for name, pod := range pods {
+		t.Run(name, func(t *testing.T) {
+			first, _ := failuresOf(pod, []debugv1beta1.Trigger{debugv1beta1.TriggerEvicted}, time.Minute, evicted.Add(time.Minute))
+			if len(first) != 1 || first[0].reason != debugv1beta1.IncidentEvicted {
+				t.Fatalf("failures %v, want one eviction", first)
+			}
+			recs := []debugv1beta1.PodIncident{{Spec: debugv1beta1.PodIncidentSpec{Reason: debugv1beta1.IncidentEvicted, Count: 1,
+				LastTime: metav1.NewTime(first[0].at)}}}
+			for _, later := range []time.Duration{2 * time.Minute, time.Hour} {
+				again, _ := failuresOf(pod, []debugv1beta1.Trigger{debugv1beta1.TriggerEvicted}, time.Minute, evicted.Add(later))
+				if len(again) != 1 || !counted(again[0], recs) {
+					t.Errorf("a pass %v after the eviction counts it again (at %v, recorded at %v)", later, again[0].at, first[0].at)
+				}
+			}
+		})
+	}
+}
+
 func toStrings(rs []debugv1beta1.IncidentReason) []string {
 	out := make([]string, len(rs))
 	for i, r := range rs {

@@ -15,6 +15,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
 	"github.com/deckhand-dev/deckhand/internal/eventnote"
 )
 
@@ -59,9 +60,17 @@ func (r *PodBuggerReconciler) inject(ctx context.Context, pb *debugv1beta1.PodBu
 		}
 		wave := queue[:min(len(queue), injectParallelism)]
 		queue = queue[len(wave):]
-		for i, err := range r.addContainers(ctx, wave, debugContainer(pb)) {
+		for i, err := range r.addContainers(ctx, pb, wave, debugContainer(pb)) {
 			pod := wave[i]
+			var skip *skipError
 			switch {
+			case errors.As(err, &skip):
+				// Its claims reach the node: skipped, as planFor skips what
+				// a pod's spec shows; its place goes to the next pod.
+				if o.memory.firstSkip(pod, skip.reason) {
+					r.Recorder.Eventf(pb, pod, corev1.EventTypeWarning, skip.reason, "SkipPod", "Pod %s skipped: %s", pod.Name, skip.note)
+					injections.WithLabelValues(key.Namespace, key.Name, resultSkipped).Inc()
+				}
 			case err == nil:
 				o.carriers[pod.UID] = carrier{name: pod.Name, addedAt: r.Now(), state: debugv1beta1.DebuggerUnknown}
 				injections.WithLabelValues(key.Namespace, key.Name, resultAdded).Inc()
@@ -117,16 +126,61 @@ func refused(err error) bool {
 // however the requests interleave.
 const injectParallelism = 64
 
-// addContainers adds c to each of pods at once and returns each one's error,
-// in the order of pods.
-func (r *PodBuggerReconciler) addContainers(ctx context.Context, pods []*corev1.Pod, c corev1.EphemeralContainer) []error {
+// addContainers adds c to each of pods at once, unless the volumes its
+// claims are bound to reach the node (a *skipError), and returns each one's
+// error, in the order of pods.
+func (r *PodBuggerReconciler) addContainers(ctx context.Context, pb *debugv1beta1.PodBugger, pods []*corev1.Pod, c corev1.EphemeralContainer) []error {
 	errs := make([]error, len(pods))
 	var wg sync.WaitGroup
 	for i, pod := range pods {
-		wg.Go(func() { errs[i] = r.addContainer(ctx, pod, c) })
+		wg.Go(func() {
+			if errs[i] = r.claimsReachHost(ctx, pb, pod); errs[i] == nil {
+				errs[i] = r.addContainer(ctx, pod, c)
+			}
+		})
 	}
 	wg.Wait()
 	return errs
+}
+
+// skipError is why a pod is left alone once the volumes its claims are
+// bound to were read.
+type skipError struct{ reason, note string }
+
+func (e *skipError) Error() string { return e.note }
+
+// claimsReachHost reads the claims of pod's volumes and the
+// PersistentVolumes they are bound to, past the cache and just before the
+// container is added, and returns a *skipError when one is a hostPath or
+// local volume the operator does not allow (policy.SkipPod): a pod's spec
+// names only the claim, and what it is bound to is not the tenant's to
+// show. A claim that cannot be read fails the pod's injection, for a retry:
+// nothing is added to a pod whose volumes are unknown.
+func (r *PodBuggerReconciler) claimsReachHost(ctx context.Context, pb *debugv1beta1.PodBugger, pod *corev1.Pod) error {
+	claims := policy.ClaimedVolumes(pod)
+	if len(claims) == 0 || r.Policy.AllowHostAccess {
+		return nil
+	}
+	bound := make(map[string]*corev1.PersistentVolume, len(claims))
+	for volume, claim := range claims {
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: claim}, pvc); err != nil {
+			// %v: a claim not found is not the pod not found.
+			return fmt.Errorf("reading claim %s of volume %s: %v", claim, volume, err)
+		}
+		if pvc.Spec.VolumeName == "" {
+			return fmt.Errorf("claim %s of volume %s is bound to no volume yet", claim, volume)
+		}
+		pv := &corev1.PersistentVolume{}
+		if err := r.APIReader.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
+			return fmt.Errorf("reading PersistentVolume %s of claim %s: %v", pvc.Spec.VolumeName, claim, err)
+		}
+		bound[volume] = pv
+	}
+	if reason, note, skip := r.Policy.SkipPod(pod, pb.Spec.Profile, bound); skip {
+		return &skipError{reason: reason, note: note}
+	}
+	return nil
 }
 
 // recordInjected records one Event for the containers a pass added: one per

@@ -70,8 +70,8 @@ func planFor(pb *debugv1beta1.PodBugger, selector labels.Selector, pods []corev1
 		case pb.Spec.TargetContainerName != "" && !hasContainer(pod, pb.Spec.TargetContainerName):
 			p.skipped = append(p.skipped, skippedPod{pod, EventTargetContainerNotFound,
 				"pod has no container named " + pb.Spec.TargetContainerName + " (spec.targetContainerName)"})
-		case skipsPod(pol, pod):
-			reason, note, _ := pol.SkipPod(pod)
+		case skipsPod(pol, pod, pb.Spec.Profile):
+			reason, note, _ := pol.SkipPod(pod, pb.Spec.Profile, nil)
 			p.skipped = append(p.skipped, skippedPod{pod, reason, note})
 		case len(p.inject) < room:
 			p.inject = append(p.inject, pod)
@@ -93,7 +93,10 @@ func hasContainer(pod *corev1.Pod, name string) bool {
 	return slices.ContainsFunc(pod.Spec.Containers, named) || slices.ContainsFunc(pod.Spec.InitContainers, named)
 }
 
-func skipsPod(pol policy.Policy, pod *corev1.Pod) bool {
-	_, _, skip := pol.SkipPod(pod)
+// skipsPod reports whether pol skips pod for what its spec shows; the
+// volumes its claims are bound to are read before the container is added
+// (claimedVolumes).
+func skipsPod(pol policy.Policy, pod *corev1.Pod, profile debugv1beta1.Profile) bool {
+	_, _, skip := pol.SkipPod(pod, profile, nil)
 	return skip
 }

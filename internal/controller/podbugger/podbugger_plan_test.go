@@ -145,6 +145,26 @@ func TestPlanFor(t *testing.T) {
 			inject:  []string{"web-plain"},
 			skipped: []string{"web-hostipc", "web-hostnet", "web-hostpath", "web-hostpid", "web-privileged"},
 		},
+		"with the general profile, pods adding capabilities beyond the baseline are skipped": {
+			spec: debugv1beta1.PodBuggerSpec{MaxPods: 10, Profile: debugv1beta1.ProfileGeneral},
+			pods: []corev1.Pod{
+				withSpec(running("web-sysadmin", 1), func(s *corev1.PodSpec) {
+					s.Containers[0].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}}
+				}),
+				withSpec(running("web-chown", 2), func(s *corev1.PodSpec) {
+					s.Containers[0].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"CHOWN"}}}
+				}),
+			},
+			inject:  []string{"web-chown"},
+			skipped: []string{"web-sysadmin"},
+		},
+		"with the baseline profile, added capabilities are out of the debugger's reach": {
+			spec: debugv1beta1.PodBuggerSpec{MaxPods: 10, Profile: debugv1beta1.ProfileBaseline},
+			pods: []corev1.Pod{withSpec(running("web-sysadmin", 1), func(s *corev1.PodSpec) {
+				s.Containers[0].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}}
+			})},
+			inject: []string{"web-sysadmin"},
+		},
 		"the operator may allow pods that reach into their node": {
 			spec:   debugv1beta1.PodBuggerSpec{MaxPods: 10},
 			policy: policy.Policy{AllowHostAccess: true},

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"regexp/syntax"
+	"strings"
 
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
 )
@@ -16,7 +17,10 @@ import (
 // length says little about its compiled size: a repeat count multiplies
 // what it repeats, so the 1,023-byte `(?:a…a){1000}` compiles to a million
 // instructions (hundreds of MB while compiling). Go's RE2 compiles about
-// 100 bytes per instruction, and keeps about as much per instruction.
+// 100 bytes per instruction, and keeps about as much per instruction. A
+// character class is one instruction but holds its runes, copied for every
+// repeat of it, and case folding makes parsing a class cost time: those are
+// bounded in runes (classes.go).
 const (
 	// MaxPatternProgram bounds one pattern's compiled program, in RE2
 	// instructions: twice what the longest pattern the schema admits (1,024
@@ -26,7 +30,27 @@ const (
 	// (all four lists), so that one object costs the manager at most about
 	// 1 MB of compiled patterns.
 	MaxWatcherProgram = 8192
+	// MaxPatternRunes bounds the runes one pattern's character classes hold,
+	// or take to parse, whichever is more (64 KB of runes, 0.3 ms): room for
+	// four Unicode classes (each counted as the costliest, 4,096), or ranges
+	// folded by (?i) 16,000 runes wide. Names of Kubernetes objects are
+	// ASCII (DNS labels), so a class larger than `[a-z0-9.-]` matches
+	// nothing it does not.
+	MaxPatternRunes = 16384
+	// MaxWatcherRunes bounds the same over all of one watcher's patterns.
+	MaxWatcherRunes = 32768
 )
+
+// Cost is what one pattern costs compiled.
+type Cost struct {
+	// Program is the number of instructions of its compiled program.
+	Program int
+	// Runes is the number of runes its character classes hold (a class
+	// once, however often a repeat copies it: the copies share them), or
+	// take to parse (Unicode tables, ranges under case folding), whichever
+	// is more.
+	Runes int
+}
 
 // CompilePattern compiles one of a watcher's RE2 patterns (jobNamePatterns,
 // namespacePatterns and their exclusions) as it is matched: against the
@@ -34,26 +58,54 @@ const (
 // admission webhook and the controller both call it (through
 // CompilePatterns), so a pattern admitted is a pattern the controller can
 // use. A bad pattern's error is the RE2 compiler's message for the pattern as
-// written. A pattern whose program would exceed MaxPatternProgram
-// instructions is refused before anything is compiled, so refusing it costs
-// no more than parsing it.
+// written. A pattern that would cost more than MaxPatternProgram
+// instructions or MaxPatternRunes runes is refused before it is compiled,
+// and one whose classes would take longer than that to parse before it is
+// parsed, so refusing it costs no more than reading it.
 func CompilePattern(pattern string) (*regexp.Regexp, error) {
-	re, _, err := compilePattern(pattern)
+	re, _, err := compilePattern(pattern, Cost{Program: MaxPatternProgram, Runes: MaxPatternRunes})
 	return re, err
 }
 
-func compilePattern(pattern string) (*regexp.Regexp, int, error) {
-	tree, n, err := parsePattern(pattern)
+// compilePattern compiles pattern if it costs at most limit (and the
+// per-pattern bounds).
+func compilePattern(pattern string, limit Cost) (*regexp.Regexp, Cost, error) {
+	limit = Cost{Program: min(limit.Program, MaxPatternProgram), Runes: min(limit.Runes, MaxPatternRunes)}
+	if n := parseRunes(pattern, limit.Runes); n > limit.Runes {
+		return nil, Cost{Runes: n}, runesError(limit.Runes, n)
+	}
+	_, cost, err := parsePattern(pattern)
 	if err != nil {
-		return nil, 0, err
+		return nil, cost, err
 	}
-	if n > MaxPatternProgram {
-		return nil, n, fmt.Errorf("compiles to more than %d instructions (about %d): a repeat count multiplies the size of what it repeats", MaxPatternProgram, n)
+	if cost.Program > limit.Program {
+		return nil, cost, programError(limit.Program, cost.Program)
 	}
-	// Anchored around the parsed pattern, not its text: a `\Q` without
-	// `\E` would quote the closing anchor too.
-	re, err := regexp.Compile(`^(?:` + tree.String() + `)$`)
-	return re, n, err
+	if cost.Runes > limit.Runes {
+		return nil, cost, runesError(limit.Runes, cost.Runes)
+	}
+	// Anchored around the pattern as written, not the parse tree's String,
+	// which spells every class out (`\pL` is 5 KB of text, slower to print
+	// under (?i) than to parse). A `\Q` without `\E` would quote the
+	// closing anchors, which leaves the group unclosed: the anchors then go
+	// after an `\E`. The optional second `$` changes no match; it keeps Go
+	// from building a one-pass matcher, whose construction grows with the
+	// cube of a pattern's optional parts (`[a-b]*[c-d]*…`, 128 of them: 14 MB
+	// and 8 ms to compile, 60 KB and 0.05 ms without), and which names of at
+	// most 253 bytes do not need.
+	re, err := regexp.Compile(`^(?:` + pattern + `)$$?`)
+	if err != nil && strings.Contains(pattern, `\Q`) {
+		re, err = regexp.Compile(`^(?:` + pattern + `\E)$$?`)
+	}
+	return re, cost, err
+}
+
+func programError(limit, n int) error {
+	return fmt.Errorf("compiles to more than %d instructions (about %d): a repeat count multiplies the size of what it repeats", limit, n)
+}
+
+func runesError(limit, n int) error {
+	return fmt.Errorf("its character classes cost more than %d runes (at least %d): a Unicode class (\\p) counts 4,096, and under (?i) a range costs every rune in it", limit, n)
 }
 
 // PatternProgramSize parses an RE2 pattern and returns how many
@@ -61,18 +113,32 @@ func compilePattern(pattern string) (*regexp.Regexp, int, error) {
 // parse tree as Go's compiler expands it, repeats included), without
 // expanding or compiling anything. A pattern RE2 refuses gives its error.
 func PatternProgramSize(pattern string) (int, error) {
-	_, n, err := parsePattern(pattern)
-	return n, err
+	_, c, err := parsePattern(pattern)
+	return c.Program, err
 }
 
-func parsePattern(pattern string) (*syntax.Regexp, int, error) {
+// PatternCost returns what pattern costs compiled, without compiling it; a
+// pattern whose classes would take more than MaxPatternRunes to parse is
+// not parsed, and its error says so.
+func PatternCost(pattern string) (Cost, error) {
+	if n := parseRunes(pattern, MaxPatternRunes); n > MaxPatternRunes {
+		return Cost{Runes: n}, runesError(MaxPatternRunes, n)
+	}
+	_, c, err := parsePattern(pattern)
+	return c, err
+}
+
+func parsePattern(pattern string) (*syntax.Regexp, Cost, error) {
 	tree, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
-		return nil, 0, err
+		return nil, Cost{}, err
 	}
 	// The program's fail and match instructions, and the anchors
 	// CompilePattern adds.
-	return tree, sat(programSize(tree), 4), nil
+	return tree, Cost{
+		Program: sat(programSize(tree), 4),
+		Runes:   max(parseRunes(pattern, sizeCap), heldRunes(tree)),
+	}, nil
 }
 
 // saturation: sizes stop growing here, far above every bound.
@@ -153,26 +219,33 @@ func (e PatternError) Error() string {
 func (e PatternError) Unwrap() error { return e.Err }
 
 // CompilePatterns compiles every pattern of one watcher's lists, in order,
-// with CompilePattern, and refuses each pattern that would take their
-// programs' total past MaxWatcherProgram instructions. It returns the
-// compiled patterns of each list (the refused ones left out) and one error
-// per refused pattern. The webhook and the controller both call it.
+// with CompilePattern, and refuses each pattern that would take their total
+// cost past MaxWatcherProgram instructions or MaxWatcherRunes runes (before
+// parsing or compiling it). It returns the compiled patterns of each list
+// (the refused ones left out) and one error per refused pattern. The webhook
+// and the controller both call it.
 func CompilePatterns(lists ...PatternList) ([][]*regexp.Regexp, []PatternError) {
 	out := make([][]*regexp.Regexp, len(lists))
 	var errs []PatternError
-	total := 0
+	var total Cost
 	for l, list := range lists {
 		out[l] = make([]*regexp.Regexp, 0, len(list.Patterns))
 		for i, pat := range list.Patterns {
-			re, n, err := compilePattern(pat)
-			if err == nil && total+n > MaxWatcherProgram {
+			left := Cost{Program: MaxWatcherProgram - total.Program, Runes: MaxWatcherRunes - total.Runes}
+			re, c, err := compilePattern(pat, left)
+			switch {
+			case err == nil:
+			case c.Program <= MaxPatternProgram && c.Program > left.Program:
 				err = fmt.Errorf("with the patterns before it, the watcher's patterns compile to more than %d instructions", MaxWatcherProgram)
+			case c.Runes <= MaxPatternRunes && c.Runes > left.Runes:
+				err = fmt.Errorf("with the patterns before it, the watcher's character classes cost more than %d runes", MaxWatcherRunes)
 			}
 			if err != nil {
 				errs = append(errs, PatternError{Field: list.Field, Index: i, Pattern: pat, Err: err})
 				continue
 			}
-			total += n
+			total.Program += c.Program
+			total.Runes += c.Runes
 			out[l] = append(out[l], re)
 		}
 	}

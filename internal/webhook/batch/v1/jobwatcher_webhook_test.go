@@ -91,7 +91,7 @@ func TestInvalidNamesTheKind(t *testing.T) {
 // the controller's compile function (jobwatcherpolicy.CompilePattern) accepts
 // it, so that the controller never meets a watcher it cannot compile, and
 // that this is exactly when Go's RE2 compiles the pattern as written into a
-// program within the bound.
+// program within the bounds.
 func FuzzValidatePatterns(f *testing.F) {
 	for _, s := range []string{"pi-.*", "([a-z", `\8`, "a{2,1}", "(?i)team-[0-9]+", "x**"} {
 		f.Add(s)
@@ -104,9 +104,10 @@ func FuzzValidatePatterns(f *testing.F) {
 			t.Fatalf("pattern %q: validation %v, controller's compile %v", pattern, errs, compileErr)
 		}
 		_, err := regexp.Compile(pattern)
-		size, _ := jobwatcherpolicy.PatternProgramSize(pattern)
-		if (err == nil && size <= jobwatcherpolicy.MaxPatternProgram) != (compileErr == nil) {
-			t.Fatalf("pattern %q: RE2 %v, %d instructions, controller's compile %v", pattern, err, size, compileErr)
+		cost, _ := jobwatcherpolicy.PatternCost(pattern)
+		within := cost.Program <= jobwatcherpolicy.MaxPatternProgram && cost.Runes <= jobwatcherpolicy.MaxPatternRunes
+		if (err == nil && within) != (compileErr == nil) {
+			t.Fatalf("pattern %q: RE2 %v, cost %+v, controller's compile %v", pattern, err, cost, compileErr)
 		}
 	})
 }
