@@ -151,13 +151,18 @@ func TestCompilePatterns(t *testing.T) {
 // exactly the names the pattern as written matches whole: the leftmost
 // longest match of the unanchored pattern spans the name.
 func FuzzCompilePatternMatchesWholeNames(f *testing.F) {
-	for _, s := range [][2]string{{"pi-.*", "pi-1"}, {`\Qa.b`, "a.b"}, {"a|ab", "ab"}, {"x)|(.*", "y"}, {"(?i)b", "B"}} {
+	for _, s := range [][2]string{{"pi-.*", "pi-1"}, {`\Qa.b`, "a.b"}, {"a|ab", "ab"}, {"x)|(.*", "y"}, {"(?i)b", "B"},
+		{`\Qa\`, `a\`}, {"[a-b]*[c-d]*", "abcd"}, {`\pL\pL\pL\pL\pL`, "abcde"}, {"(?i)[k]", "\u212a"}} {
 		f.Add(s[0], s[1])
 	}
 	f.Fuzz(func(t *testing.T, pattern, name string) {
 		re, err := CompilePattern(pattern)
+		cost, costErr := PatternCost(pattern)
+		if costErr != nil {
+			return // refused before parsing: regexp.Compile may cost seconds
+		}
 		plain, plainErr := regexp.Compile(pattern)
-		if n, _ := PatternProgramSize(pattern); plainErr == nil && n <= MaxPatternProgram && err != nil {
+		if plainErr == nil && cost.Program <= MaxPatternProgram && cost.Runes <= MaxPatternRunes && err != nil {
 			t.Fatalf("%q: refused: %v", pattern, err)
 		}
 		if err != nil {
