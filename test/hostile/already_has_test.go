@@ -60,8 +60,9 @@ func createMany(t *testing.T, n int, make func(i int) client.Object, then func(c
 // What a tenant already has costs the manager no more than what it writes:
 // a new JobWatcher with a history limit over a namespace's 20,000 finished
 // Jobs of 3 KB, and a PodSet that makes a namespace of 20,000 pods one the
-// manager caches, take the manager no closer to its memory limit than the
-// limit allows, and another tenant's expired Jobs keep going meanwhile.
+// manager caches, then that namespace moved into the cluster-wide informer
+// and handed back to its own, stay under the manager's memory limit, and
+// another tenant's expired Jobs keep going meanwhile.
 func TestWhatATenantAlreadyHasIsBounded(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -120,8 +121,38 @@ func TestWhatATenantAlreadyHasIsBounded(t *testing.T) {
 		err := env.Client.Get(ctx, client.ObjectKey{Namespace: pods, Name: "newcomer"}, set)
 		return set.Status.Replicas, err
 	}).WithTimeout(time.Minute).Should(Equal(int32(1)), "the PodSet in the namespace of %d pods", n)
+
+	// The namespace of 20,000 pods crosses between the cache's spaces: 17
+	// namespaces needing pods move every pod into one cluster-wide
+	// informer, and back at 12 each namespace has its own again, this one
+	// handed over with all its pods.
+	var others []client.Object
+	for i := range 16 {
+		set := &appsv1beta1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: fmt.Sprintf("other-%d", i)},
+			Spec: appsv1beta1.PodSetSpec{Replicas: 1, Template: template("other")}}
+		g.Expect(env.Client.Create(ctx, set)).To(Succeed())
+		others = append(others, set)
+	}
+	settled := func(want int32) {
+		g.Eventually(func() (int32, error) {
+			set := &appsv1beta1.PodSet{}
+			err := env.Client.Get(ctx, client.ObjectKey{Namespace: pods, Name: "newcomer"}, set)
+			return set.Status.Replicas, err
+		}).WithTimeout(2*time.Minute).Should(Equal(want), "the PodSet in the namespace of %d pods", n)
+	}
+	settled(1)
+	for _, set := range others[:5] {
+		g.Expect(env.Client.Delete(ctx, set)).To(Succeed())
+	}
+	// Scaled after the handover, the PodSet acts on the handed-over cache.
+	set := &appsv1beta1.PodSet{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: pods, Name: "newcomer"}, set)).To(Succeed())
+	set.Spec.Replicas = 2
+	g.Expect(env.Client.Update(ctx, set)).To(Succeed())
+	settled(2)
+	g.Expect(p.exited()).To(BeFalse(), "the manager exited")
 	rss, err := p.peakRSS()
 	g.Expect(err).NotTo(HaveOccurred())
-	t.Logf("peak RSS %d MiB (limit %d MiB) after a history of %d Jobs drained and a namespace of %d pods was taken on", rss>>20, shippedLimit>>20, n, n)
+	t.Logf("peak RSS %d MiB (limit %d MiB) after a history of %d Jobs drained and a namespace of %d pods was taken on and handed over", rss>>20, shippedLimit>>20, n, n)
 	g.Expect(rss).To(BeNumerically("<", shippedLimit))
 }
