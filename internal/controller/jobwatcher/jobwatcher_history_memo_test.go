@@ -2,6 +2,7 @@ package jobwatcher
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -85,5 +86,25 @@ func TestHistoryMemoIsComputedAgainOnlyAfterAChange(t *testing.T) {
 	get("ns", watchers)
 	if computed != 7 {
 		t.Fatalf("after an error: computed %d times, want 7", computed)
+	}
+}
+
+// The memo holds a namespace only while its history is memoized: tenants
+// that come, have their history judged and go (their Jobs deleted) leave
+// nothing behind.
+func TestHistoryMemoStaysFlatThroughNamespaceChurn(t *testing.T) {
+	w := &deckhandbatchv1.JobWatcher{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w", UID: "w-1", Generation: 1}}
+	w.Spec.SuccessfulJobsHistoryLimit = ptr.To[int32](3)
+	watchers := []*compiledWatcher{compileJobWatcher(w)}
+	m := newHistoryMemo()
+	for i := range 1000 {
+		ns := fmt.Sprintf("tenant-%d", i)
+		if _, err := m.get(ns, watchers, func() (history, error) { return history{}, nil }); err != nil {
+			t.Fatal(err)
+		}
+		m.changed(ns) // its last Job deleted
+	}
+	if n := m.size(); n != 0 {
+		t.Fatalf("the memo holds %d namespaces after 1,000 came and went, want 0", n)
 	}
 }
