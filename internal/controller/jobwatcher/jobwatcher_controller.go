@@ -160,6 +160,9 @@ type JobReconciler struct {
 	// historyLists shares the lists of a namespace past the cache that
 	// deletions for a history limit rest on.
 	historyLists historyLists
+	// historyPeers coalesces, per namespace, the passes that queue the Jobs
+	// a Job event pushed beyond a history limit.
+	historyPeers historyPeers
 }
 
 // NewJobReconciler returns a JobReconciler that reads failed containers' logs
@@ -301,10 +304,12 @@ func (r *JobReconciler) eachInReach(ctx context.Context, obj client.Object, fn f
 //     falls due (enqueueListed);
 //   - a governable Job created after the start, or updated, is queued;
 //   - one created after the start, or that becomes governable, may push
-//     older ones beyond a history limit: they are queued too (enqueueHistoryPeers;
-//     not for the initial list: each of its Jobs is judged, its history
-//     included, on its own, and mapping each of N listed Jobs to its peers
-//     would list the namespace N times).
+//     older ones beyond a history limit: they are queued too, by a pass
+//     over the namespace coalesced with the other events of the namespace
+//     and run off the handler's path (enqueueHistoryPeersOf; not for the
+//     initial list: each of its Jobs is judged, its history included, on
+//     its own, and mapping each of N listed Jobs to its peers would list
+//     the namespace N times).
 //
 // One handler, because the scoped cache hands each handler registration a
 // Job expanded from its compact form (internal/scopedcache/compact.go): four
@@ -322,7 +327,7 @@ func (r *JobReconciler) jobEvents() handler.EventHandler {
 				r.enqueueListed(ctx, job, q)
 			default:
 				q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(job)})
-				r.enqueueHistoryPeers(ctx, job, q)
+				r.enqueueHistoryPeersOf(ctx, job.Namespace, q)
 			}
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
@@ -332,7 +337,7 @@ func (r *JobReconciler) jobEvents() handler.EventHandler {
 			}
 			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.ObjectNew)})
 			if !governableObject(e.ObjectOld) {
-				r.enqueueHistoryPeers(ctx, e.ObjectNew, q)
+				r.enqueueHistoryPeersOf(ctx, e.ObjectNew.GetNamespace(), q)
 			}
 		},
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ queue) {
