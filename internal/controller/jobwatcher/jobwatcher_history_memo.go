@@ -67,9 +67,9 @@ func (m *historyMemo) get(ns string, watchers []*compiledWatcher, compute func()
 		e = &namespaceHistory{}
 		m.byNS[ns] = e
 	}
-	if e.h != nil && e.watchers == fp {
+	if h := e.h; h != nil && e.watchers == fp {
 		m.mu.Unlock()
-		return e.h, nil
+		return h, nil
 	}
 	version := e.version
 	e.inflight++
