@@ -299,7 +299,9 @@ func (r *JobReconciler) eachInReach(ctx context.Context, obj client.Object, fn f
 // for each event what the four watches it replaces decided, with their
 // predicates, in this order:
 //   - every event makes the memoized history of the Job's namespace stale
-//     (historyMemo), first, so that what follows counts this Job;
+//     (historyMemo), first, so that what follows counts this Job, but that
+//     of a Job going (deleted, or given a deletion timestamp) that the
+//     history put beyond a limit (historyMemo.gone);
 //   - a governable Job (governable) of the initial list is queued by when it
 //     falls due (enqueueListed);
 //   - a governable Job created after the start, or updated, is queued;
@@ -331,7 +333,11 @@ func (r *JobReconciler) jobEvents() handler.EventHandler {
 			}
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
-			r.histories.changed(e.ObjectNew.GetNamespace())
+			if e.ObjectNew.GetDeletionTimestamp().IsZero() {
+				r.histories.changed(e.ObjectNew.GetNamespace())
+			} else {
+				r.histories.gone(e.ObjectNew.GetNamespace(), e.ObjectNew.GetName())
+			}
 			if !governableObject(e.ObjectNew) {
 				return
 			}
@@ -341,7 +347,7 @@ func (r *JobReconciler) jobEvents() handler.EventHandler {
 			}
 		},
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ queue) {
-			r.histories.changed(e.Object.GetNamespace())
+			r.histories.gone(e.Object.GetNamespace(), e.Object.GetName())
 		},
 	}
 }

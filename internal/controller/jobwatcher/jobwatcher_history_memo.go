@@ -16,6 +16,14 @@ import (
 // past the cache (freshHistory), so a memo a moment behind the cache
 // deletes nothing it should not.
 //
+// A Job beyond a limit that goes does not make the memo stale: a Job going
+// can only bring another of its group back within a limit, never push one
+// beyond it, so the memo still names every Job beyond a limit (and perhaps
+// one that no longer is, which the list past the cache keeps). Draining a
+// backlog of N Jobs beyond a limit thus computes the history once, not once
+// per deletion (N passes over N Jobs). Any other Job that goes makes it
+// stale, so that a namespace whose Jobs all went is not held.
+//
 // It holds a namespace only while it has a history memoized or being
 // computed: a change of the namespace's Jobs drops what it held, so the memo
 // is bounded by the namespaces whose history was asked for since their last
@@ -34,6 +42,8 @@ type namespaceHistory struct {
 	inflight int
 	watchers string
 	h        history
+	// beyond names the Jobs h puts beyond a limit.
+	beyond map[string]bool
 }
 
 func newHistoryMemo() *historyMemo {
@@ -51,9 +61,22 @@ func (m *historyMemo) changed(ns string) {
 		return
 	}
 	e.version++
-	e.h = nil
+	e.h, e.beyond = nil, nil
 	if e.inflight == 0 {
 		delete(m.byNS, ns)
+	}
+}
+
+// gone notes that the Job named name of namespace ns is gone (or going):
+// the history memoized for ns stays when it put the Job beyond a limit,
+// else it is stale.
+func (m *historyMemo) gone(ns, name string) {
+	m.mu.Lock()
+	e := m.byNS[ns]
+	keep := e != nil && e.h != nil && e.beyond[name]
+	m.mu.Unlock()
+	if !keep {
+		m.changed(ns)
 	}
 }
 
@@ -79,7 +102,10 @@ func (m *historyMemo) get(ns string, watchers []*compiledWatcher, compute func()
 	defer m.mu.Unlock()
 	e.inflight--
 	if err == nil && e.version == version {
-		e.h, e.watchers = h, fp
+		e.h, e.watchers, e.beyond = h, fp, make(map[string]bool, len(h))
+		for k := range h {
+			e.beyond[k.job.Name] = true
+		}
 	}
 	if e.h == nil && e.inflight == 0 && m.byNS[ns] == e {
 		delete(m.byNS, ns)

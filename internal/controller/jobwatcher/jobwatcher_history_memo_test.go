@@ -108,3 +108,36 @@ func TestHistoryMemoStaysFlatThroughNamespaceChurn(t *testing.T) {
 		t.Fatalf("the memo holds %d namespaces after 1,000 came and went, want 0", n)
 	}
 }
+
+// Draining a backlog beyond a history limit does not compute the history
+// again for every Job deleted: a Job beyond the limit that goes leaves the
+// memo as it is (it can push no other Job beyond the limit); any other Job
+// that goes makes it stale, and a namespace whose Jobs all went is dropped.
+func TestHistoryMemoKeepsItsHistoryWhileJobsBeyondTheLimitGo(t *testing.T) {
+	w := &deckhandbatchv1.JobWatcher{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w", UID: "w-1", Generation: 1}}
+	w.Spec.SuccessfulJobsHistoryLimit = ptr.To[int32](1)
+	watchers := []*compiledWatcher{compileJobWatcher(w)}
+	m := newHistoryMemo()
+	computed := 0
+	compute := func() (history, error) {
+		computed++
+		h := history{}
+		for i := range 100 {
+			h[historyKey{"w-1", types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("old-%d", i)}}] = true
+		}
+		return h, nil
+	}
+	for i := range 100 {
+		if _, err := m.get("ns", watchers, compute); err != nil {
+			t.Fatal(err)
+		}
+		m.gone("ns", fmt.Sprintf("old-%d", i))
+	}
+	if computed != 1 {
+		t.Fatalf("deleting 100 Jobs beyond the limit computed the history %d times, want 1", computed)
+	}
+	m.gone("ns", "newest") // the Job within the limit
+	if n := m.size(); n != 0 {
+		t.Fatalf("the memo holds %d namespaces after their last Job went, want 0", n)
+	}
+}
