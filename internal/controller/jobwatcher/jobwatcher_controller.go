@@ -162,6 +162,9 @@ type JobReconciler struct {
 	historyLists historyLists
 	// protection is the namespaces ClusterJobWatchers leave alone.
 	protection *protection
+	// historyPeers coalesces, per namespace, the passes that queue the Jobs
+	// a Job event pushed beyond a history limit.
+	historyPeers historyPeers
 }
 
 // NewJobReconciler returns a JobReconciler that reads failed containers' logs
@@ -301,15 +304,19 @@ func (r *JobReconciler) eachInReach(ctx context.Context, obj client.Object, fn f
 // for each event what the four watches it replaces decided, with their
 // predicates, in this order:
 //   - every event makes the memoized history of the Job's namespace stale
-//     (historyMemo), first, so that what follows counts this Job;
+//     (historyMemo), first, so that what follows counts this Job, but that
+//     of a Job going (deleted, or given a deletion timestamp) that the
+//     history put beyond a limit (historyMemo.gone);
 //   - a governable Job (governable) of the initial list is queued by when it
 //     falls due (enqueueListed);
 //   - a governable Job created after the start, or updated, is queued;
 //   - one created after the start, or that becomes governable, may push
-//     older ones beyond a history limit: they are queued too (enqueueHistoryPeers;
-//     not for the initial list: each of its Jobs is judged, its history
-//     included, on its own, and mapping each of N listed Jobs to its peers
-//     would list the namespace N times).
+//     older ones beyond a history limit: they are queued too, by a pass
+//     over the namespace coalesced with the other events of the namespace
+//     and run off the handler's path (enqueueHistoryPeersOf; not for the
+//     initial list: each of its Jobs is judged, its history included, on
+//     its own, and mapping each of N listed Jobs to its peers would list
+//     the namespace N times).
 //
 // One handler, because the scoped cache hands each handler registration a
 // Job expanded from its compact form (internal/scopedcache/compact.go): four
@@ -327,21 +334,25 @@ func (r *JobReconciler) jobEvents() handler.EventHandler {
 				r.enqueueListed(ctx, job, q)
 			default:
 				q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(job)})
-				r.enqueueHistoryPeers(ctx, job, q)
+				r.enqueueHistoryPeersOf(ctx, job.Namespace, q)
 			}
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
-			r.histories.changed(e.ObjectNew.GetNamespace())
+			if e.ObjectNew.GetDeletionTimestamp().IsZero() {
+				r.histories.changed(e.ObjectNew.GetNamespace())
+			} else {
+				r.histories.gone(e.ObjectNew.GetNamespace(), e.ObjectNew.GetName())
+			}
 			if !governableObject(e.ObjectNew) {
 				return
 			}
 			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.ObjectNew)})
 			if !governableObject(e.ObjectOld) {
-				r.enqueueHistoryPeers(ctx, e.ObjectNew, q)
+				r.enqueueHistoryPeersOf(ctx, e.ObjectNew.GetNamespace(), q)
 			}
 		},
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ queue) {
-			r.histories.changed(e.Object.GetNamespace())
+			r.histories.gone(e.Object.GetNamespace(), e.Object.GetName())
 		},
 	}
 }

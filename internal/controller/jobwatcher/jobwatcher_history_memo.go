@@ -15,23 +15,39 @@ import (
 // what to judge; a deletion for a history limit is decided on a list read
 // past the cache (freshHistory), so a memo a moment behind the cache
 // deletes nothing it should not.
+//
+// A Job beyond a limit that goes does not make the memo stale: a Job going
+// can only bring another of its group back within a limit, never push one
+// beyond it, so the memo still names every Job beyond a limit (and perhaps
+// one that no longer is, which the list past the cache keeps). Draining a
+// backlog of N Jobs beyond a limit thus computes the history once, not once
+// per deletion (N passes over N Jobs). Any other Job that goes makes it
+// stale, so that a namespace whose Jobs all went is not held.
+//
+// It holds a namespace only while it has a history memoized or being
+// computed: a change of the namespace's Jobs drops what it held, so the memo
+// is bounded by the namespaces whose history was asked for since their last
+// change, not by every namespace that ever had a Job.
 type historyMemo struct {
-	mu sync.Mutex
-	// versions counts the Job events of each namespace.
-	versions map[string]uint64
-	byNS     map[string]memoizedHistory
+	mu   sync.Mutex
+	byNS map[string]*namespaceHistory
 }
 
-// memoizedHistory is a namespace's history, computed at version of its Jobs
-// with the watchers that watchers fingerprints.
-type memoizedHistory struct {
+// namespaceHistory is what the memo holds of one namespace: how many times
+// its Jobs changed while a history was being computed (version), how many
+// computations are under way, and the history computed with the watchers
+// that watchers fingerprints (nil: none).
+type namespaceHistory struct {
 	version  uint64
+	inflight int
 	watchers string
 	h        history
+	// beyond names the Jobs h puts beyond a limit.
+	beyond map[string]bool
 }
 
 func newHistoryMemo() *historyMemo {
-	return &historyMemo{versions: map[string]uint64{}, byNS: map[string]memoizedHistory{}}
+	return &historyMemo{byNS: map[string]*namespaceHistory{}}
 }
 
 // changed notes that the cache's Jobs of namespace ns changed: the history
@@ -40,8 +56,28 @@ func newHistoryMemo() *historyMemo {
 func (m *historyMemo) changed(ns string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.versions[ns]++
-	delete(m.byNS, ns)
+	e := m.byNS[ns]
+	if e == nil {
+		return
+	}
+	e.version++
+	e.h, e.beyond = nil, nil
+	if e.inflight == 0 {
+		delete(m.byNS, ns)
+	}
+}
+
+// gone notes that the Job named name of namespace ns is gone (or going):
+// the history memoized for ns stays when it put the Job beyond a limit,
+// else it is stale.
+func (m *historyMemo) gone(ns, name string) {
+	m.mu.Lock()
+	e := m.byNS[ns]
+	keep := e != nil && e.h != nil && e.beyond[name]
+	m.mu.Unlock()
+	if !keep {
+		m.changed(ns)
+	}
 }
 
 // get returns the history of ns computed by compute, from the memo when
@@ -49,22 +85,39 @@ func (m *historyMemo) changed(ns string) {
 func (m *historyMemo) get(ns string, watchers []*compiledWatcher, compute func() (history, error)) (history, error) {
 	fp := historyWatchers(watchers)
 	m.mu.Lock()
-	version := m.versions[ns]
-	if got, ok := m.byNS[ns]; ok && got.version == version && got.watchers == fp {
-		m.mu.Unlock()
-		return got.h, nil
+	e := m.byNS[ns]
+	if e == nil {
+		e = &namespaceHistory{}
+		m.byNS[ns] = e
 	}
+	if h := e.h; h != nil && e.watchers == fp {
+		m.mu.Unlock()
+		return h, nil
+	}
+	version := e.version
+	e.inflight++
 	m.mu.Unlock()
 	h, err := compute()
-	if err != nil {
-		return nil, err
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.versions[ns] == version {
-		m.byNS[ns] = memoizedHistory{version: version, watchers: fp, h: h}
+	e.inflight--
+	if err == nil && e.version == version {
+		e.h, e.watchers, e.beyond = h, fp, make(map[string]bool, len(h))
+		for k := range h {
+			e.beyond[k.job.Name] = true
+		}
 	}
-	return h, nil
+	if e.h == nil && e.inflight == 0 && m.byNS[ns] == e {
+		delete(m.byNS, ns)
+	}
+	return h, err
+}
+
+// size is how many namespaces the memo holds.
+func (m *historyMemo) size() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.byNS)
 }
 
 // historyWatchers identifies watchers with history limits as a history

@@ -2,6 +2,7 @@ package jobwatcher
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -85,5 +86,58 @@ func TestHistoryMemoIsComputedAgainOnlyAfterAChange(t *testing.T) {
 	get("ns", watchers)
 	if computed != 7 {
 		t.Fatalf("after an error: computed %d times, want 7", computed)
+	}
+}
+
+// The memo holds a namespace only while its history is memoized: tenants
+// that come, have their history judged and go (their Jobs deleted) leave
+// nothing behind.
+func TestHistoryMemoStaysFlatThroughNamespaceChurn(t *testing.T) {
+	w := &deckhandbatchv1.JobWatcher{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w", UID: "w-1", Generation: 1}}
+	w.Spec.SuccessfulJobsHistoryLimit = ptr.To[int32](3)
+	watchers := []*compiledWatcher{compileJobWatcher(w)}
+	m := newHistoryMemo()
+	for i := range 1000 {
+		ns := fmt.Sprintf("tenant-%d", i)
+		if _, err := m.get(ns, watchers, func() (history, error) { return history{}, nil }); err != nil {
+			t.Fatal(err)
+		}
+		m.changed(ns) // its last Job deleted
+	}
+	if n := m.size(); n != 0 {
+		t.Fatalf("the memo holds %d namespaces after 1,000 came and went, want 0", n)
+	}
+}
+
+// Draining a backlog beyond a history limit does not compute the history
+// again for every Job deleted: a Job beyond the limit that goes leaves the
+// memo as it is (it can push no other Job beyond the limit); any other Job
+// that goes makes it stale, and a namespace whose Jobs all went is dropped.
+func TestHistoryMemoKeepsItsHistoryWhileJobsBeyondTheLimitGo(t *testing.T) {
+	w := &deckhandbatchv1.JobWatcher{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w", UID: "w-1", Generation: 1}}
+	w.Spec.SuccessfulJobsHistoryLimit = ptr.To[int32](1)
+	watchers := []*compiledWatcher{compileJobWatcher(w)}
+	m := newHistoryMemo()
+	computed := 0
+	compute := func() (history, error) {
+		computed++
+		h := history{}
+		for i := range 100 {
+			h[historyKey{"w-1", types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("old-%d", i)}}] = true
+		}
+		return h, nil
+	}
+	for i := range 100 {
+		if _, err := m.get("ns", watchers, compute); err != nil {
+			t.Fatal(err)
+		}
+		m.gone("ns", fmt.Sprintf("old-%d", i))
+	}
+	if computed != 1 {
+		t.Fatalf("deleting 100 Jobs beyond the limit computed the history %d times, want 1", computed)
+	}
+	m.gone("ns", "newest") // the Job within the limit
+	if n := m.size(); n != 0 {
+		t.Fatalf("the memo holds %d namespaces after their last Job went, want 0", n)
 	}
 }

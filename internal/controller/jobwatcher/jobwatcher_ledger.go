@@ -212,10 +212,13 @@ func (l *ledger) wake(ctx context.Context, watcher client.Object) {
 // (the failure records of the status the cache holds), which it keeps
 // from now on. A status shown is not necessarily this controller's: another
 // writer may have replaced it with one that lacks records this controller
-// saved or saw, and the next status puts them back.
+// saved or saw, and the next status puts them back. The tallies of an
+// earlier watcher of the same name (another UID: deleted and created again
+// before its status controller saw it gone, so forget never ran for it) go.
 func (l *ledger) count(watcher client.Object, shown []deckhandbatchv1.FailureRecord) deletions {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.forgetOthers(client.ObjectKeyFromObject(watcher), watcher.GetUID())
 	t := l.tally(watcher)
 	l.keep(t, shown)
 	l.settle(shown)
@@ -246,6 +249,18 @@ func (l *ledger) forget(key types.NamespacedName) {
 	defer l.mu.Unlock()
 	maps.DeleteFunc(l.tallies, func(_ types.UID, t *tally) bool {
 		if t.key != key {
+			return false
+		}
+		l.release(t.failures, errWatcherGone)
+		return true
+	})
+}
+
+// forgetOthers drops the tallies of the watchers named key other than uid,
+// which are gone, as forget does. The caller holds l.mu.
+func (l *ledger) forgetOthers(key types.NamespacedName, uid types.UID) {
+	maps.DeleteFunc(l.tallies, func(u types.UID, t *tally) bool {
+		if t.key != key || u == uid {
 			return false
 		}
 		l.release(t.failures, errWatcherGone)

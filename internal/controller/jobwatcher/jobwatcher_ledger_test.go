@@ -2,6 +2,7 @@ package jobwatcher
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -91,5 +92,22 @@ func TestLedgerKeepsTheRecordsItSaw(t *testing.T) {
 	}
 	if got := l.count(w, nil).failures; len(got) != 1 || got[0].UID != "etl-1" {
 		t.Errorf("after a status without it: failures = %v, want etl-1", got)
+	}
+}
+
+// A watcher deleted and created again under its name, faster than its
+// status controller saw it gone, leaves no tally behind: the ledger holds
+// one per watcher that exists however often the name churns.
+func TestLedgerHoldsOneTallyPerNameThroughChurn(t *testing.T) {
+	l := newLedger()
+	for i := range 100 {
+		w := jw("ns", "w", nil, nil).watcher
+		w.SetUID(types.UID(fmt.Sprintf("w-%d", i)))
+		l.add(t.Context(), w, deletedJob{name: "ns/job"})
+		<-l.notify
+		l.count(w, nil)
+	}
+	if n := len(l.tallies); n != 1 {
+		t.Fatalf("the ledger holds %d tallies after 100 watchers of one name, one at a time, want 1", n)
 	}
 }

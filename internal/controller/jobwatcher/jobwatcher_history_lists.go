@@ -116,7 +116,7 @@ func (l *historyLists) take(ctx context.Context, job *batchv1.Job, list listFunc
 			fresh := hl.fresh[name]
 			delete(hl.fresh, name)
 			if len(s.joined) == 0 && s.running == nil && s.next == nil {
-				delete(l.byNS, ns)
+				l.drop(ns, s)
 			}
 			if time.Since(hl.endedAt) < historyAnswerTTL {
 				if hl.err != nil {
@@ -162,39 +162,31 @@ func (l *historyLists) start(ctx context.Context, ns string, s *namespaceLists, 
 		hl.fresh, hl.h, hl.fp, hl.err, hl.endedAt = fresh, h, fp, err, time.Now()
 		close(hl.ended)
 		s.running = nil
-		// Answers nobody came back for are dropped.
-		maps.DeleteFunc(s.joined, func(_ string, j *historyList) bool {
-			return j != hl && j.isEnded() && time.Since(j.endedAt) >= historyAnswerTTL
-		})
 		switch {
 		case s.next != nil:
 			l.start(ctx, ns, s, list)
 		case len(s.joined) == 0:
-			delete(l.byNS, ns)
+			l.drop(ns, s)
 		}
+		// The answers nobody came back for (a Job gone meanwhile) are
+		// dropped once they are too old to be taken.
+		time.AfterFunc(historyAnswerTTL, func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			maps.DeleteFunc(s.joined, func(_ string, j *historyList) bool { return j == hl })
+			if len(s.joined) == 0 && s.running == nil && s.next == nil {
+				l.drop(ns, s)
+			}
+		})
 	}()
 }
 
-// isEnded reports whether the list has its answer.
-func (hl *historyList) isEnded() bool {
-	select {
-	case <-hl.ended:
-		return true
-	default:
-		return false
+// drop forgets the lists of namespace ns, s, unless another took their
+// place. The caller holds l.mu.
+func (l *historyLists) drop(ns string, s *namespaceLists) {
+	if l.byNS[ns] == s {
+		delete(l.byNS, ns)
 	}
-}
-
-// pending is how many Jobs wait for an answer or have not taken theirs, in
-// every namespace.
-func (l *historyLists) pending() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, s := range l.byNS {
-		n += len(s.joined)
-	}
-	return n
 }
 
 // listHistory lists the Jobs of namespace ns past the cache, in pages of
