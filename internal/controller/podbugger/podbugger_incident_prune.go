@@ -85,18 +85,26 @@ func (r *PodBuggerReconciler) dropLogsOfGonePods(ctx context.Context, pb *debugv
 	if limitsOf(pb).keepLogs {
 		return nil
 	}
-	present := make(map[types.UID]bool, len(pods))
-	for i := range pods {
-		present[pods[i].UID] = true
+	// The pods of the records that still hold their logs (at most
+	// maxRecords), less those the pass read: not the namespace's pods, which
+	// can be thousands.
+	missing := map[types.UID]bool{}
+	for _, inc := range records {
+		if inc.Spec.LogError != goneLogNote {
+			missing[types.UID(inc.Spec.Pod.UID)] = true
+		}
+	}
+	for i := 0; i < len(pods) && len(missing) > 0; i++ {
+		delete(missing, pods[i].UID)
+	}
+	if len(missing) == 0 {
+		return nil
 	}
 	var gone []*debugv1beta1.PodIncident
 	for _, inc := range records {
-		if inc.Spec.LogError != goneLogNote && !present[types.UID(inc.Spec.Pod.UID)] {
+		if inc.Spec.LogError != goneLogNote && missing[types.UID(inc.Spec.Pod.UID)] {
 			gone = append(gone, inc)
 		}
-	}
-	if len(gone) == 0 {
-		return nil
 	}
 	if changed, err := r.changedSince(ctx, pb); err != nil || changed {
 		// Changed: its event brings the next pass, which judges with it.
