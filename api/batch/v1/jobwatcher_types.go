@@ -399,7 +399,9 @@ type ContainerFailure struct {
 	// +optional
 	Message string `json:"message,omitempty"`
 	// logTail is the end of its log (at most 5 lines, 512 bytes), when its
-	// node served it; logError says why not otherwise.
+	// node served it; logError says why not otherwise. A ClusterJobWatcher's
+	// records have neither: its status is cluster-scoped, and a tenant's log
+	// is not read for it.
 	// +optional
 	LogTail string `json:"logTail,omitempty"`
 	// +optional

@@ -194,6 +194,14 @@ type IncidentPolicy struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=16384
 	LogTailBytes *int32 `json:"logTailBytes,omitempty"`
+
+	// keepLogsAfterPodDeletion keeps a record's log tail (and its debug
+	// container's output) after the pod is gone, as long as the record.
+	// By default a record's log goes with its pod: once the pod is deleted,
+	// the record keeps what failed and why, and logError says the log was
+	// not kept.
+	// +optional
+	KeepLogsAfterPodDeletion bool `json:"keepLogsAfterPodDeletion,omitempty"`
 }
 
 // DebuggedPod is a pod that carries the PodBugger's container.

@@ -165,7 +165,7 @@ func (r *JobReconciler) act(ctx context.Context, job *batchv1.Job, d decision, n
 	gov := d.Governor
 	if recordsFailure(d) {
 		// Recorded first: deleting the Job destroys the evidence.
-		if err := r.ledgerOf(gov).save(ctx, gov.watcher, r.recordFailure(ctx, job, now)); err != nil {
+		if err := r.ledgerOf(gov).save(ctx, gov.watcher, r.recordFailure(ctx, job, now, !gov.cluster)); err != nil {
 			return ctrl.Result{}, false, err
 		}
 	}

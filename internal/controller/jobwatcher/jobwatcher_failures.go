@@ -57,17 +57,21 @@ func (p *compiledWatcher) failureRecords() int {
 }
 
 // recordFailure collects, before a failed Job is deleted, why it failed:
-// its pods, read past the cache by the Job's controller-uid label, and the
-// end of their failed containers' logs. It never fails: what cannot be read
-// is left out (pods) or noted (logs).
-func (r *JobReconciler) recordFailure(ctx context.Context, job *batchv1.Job, now time.Time) deckhandbatchv1.FailureRecord {
+// its pods, read past the cache by the Job's controller-uid label, and,
+// unless withLogs is false, the end of their failed containers' logs. It
+// never fails: what cannot be read is left out (pods) or noted (logs).
+//
+// A ClusterJobWatcher's records are read without logs: its status is
+// cluster-scoped, readable by whoever may read the watcher, and a tenant's
+// log is not theirs to read; the Job, its pods, exit codes and reasons are.
+func (r *JobReconciler) recordFailure(ctx context.Context, job *batchv1.Job, now time.Time, withLogs bool) deckhandbatchv1.FailureRecord {
 	var pods corev1.PodList
 	if err := r.APIReader.List(ctx, &pods, client.InNamespace(job.Namespace),
 		client.MatchingLabels{batchv1.ControllerUidLabel: string(job.UID)}); err != nil {
 		logf.FromContext(ctx).Info("failure record without pods: listing them failed", "job", klog.KObj(job), "error", err.Error())
 	}
 	rec := failureRecord(job, pods.Items, now)
-	if r.Logs == nil {
+	if r.Logs == nil || !withLogs {
 		return rec
 	}
 	ctx, cancel := context.WithTimeout(ctx, logsTimeout)

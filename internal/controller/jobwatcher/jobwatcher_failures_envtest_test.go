@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 	"github.com/deckhand-dev/deckhand/internal/testenv/faultinject"
@@ -22,16 +24,42 @@ import (
 // logs: the record says so instead.
 func TestFailedJobLeavesARecord(t *testing.T) {
 	g := testenv.NewG(t)
-	ctx := context.Background()
 	ns := env.Namespace(t)
 	env.StartManager(t, env.ManagerOptions())
 	w := jobWatcher(ns, "w", nil, i32(0))
 	env.Create(t, w)
 
-	job := newJob(ns, "etl")
+	job, finishedAt := failedJobWithPod(t, ns, "etl")
+
+	g.Eventually(env.Exists(job)).Should(BeFalse())
+	g.Eventually(status(w)).Should(HaveField("RecentFailures", ConsistOf(And(
+		HaveField("Job", "etl"), HaveField("Namespace", ns), HaveField("UID", job.UID),
+		HaveField("FailedAt.Time", BeTemporally("==", finishedAt)),
+		HaveField("Reason", "BackoffLimitExceeded"), HaveField("Message", "Job has reached the specified backoff limit"),
+		HaveField("Pods", ConsistOf(And(
+			HaveField("Name", "etl-x7k2p"), HaveField("Node", "node-a"),
+			HaveField("Containers", ConsistOf(And(
+				HaveField("Name", "main"), HaveField("ExitCode", BeEquivalentTo(3)), HaveField("Reason", "Error"),
+				HaveField("Message", "cannot reach db.internal:5432"),
+				HaveField("LogTail", BeEmpty()), HaveField("LogError", Not(BeEmpty())))))))),
+	))))
+
+	// failureRecords: 0 records nothing.
+	g.Expect(env.Update(w, func() { w.Spec.FailureRecords = i32(0) })).To(Succeed())
+	g.Eventually(status(w)).Should(HaveField("RecentFailures", BeEmpty()))
+}
+
+// failedJobWithPod creates the Job name in ns, failed a minute ago, with a
+// failed pod name-x7k2p on node-a whose container main ended with exit
+// code 3 and whose sidecar completed.
+func failedJobWithPod(t *testing.T, ns, name string) (*batchv1.Job, time.Time) {
+	t.Helper()
+	g := testenv.NewG(t)
+	ctx := context.Background()
+	job := newJob(ns, name)
 	env.Create(t, job)
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etl-x7k2p", Labels: map[string]string{batchv1.ControllerUidLabel: string(job.UID)}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-x7k2p", Labels: map[string]string{batchv1.ControllerUidLabel: string(job.UID)}},
 		Spec: corev1.PodSpec{NodeName: "node-a", RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{Name: "main", Image: "busybox"}, {Name: "sidecar", Image: "busybox"}}},
 	}
@@ -50,23 +78,61 @@ func TestFailedJobLeavesARecord(t *testing.T) {
 			Message: "Job has reached the specified backoff limit"},
 	}}
 	g.Expect(env.Client.Status().Update(ctx, job)).To(Succeed())
+	return job, finishedAt
+}
 
-	g.Eventually(env.Exists(job)).Should(BeFalse())
-	g.Eventually(status(w)).Should(HaveField("RecentFailures", ConsistOf(And(
-		HaveField("Job", "etl"), HaveField("Namespace", ns), HaveField("UID", job.UID),
-		HaveField("FailedAt.Time", BeTemporally("==", finishedAt)),
-		HaveField("Reason", "BackoffLimitExceeded"), HaveField("Message", "Job has reached the specified backoff limit"),
+// A ClusterJobWatcher's status is cluster-scoped: whoever may read the
+// watcher reads its failure records, whatever namespace the Job was in. Its
+// records name the Job, its pods, exit codes and reasons, but carry no log
+// tail, and the manager does not even ask for the log. A JobWatcher's
+// records, in the Job's own namespace, still read it (envtest has no node to
+// serve it: the record says why there is none).
+func TestAClusterJobWatchersRecordsCarryNoLogs(t *testing.T) {
+	g := testenv.NewG(t)
+	tenant, own := env.Namespace(t), env.Namespace(t)
+	var mu sync.Mutex
+	logReads := map[string]int{} // by namespace
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return faultinject.RoundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			// /api/v1/namespaces/<ns>/pods/<pod>/log
+			if p := strings.Split(req.URL.Path, "/"); len(p) == 8 && p[3] == "namespaces" && p[5] == "pods" && p[7] == "log" {
+				mu.Lock()
+				logReads[p[4]]++
+				mu.Unlock()
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	reads := func(ns string) func() int {
+		return func() int { mu.Lock(); defer mu.Unlock(); return logReads[ns] }
+	}
+	env.StartManagerWithConfig(t, cfg, env.ManagerOptions())
+	cluster := clusterJobWatcher(t, nil, i32(0), tenant)
+	env.Create(t, cluster)
+	namespaced := jobWatcher(own, "w", nil, i32(0))
+	env.Create(t, namespaced)
+
+	clusterJob, _ := failedJobWithPod(t, tenant, "etl")
+	ownJob, _ := failedJobWithPod(t, own, "etl")
+
+	g.Eventually(env.Exists(clusterJob)).Should(BeFalse())
+	g.Eventually(status(cluster)).Should(HaveField("RecentFailures", ConsistOf(And(
+		HaveField("Job", "etl"), HaveField("Namespace", tenant), HaveField("Reason", "BackoffLimitExceeded"),
 		HaveField("Pods", ConsistOf(And(
-			HaveField("Name", "etl-x7k2p"), HaveField("Node", "node-a"),
+			HaveField("Name", "etl-x7k2p"),
 			HaveField("Containers", ConsistOf(And(
-				HaveField("Name", "main"), HaveField("ExitCode", BeEquivalentTo(3)), HaveField("Reason", "Error"),
-				HaveField("Message", "cannot reach db.internal:5432"),
-				HaveField("LogTail", BeEmpty()), HaveField("LogError", Not(BeEmpty())))))))),
-	))))
+				HaveField("Name", "main"), HaveField("ExitCode", BeEquivalentTo(3)), HaveField("Reason", "Error")))))))))))
+	main := cluster.Status.RecentFailures[0].Pods[0].Containers[0]
+	g.Expect(main.LogTail).To(BeEmpty(), "a ClusterJobWatcher's record carries a log tail")
+	g.Expect(main.LogError).To(BeEmpty(), "a ClusterJobWatcher's record tried to read the log")
+	g.Expect(reads(tenant)()).To(BeZero(), "log reads in the tenant's namespace for a ClusterJobWatcher's record")
 
-	// failureRecords: 0 records nothing.
-	g.Expect(env.Update(w, func() { w.Spec.FailureRecords = i32(0) })).To(Succeed())
-	g.Eventually(status(w)).Should(HaveField("RecentFailures", BeEmpty()))
+	g.Eventually(env.Exists(ownJob)).Should(BeFalse())
+	g.Eventually(status(namespaced)).Should(HaveField("RecentFailures", ConsistOf(
+		HaveField("Pods", ConsistOf(HaveField("Containers", ConsistOf(And(
+			HaveField("Name", "main"), HaveField("LogError", Not(BeEmpty()))))))))))
+	g.Expect(reads(own)()).To(BeNumerically(">", 0), "a JobWatcher's record did not read the log")
 }
 
 // A failed Job's record is in its watcher's status before the Job is

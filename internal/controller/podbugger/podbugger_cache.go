@@ -42,10 +42,14 @@ func slimIncident(inc *debugv1beta1.PodIncident) {
 	s := &inc.Spec
 	// A record still waiting for its log says so (the constant, which costs
 	// no memory): a read its manager queued and did not finish is read again
-	// by the next (podbugger_incident_logs.go).
+	// by the next (podbugger_incident_logs.go). So does a record whose log
+	// went with its pod: it is not patched again (dropLogsOfGonePods).
 	logError := ""
-	if s.LogError == pendingLogNote {
+	switch s.LogError {
+	case pendingLogNote:
 		logError = pendingLogNote
+	case goneLogNote:
+		logError = goneLogNote
 	}
 	s.LogTail, s.LogError, s.Events, s.Node, s.Resources, s.DebugContainer, s.Pod.Message = "", logError, nil, nil, nil, nil, ""
 	if s.LastFailure != nil {

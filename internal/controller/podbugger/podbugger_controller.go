@@ -116,7 +116,9 @@ func NewPodBuggerReconciler(c client.Client, apiReader client.Reader, recorder e
 
 // Reconcile adds pb's container to the running pods it selects that lack it
 // (or, with incidents.inject, to the failing pods its records name), keeps
-// its PodIncidents within maxRecords and maxAge, then writes pb's status.
+// its PodIncidents within maxRecords and maxAge, drops the logs of those
+// whose pod is gone (unless keepLogsAfterPodDeletion), then writes pb's
+// status.
 func (r *PodBuggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pb := &debugv1beta1.PodBugger{}
 	if err := r.Get(ctx, req.NamespacedName, pb); err != nil {
@@ -129,16 +131,19 @@ func (r *PodBuggerReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, nil // nothing to undo: ephemeral containers cannot be removed
 	}
 	r.passes.Began(req.NamespacedName, r.Now())
-	failing, expiry, err := r.pruneIncidents(ctx, pb)
+	kept, expiry, err := r.pruneIncidents(ctx, pb)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	o, p, err := r.observe(ctx, pb, failing)
+	o, p, err := r.observe(ctx, pb, failingPods(kept))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if o.superseded {
 		return ctrl.Result{RequeueAfter: supersededDelay}, nil
+	}
+	if err := r.dropLogsOfGonePods(ctx, pb, kept, o.pods); err != nil {
+		return ctrl.Result{}, err
 	}
 	result, injectErr := r.inject(ctx, pb, p, &o)
 	if expiry > 0 && injectErr == nil && (result.RequeueAfter == 0 || expiry < result.RequeueAfter) {
@@ -203,6 +208,7 @@ func (r *PodBuggerReconciler) observe(ctx context.Context, pb *debugv1beta1.PodB
 		}
 	}
 	o.carriers = carriersOf(p.carriers, ContainerName(pb.Name))
+	o.pods = pods
 	return o, p, nil
 }
 

@@ -40,6 +40,8 @@ type incidentLimits struct {
 	maxRecords   int
 	maxAge       time.Duration
 	logTailBytes int
+	// keepLogs keeps a record's logs after its pod is gone.
+	keepLogs bool
 }
 
 func limitsOf(pb *debugv1beta1.PodBugger) incidentLimits {
@@ -54,6 +56,7 @@ func limitsOf(pb *debugv1beta1.PodBugger) incidentLimits {
 		if in.LogTailBytes != nil {
 			l.logTailBytes = int(max(0, min(*in.LogTailBytes, debugv1beta1.MaxIncidentLogTail)))
 		}
+		l.keepLogs = in.KeepLogsAfterPodDeletion
 	}
 	return l
 }

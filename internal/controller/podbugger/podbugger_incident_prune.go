@@ -3,12 +3,14 @@ package podbugger
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,8 +21,8 @@ import (
 
 // pruneIncidents deletes pb's PodIncidents beyond incidents.maxRecords (the
 // oldest last failures first) and those whose last failure is older than
-// incidents.maxAge. It returns the pods the kept records name (failing) and
-// how soon the next one expires. Before deleting, pb is read past the cache:
+// incidents.maxAge. It returns the records it kept (the cache's, not to be
+// changed) and how soon the next one expires. Before deleting, pb is read past the cache:
 // a deletion cannot be undone, and a stale spec (a lower maxRecords since
 // raised) must not decide it.
 //
@@ -28,7 +30,7 @@ import (
 // on every pass; nothing here changes them): with copies, listing and
 // sorting them was a sixth of the manager's CPU while 1,000 pods
 // crash-looped (docs/dev-log/performance.md).
-func (r *PodBuggerReconciler) pruneIncidents(ctx context.Context, pb *debugv1beta1.PodBugger) (failing map[types.UID]bool, expiry time.Duration, err error) {
+func (r *PodBuggerReconciler) pruneIncidents(ctx context.Context, pb *debugv1beta1.PodBugger) (kept []*debugv1beta1.PodIncident, expiry time.Duration, err error) {
 	list := &debugv1beta1.PodIncidentList{}
 	if err := r.List(ctx, list, client.InNamespace(pb.Namespace), client.MatchingLabels{debugv1beta1.IncidentPodBuggerUIDLabel: string(pb.UID)},
 		client.UnsafeDisableDeepCopy); err != nil {
@@ -44,15 +46,121 @@ func (r *PodBuggerReconciler) pruneIncidents(ctx context.Context, pb *debugv1bet
 	if err := r.deleteIncidents(ctx, pb, drop); err != nil {
 		return nil, 0, err
 	}
-	failing = make(map[types.UID]bool, len(keep))
 	maxAge := limitsOf(pb).maxAge
 	for _, inc := range keep {
-		failing[types.UID(inc.Spec.Pod.UID)] = true
 		if d := inc.Spec.LastTime.Add(maxAge).Sub(now) + time.Second; expiry == 0 || d < expiry {
 			expiry = d
 		}
 	}
-	return failing, expiry, nil
+	return keep, expiry, nil
+}
+
+// failingPods are the pods records name, by UID.
+func failingPods(records []*debugv1beta1.PodIncident) map[types.UID]bool {
+	failing := make(map[types.UID]bool, len(records))
+	for _, inc := range records {
+		failing[types.UID(inc.Spec.Pod.UID)] = true
+	}
+	return failing
+}
+
+// goneLogNote is what a record says of its log once its pod is gone, unless
+// its PodBugger keeps logs. The cache keeps it (slimIncident): a record
+// that says it needs no second patch.
+const goneLogNote = "the pod is gone; its log is not kept (spec.incidents.keepLogsAfterPodDeletion)"
+
+// dropLogsOfGonePods removes, from pb's records whose pod is gone, the
+// failed instance's log tail and the debug container's output, and says so
+// in logError, unless pb keeps logs (incidents.keepLogsAfterPodDeletion):
+// a tenant's log lives as long as its pod, not up to 30 days after it.
+// pods are the namespace's pods as the pass read them. A pod missing there
+// is read past the cache before its records lose their logs, and pb with
+// it: the loss cannot be undone, and neither a cache that has not seen the
+// pod yet nor a spec that keeps logs since must decide it.
+//
+// A log written into a record after this (the log reader's patch) tests
+// that the record still waits for it, which a dropped one does not: it
+// never brings the log back.
+func (r *PodBuggerReconciler) dropLogsOfGonePods(ctx context.Context, pb *debugv1beta1.PodBugger, records []*debugv1beta1.PodIncident, pods []corev1.Pod) error {
+	if limitsOf(pb).keepLogs {
+		return nil
+	}
+	// The pods of the records that still hold their logs (at most
+	// maxRecords), less those the pass read: not the namespace's pods, which
+	// can be thousands.
+	missing := map[types.UID]bool{}
+	for _, inc := range records {
+		if inc.Spec.LogError != goneLogNote {
+			missing[types.UID(inc.Spec.Pod.UID)] = true
+		}
+	}
+	for i := 0; i < len(pods) && len(missing) > 0; i++ {
+		delete(missing, pods[i].UID)
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	var gone []*debugv1beta1.PodIncident
+	for _, inc := range records {
+		if inc.Spec.LogError != goneLogNote && missing[types.UID(inc.Spec.Pod.UID)] {
+			gone = append(gone, inc)
+		}
+	}
+	if changed, err := r.changedSince(ctx, pb); err != nil || changed {
+		// Changed: its event brings the next pass, which judges with it.
+		return err
+	}
+	var readErrs []error
+	podGone := map[types.UID]bool{}
+	gone = slices.DeleteFunc(gone, func(inc *debugv1beta1.PodIncident) bool {
+		uid := types.UID(inc.Spec.Pod.UID)
+		if _, read := podGone[uid]; !read {
+			key := types.NamespacedName{Namespace: inc.Namespace, Name: inc.Spec.Pod.Name}
+			pod := &metav1.PartialObjectMetadata{}
+			pod.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
+			switch err := r.APIReader.Get(ctx, key, pod); {
+			case apierrors.IsNotFound(err):
+				podGone[uid] = true
+			case err != nil:
+				// Kept for now: the retry reads it again.
+				podGone[uid] = false
+				readErrs = append(readErrs, fmt.Errorf("reading pod %s past the cache: %w", key, err))
+			default:
+				podGone[uid] = pod.UID != uid
+			}
+		}
+		return !podGone[uid]
+	})
+	errs := make([]error, len(gone), len(gone)+len(readErrs))
+	sem := make(chan struct{}, pruneParallelism)
+	var wg sync.WaitGroup
+	for i, inc := range gone {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[i] = r.dropLogs(ctx, inc)
+		})
+	}
+	wg.Wait()
+	return errors.Join(append(errs, readErrs...)...)
+}
+
+// dropLogs patches inc (by its UID: a record written since under its name
+// is not this one) to hold no log, and says why.
+func (r *PodBuggerReconciler) dropLogs(ctx context.Context, inc *debugv1beta1.PodIncident) error {
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": inc.UID},
+		"spec": map[string]any{"logTail": nil, "logTruncated": nil, "logError": goneLogNote,
+			"debugContainer": nil},
+	})
+	if err != nil {
+		return err
+	}
+	target := &debugv1beta1.PodIncident{ObjectMeta: metav1.ObjectMeta{Namespace: inc.Namespace, Name: inc.Name}}
+	if err := r.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("dropping the log of PodIncident %s (its pod is gone): %w", client.ObjectKeyFromObject(target), err)
+	}
+	return nil
 }
 
 // pruneParallelism is how many records a pass deletes at once. One at a

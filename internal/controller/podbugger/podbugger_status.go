@@ -34,6 +34,9 @@ type observation struct {
 	// writes no status, and the next pass plans with the new one.
 	superseded bool
 	now        time.Time
+	// pods are the pods of pb's namespace as the pass read them (shared
+	// with the cache when read from it: never changed).
+	pods []corev1.Pod
 }
 
 // carrier is a pod that carries the container.
