@@ -99,9 +99,10 @@ test-compat: k8s-tools manifests ## The API and one controller flow per kind on 
 	LOCALBIN=$(LOCALBIN) COMPAT_VERSIONS="$(COMPAT_VERSIONS)" hack/test-compat.sh
 
 .PHONY: test-faults
-test-faults: k8s-tools manifests generate build build-installer ## Fault injection: crash each controller after every write in turn (envtest), restart the apiserver and etcd and kill the leader (a local cluster it starts and removes); check invariants; prints the tables (minutes; FAULTS_SCENARIO=substring runs less).
+test-faults: k8s-tools manifests generate build build-installer ## Fault injection: 10,000 randomized schedules of the scoped cache's switch; crash each controller after every write in turn (envtest), restart the apiserver and etcd and kill the leader (a local cluster it starts and removes); check invariants; prints the tables (minutes; FAULTS_SCENARIO=substring runs less).
 	@mkdir -p $(LOCALBIN)/faults
 	@rm -f $(LOCALBIN)/faults/table.txt $(LOCALBIN)/faults/cluster-table.txt
+	SCHEDULES=10000 go test ./internal/scopedcache/ -count=1 -timeout 60m -run '^TestSchedules$$'
 	FAULTS_TABLE=$(LOCALBIN)/faults/table.txt go test ./test/faults/... -tags faults -count=1 -timeout 60m -run '^TestFaults$$' || { cat $(LOCALBIN)/faults/table.txt 2>/dev/null; exit 1; }
 	DECKHAND_REAL_NODE=false DECKHAND_BIN=$(LOCALBIN)/deckhand FAULTS_CLUSTER_TABLE=$(LOCALBIN)/faults/cluster-table.txt \
 		go test ./test/faults/clusterfaults -tags e2e,clusterfaults -count=1 -timeout 30m -run '^(TestClusterFaults|TestSplitBrainIsCaught)$$' || { cat $(LOCALBIN)/faults/table.txt $(LOCALBIN)/faults/cluster-table.txt 2>/dev/null; exit 1; }

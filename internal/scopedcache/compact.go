@@ -5,15 +5,19 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -100,6 +104,22 @@ type compactReader struct {
 type heldStores struct {
 	mu     sync.Mutex
 	stores []toolscache.Indexer
+	// listed is, per store, the resourceVersion of the first list its
+	// informer read (the one it syncs from).
+	listed []*atomic.Uint64
+}
+
+// listedUpTo is a version every store has listed up to: the least first
+// list among them, 0 before each has listed.
+func (h *heldStores) listedUpTo() (rv uint64, stores int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, l := range h.listed {
+		if v := l.Load(); i == 0 || v < rv {
+			rv = v
+		}
+	}
+	return rv, len(h.listed)
 }
 
 func (h *heldStores) add(s toolscache.Indexer) {
@@ -123,10 +143,15 @@ func (k *kind) capturing(newInformer func(toolscache.ListerWatcher, runtime.Obje
 		newInformer = toolscache.NewSharedIndexInformer
 	}
 	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
-		inf := newInformer(lw, obj, resync, indexers)
-		if reflect.TypeOf(obj) == reflect.TypeOf(k.obj) {
-			held.add(inf.GetIndexer())
+		if reflect.TypeOf(obj) != reflect.TypeOf(k.obj) {
+			return newInformer(lw, obj, resync, indexers)
 		}
+		listed := &atomic.Uint64{}
+		inf := newInformer(firstList{lw: toolscache.ToListerWatcherWithContext(lw), rv: listed}, obj, resync, indexers)
+		held.add(inf.GetIndexer())
+		held.mu.Lock()
+		held.listed = append(held.listed, listed)
+		held.mu.Unlock()
 		return inf
 	}
 }
@@ -225,4 +250,37 @@ func byFields(idx toolscache.Indexer, sel fields.Selector, namespace string) ([]
 		out = kept
 	}
 	return out, nil
+}
+
+// firstList is a ListerWatcher that records the resourceVersion of the
+// first list it reads: the informer's store holds at least that once it
+// has synced (a later list may not be applied yet).
+type firstList struct {
+	lw toolscache.ListerWatcherWithContext
+	rv *atomic.Uint64
+}
+
+func (f firstList) ListWithContext(ctx context.Context, options metav1.ListOptions) (runtime.Object, error) {
+	out, err := f.lw.ListWithContext(ctx, options)
+	if err != nil {
+		return out, err
+	}
+	if lm, err := apimeta.ListAccessor(out); err == nil {
+		if rv, err := strconv.ParseUint(lm.GetResourceVersion(), 10, 64); err == nil {
+			f.rv.CompareAndSwap(0, rv)
+		}
+	}
+	return out, nil
+}
+
+func (f firstList) WatchWithContext(ctx context.Context, options metav1.ListOptions) (watch.Interface, error) {
+	return f.lw.WatchWithContext(ctx, options)
+}
+
+func (f firstList) List(options metav1.ListOptions) (runtime.Object, error) {
+	return f.ListWithContext(context.Background(), options)
+}
+
+func (f firstList) Watch(options metav1.ListOptions) (watch.Interface, error) {
+	return f.WatchWithContext(context.Background(), options)
 }

@@ -54,8 +54,8 @@ func Recorded(c *Cache, obj client.Object) int {
 	n := 0
 	for _, r := range handlers {
 		r.mu.Lock()
-		for _, seen := range r.told {
-			n += len(seen)
+		for _, in := range r.told {
+			n += len(in.seen)
 		}
 		r.mu.Unlock()
 	}

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -361,6 +362,13 @@ type kind struct {
 	owners    atomic.Pointer[owners]
 	ownMu     sync.Mutex
 	deliverMu sync.RWMutex
+
+	// onRead, when set (by tests), is told which space answers each read
+	// of a namespace, and the owners of that moment. k.mu is held.
+	onRead func(namespace string, answers *space, o *owners)
+	// onUntold, when set (by tests), is told of each space stopped, after
+	// its namespaces lost it as their owner. k.mu is held.
+	onUntold func(namespace string)
 }
 
 type indexer struct {
@@ -387,6 +395,13 @@ type space struct {
 	needed        bool
 	unneededSince time.Time
 	lastRead      time.Time
+	// claimed is whether the space tells its namespace from its start in
+	// place of a cluster-wide space holding stubs of it, and is still to
+	// be handed it (joinLocked).
+	claimed bool
+	// applied is the latest resourceVersion of an event the space's
+	// handlers were told, so one its store has applied (seenUpTo).
+	applied atomic.Uint64
 }
 
 func newKind(gvk schema.GroupVersionKind, obj client.Object, cfg *rest.Config, opts cache.Options, keep time.Duration) *kind {
@@ -511,6 +526,7 @@ func (k *kind) resync(ctx context.Context, inner client.Reader, now time.Time) e
 	for _, m := range moves {
 		k.tracking[m.namespace] = now.Add(k.keepFor)
 		k.first.Delete(m.namespace)
+		m.to.claimed = false
 	}
 	k.dropDoneLocked(now)
 	return nil
@@ -572,6 +588,10 @@ func (k *kind) movesLocked() []move {
 	for ns, s := range k.spaces {
 		switch {
 		case ns == allNamespaces || !isClosed(s.synced) && !k.clusterWide:
+		case s.claimed:
+			if isClosed(s.synced) && k.ownerOf(ns) == s {
+				moves = append(moves, move{namespace: ns, to: s})
+			}
 		case k.clusterWide && k.isStubbed(ns):
 			if isClosed(s.synced) && k.ownerOf(ns) != s {
 				moves = append(moves, move{namespace: ns, to: s})
@@ -639,7 +659,7 @@ func (k *kind) endTrackingLocked(now time.Time) {
 			// ended: the record goes a keepFor from now at the latest.
 			k.tracking[ns] = now.Add(k.keepFor)
 			continue
-		case !until.IsZero() && !now.Before(until):
+		case !until.IsZero() && !now.Before(until) && k.caughtUpLocked(ns):
 		default:
 			continue
 		}
@@ -649,6 +669,32 @@ func (k *kind) endTrackingLocked(now time.Time) {
 		delete(k.tracking, ns)
 		k.first.Delete(ns)
 	}
+}
+
+// caughtUpLocked reports whether every handler has been handed all that
+// namespace's owner had applied when it was handed the namespace: until
+// then an event still queued for a slow handler (an Add it was told by
+// the handover) could be told again. k.mu is held.
+func (k *kind) caughtUpLocked(namespace string) bool {
+	for _, r := range k.handlers {
+		r.mu.Lock()
+		in := r.told[namespace]
+		var mark uint64
+		var owner *space
+		if in != nil {
+			mark, owner = in.mark, in.owner
+		}
+		pos := r.pos[owner]
+		r.mu.Unlock()
+		if owner == nil {
+			continue
+		}
+		reg, ok := r.per[owner]
+		if ok && (!reg.HasSynced() || pos < mark) {
+			return false
+		}
+	}
+	return true
 }
 
 // toldAllLocked reports whether every handler has been told what s listed
@@ -708,6 +754,9 @@ func (k *kind) dropLocked(s *space) {
 		delete(r.per, s)
 	}
 	k.disown(s)
+	if k.onUntold != nil {
+		k.onUntold(s.namespace)
+	}
 	for ns, until := range k.tracking {
 		// A switch to s that never ended ends now.
 		if until.IsZero() && (s.namespace == allNamespaces || s.namespace == ns) {
@@ -802,6 +851,17 @@ func (k *kind) joinLocked(s *space) {
 	if s.namespace != allNamespaces {
 		if from := o.of(s.namespace); from != nil {
 			k.trackLocked(s.namespace, from)
+			if from.namespace == allNamespaces && k.isStubbed(s.namespace) {
+				// The cluster-wide space holds stubs of it, and would tell
+				// only what changed since it was needed: the new space
+				// tells it from its start, reads and events alike, and
+				// once synced is handed it (what was told and is gone is
+				// told deleted then).
+				k.setOwner(s.namespace, s)
+				s.claimed = true
+			}
+		} else if regress.untrackedFirst {
+			k.setOwner(s.namespace, s)
 		} else {
 			// Told from its first event: a switch away from it before it
 			// syncs (the cluster-wide space joining) knows what it told,
@@ -809,7 +869,7 @@ func (k *kind) joinLocked(s *space) {
 			// for an unsynced space, though its first Adds went out).
 			k.setOwner(s.namespace, s)
 			for _, r := range k.handlers {
-				r.track(s.namespace, nil)
+				r.track(s.namespace, nil, nil)
 			}
 			k.tracking[s.namespace] = time.Time{}
 			k.first.Insert(s.namespace)
@@ -829,7 +889,24 @@ func (k *kind) joinLocked(s *space) {
 func (k *kind) trackLocked(namespace string, from *space) {
 	objs := k.objectsIn(from, namespace)
 	for _, r := range k.handlers {
-		r.track(namespace, objs)
+		if reg, ok := r.per[from]; ok && reg.HasSynced() {
+			// What from holds, but what r's queue still holds of it:
+			// from tells it before the handover, and the handover what
+			// it has not.
+			upTo := r.toldUpTo(from)
+			told := make([]heldEntry, 0, len(objs))
+			for _, h := range objs {
+				if v, err := strconv.ParseUint(h.rv, 10, 64); err == nil && v <= upTo {
+					told = append(told, h)
+				}
+			}
+			r.track(namespace, from, told)
+			continue
+		}
+		// A handler added since from listed is still being told what from
+		// holds: what it was told of it so far is recorded (its first
+		// initial Add started the record), and none is nothing.
+		r.track(namespace, from, nil)
 	}
 	k.tracking[namespace] = time.Time{}
 	k.first.Delete(namespace) // a switch: tracked until a keepFor after it
@@ -844,22 +921,41 @@ func (k *kind) reader(ctx context.Context, namespace string) (client.Reader, err
 	now := time.Now()
 	all, s := k.spaces[allNamespaces], k.spaces[namespace]
 	var err error
-	switch {
+	// The space whose events reach handlers answers, so that reads and
+	// deliveries of a namespace move at the same instant, the handover's:
+	// a space that synced before it is handed the namespace (the
+	// cluster-wide one as the 17th namespace arrives, a namespace's own on
+	// the way back) may lag or lead what handlers were told.
+	switch owner := k.ownerOf(namespace); {
 	case namespace == "":
 		r := k.acrossLocked(now)
 		k.mu.Unlock()
 		return r, nil
-	case k.clusterWide && all != nil && k.isStubbed(namespace) && s == nil,
-		(!k.clusterWide || all == nil) && s == nil:
-		// The cluster-wide space holds stubs of it, or nothing holds it:
-		// an informer of its own answers.
-		s, err = k.readSpaceLocked(namespace, now)
-	case k.clusterWide && all != nil && !k.isStubbed(namespace) && (s == nil || isClosed(all.synced)):
-		s = all
+	case owner == nil || owner == all && k.isStubbed(namespace):
+		// Nothing tells it, or the cluster-wide space holds stubs of it
+		// (and tells only what changed since it was needed): an informer
+		// of its own answers, and is handed it once it synced.
+		if s == nil {
+			s, err = k.readSpaceLocked(namespace, now)
+		}
+	default:
+		s = owner
+		if regress.readsLead {
+			s = k.spaces[namespace]
+			if k.clusterWide && all != nil && !k.isStubbed(namespace) && (s == nil || isClosed(all.synced)) {
+				s = all
+			}
+			if s == nil {
+				s = owner
+			}
+		}
 	}
 	if err != nil {
 		k.mu.Unlock()
 		return nil, err
+	}
+	if k.onRead != nil {
+		k.onRead(namespace, s, k.owners.Load())
 	}
 	s.lastRead = now
 	k.mu.Unlock()
@@ -1003,7 +1099,7 @@ func (f *fanout) AddEventHandlerWithOptions(h toolscache.ResourceEventHandler, o
 	defer k.mu.Unlock()
 	r := &registration{k: k, handler: h, opts: opts, per: map[*space]toolscache.ResourceEventHandlerRegistration{}}
 	for ns := range k.tracking {
-		r.track(ns, nil)
+		r.track(ns, k.ownerOf(ns), nil)
 	}
 	for _, s := range k.spaces {
 		if err := r.add(s); err != nil {

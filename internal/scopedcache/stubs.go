@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"unique"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -117,7 +116,7 @@ func isStub(obj any) bool {
 // stubOf is o reduced to a stub, its namespace shared with the other stubs
 // of the namespace.
 func stubOf(o client.Object) *stub {
-	return &stub{name: o.GetName(), namespace: unique.Make(o.GetNamespace()).Value(), resourceVersion: o.GetResourceVersion()}
+	return &stub{name: o.GetName(), namespace: Intern(o.GetNamespace()), resourceVersion: o.GetResourceVersion()}
 }
 
 // skipStubs is extract for everything but stubs, which are in no index.
