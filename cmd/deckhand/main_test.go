@@ -41,8 +41,10 @@ func TestColourLevels(t *testing.T) {
 // those took longer than go test's timeout).
 func runCommand(t *testing.T, vars ...string) []string {
 	t.Helper()
-	args := []string{"-s", "--no-print-directory", "-C", filepath.Join("..", "..")}
-	for _, prereq := range runPrerequisites(t) {
+	prereqs := runPrerequisites(t)
+	args := make([]string, 0, 5+2*len(prereqs)+len(vars))
+	args = append(args, "-s", "--no-print-directory", "-C", filepath.Join("..", ".."))
+	for _, prereq := range prereqs {
 		args = append(args, "-o", prereq)
 	}
 	cmd := exec.Command("make", append(append(args, "run"), vars...)...)
@@ -78,8 +80,10 @@ func runPrerequisites(t *testing.T) []string {
 // of run shows hack/run.sh alone, not the image, node-tools or toolchain
 // builds.
 func TestRunCommandBuildsNothing(t *testing.T) {
-	args := []string{"-n", "--no-print-directory", "-C", filepath.Join("..", "..")}
-	for _, prereq := range runPrerequisites(t) {
+	prereqs := runPrerequisites(t)
+	args := make([]string, 0, 5+2*len(prereqs))
+	args = append(args, "-n", "--no-print-directory", "-C", filepath.Join("..", ".."))
+	for _, prereq := range prereqs {
 		args = append(args, "-o", prereq)
 	}
 	out, err := exec.Command("make", append(args, "run")...).CombinedOutput()

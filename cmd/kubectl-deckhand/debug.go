@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
-	"github.com/deckhand-dev/deckhand/internal/controller/podbugger"
+	podbuggercontroller "github.com/deckhand-dev/deckhand/internal/controller/podbugger"
 	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
 )
 
@@ -64,7 +64,7 @@ func debugPod(ctx context.Context, x *cli, name string, f debugFlags) error {
 	if err := x.c.List(ctx, list, client.InNamespace(pod.Namespace)); err != nil {
 		return fmt.Errorf("listing PodBuggers of %s: %w", pod.Namespace, err)
 	}
-	p := func(format string, a ...any) { fmt.Fprintf(x.out, format+"\n", a...) }
+	p := func(format string, a ...any) { _, _ = fmt.Fprintf(x.out, format+"\n", a...) }
 	p("Pod %s/%s (%s); the operator's policy: %s", pod.Namespace, pod.Name, pod.Status.Phase, source)
 	for _, u := range unread {
 		p("Not checked: %s", u)
@@ -94,7 +94,7 @@ func judge(pb *debugv1beta1.PodBugger, pod *corev1.Pod, namespaceLabels map[stri
 	if !policy.Injects(pb) {
 		return append(lines, "  injects nothing: it only records the pod's failures as PodIncidents (no opt-in needed)")
 	}
-	c := podbugger.DebugContainerFor(pb)
+	c := podbuggercontroller.DebugContainerFor(pb)
 	user := "the image's"
 	if sc := c.SecurityContext; sc != nil && sc.RunAsUser != nil {
 		user = fmt.Sprint(*sc.RunAsUser)

@@ -55,7 +55,7 @@ func listIncidents(ctx context.Context, x *cli, pod string) error {
 		return b.Spec.LastTime.Compare(a.Spec.LastTime.Time)
 	})
 	w := tabwriter.NewWriter(x.out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAMESPACE\tNAME\tPOD\tCONTAINER\tREASON\tCOUNT\tEXIT\tLAST\tLOG")
+	_, _ = fmt.Fprintln(w, "NAMESPACE\tNAME\tPOD\tCONTAINER\tREASON\tCOUNT\tEXIT\tLAST\tLOG")
 	for _, i := range items {
 		exit := "-"
 		if f := i.Spec.LastFailure; f != nil {
@@ -68,7 +68,7 @@ func listIncidents(ctx context.Context, x *cli, pod string) error {
 		case i.Spec.LogError != "":
 			log = "none: " + oneLine(i.Spec.LogError, 40)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s ago\t%s\n", i.Namespace, i.Name, i.Spec.Pod.Name, orDash(i.Spec.Container, "-"),
+		_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s ago\t%s\n", i.Namespace, i.Name, i.Spec.Pod.Name, orDash(i.Spec.Container, "-"),
 			i.Spec.Reason, i.Spec.Count, exit, x.now.Sub(i.Spec.LastTime.Time).Round(time.Second), log)
 	}
 	return w.Flush()
@@ -90,10 +90,10 @@ func incidentLogs(ctx context.Context, x *cli, name string) error {
 		return err
 	}
 	if !strings.HasSuffix(i.Spec.LogTail, "\n") {
-		fmt.Fprintln(x.out)
+		_, _ = fmt.Fprintln(x.out)
 	}
 	if i.Spec.LogTruncated {
-		fmt.Fprintln(x.out, "(the log was longer: this is its tail)")
+		_, _ = fmt.Fprintln(x.out, "(the log was longer: this is its tail)")
 	}
 	return nil
 }

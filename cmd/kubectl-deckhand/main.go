@@ -99,7 +99,7 @@ func run(args []string, out io.Writer) error {
 	}
 	rest, err := parseInterspersed(fs, args[1:])
 	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return fmt.Errorf("%w: %w", errUsage, err)
 	}
 	x, err := connect(*kubeconfig, *context, namespace)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
-	"github.com/deckhand-dev/deckhand/internal/controller/jobwatcher"
+	jobwatchercontroller "github.com/deckhand-dev/deckhand/internal/controller/jobwatcher"
 	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
 )
 
@@ -33,7 +33,7 @@ func TestFlagsGoAnywhereAmongTheArguments(t *testing.T) {
 func TestRowOfSaysWhatMatters(t *testing.T) {
 	obj := func(generation int64, conditions ...map[string]any) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "x", "namespace": "ns", "generation": generation}}}
-		list := []any{}
+		list := make([]any, 0, len(conditions))
 		for _, c := range conditions {
 			list = append(list, c)
 		}
@@ -69,14 +69,14 @@ func TestRowOfSaysWhatMatters(t *testing.T) {
 func TestVerdictText(t *testing.T) {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	tests := map[string]struct {
-		e    jobwatcher.Explanation
+		e    jobwatchercontroller.Explanation
 		want string
 	}{
-		"due later":       {jobwatcher.Explanation{Verdict: "Expires", TTL: time.Hour, Expiry: now.Add(90 * time.Minute)}, "goes at 2026-11-29T13:30:00Z (in 1h30m0s), 1h0m0s after it finished"},
-		"due already":     {jobwatcher.Explanation{Verdict: "Expires", TTL: time.Minute, Expiry: now.Add(-time.Second)}, "due since 2026-11-29T11:59:59Z"},
-		"beyond history":  {jobwatcher.Explanation{Verdict: "Expires", BeyondHistory: true}, "goes now: beyond the deciding watcher's history limit"},
-		"no watcher":      {jobwatcher.Explanation{Verdict: "Unwatched"}, "kept: no JobWatcher of its namespace and no ClusterJobWatcher matches it"},
-		"no TTL for fail": {jobwatcher.Explanation{Verdict: "NoTTL", Outcome: "Failed"}, "no TTL for a failed Job"},
+		"due later":       {jobwatchercontroller.Explanation{Verdict: "Expires", TTL: time.Hour, Expiry: now.Add(90 * time.Minute)}, "goes at 2026-11-29T13:30:00Z (in 1h30m0s), 1h0m0s after it finished"},
+		"due already":     {jobwatchercontroller.Explanation{Verdict: "Expires", TTL: time.Minute, Expiry: now.Add(-time.Second)}, "due since 2026-11-29T11:59:59Z"},
+		"beyond history":  {jobwatchercontroller.Explanation{Verdict: "Expires", BeyondHistory: true}, "goes now: beyond the deciding watcher's history limit"},
+		"no watcher":      {jobwatchercontroller.Explanation{Verdict: "Unwatched"}, "kept: no JobWatcher of its namespace and no ClusterJobWatcher matches it"},
+		"no TTL for fail": {jobwatchercontroller.Explanation{Verdict: "NoTTL", Outcome: "Failed"}, "no TTL for a failed Job"},
 	}
 	for name, tt := range tests {
 		if got := verdictText(tt.e, now); !strings.Contains(got, tt.want) {

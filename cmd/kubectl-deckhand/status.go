@@ -142,13 +142,13 @@ func printStatus(x *cli, rows []statusRow) error {
 		return strings.Compare(a.namespace+"/"+a.name, b.namespace+"/"+b.name)
 	})
 	w := tabwriter.NewWriter(x.out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "KIND\tNAMESPACE\tNAME\tREADY\tSTALLED\tREASON\tMESSAGE")
+	_, _ = fmt.Fprintln(w, "KIND\tNAMESPACE\tNAME\tREADY\tSTALLED\tREASON\tMESSAGE")
 	for _, r := range rows {
 		ns := r.namespace
 		if ns == "" {
 			ns = "-"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.kind, ns, r.name, r.ready, r.stalled, r.reason, oneLine(r.message, 100))
+		_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.kind, ns, r.name, r.ready, r.stalled, r.reason, oneLine(r.message, 100))
 	}
 	return w.Flush()
 }

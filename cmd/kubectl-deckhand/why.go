@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
-	"github.com/deckhand-dev/deckhand/internal/controller/jobwatcher"
+	jobwatchercontroller "github.com/deckhand-dev/deckhand/internal/controller/jobwatcher"
 )
 
 func whyCommand() command {
@@ -53,8 +53,8 @@ func whyJob(ctx context.Context, x *cli, name string) error {
 	}
 	// The manager's --jobwatcher-protected-namespaces is not known here:
 	// the default list, and the namespaces labelled protected.
-	e := jobwatcher.Explain(job, watchers, jobs, nil, x.c)
-	p := func(format string, a ...any) { fmt.Fprintf(x.out, format+"\n", a...) }
+	e := jobwatchercontroller.Explain(job, watchers, jobs, nil, x.c)
+	p := func(format string, a ...any) { _, _ = fmt.Fprintf(x.out, format+"\n", a...) }
 	p("Job %s/%s: %s", job.Namespace, job.Name, orDash(e.Outcome, "not finished"))
 	if len(e.Matching) == 0 {
 		p("Watchers: none reaches it")
@@ -88,7 +88,7 @@ func jobsOf(ctx context.Context, c client.Client, namespace string) ([]batchv1.J
 	}
 }
 
-func verdictText(e jobwatcher.Explanation, now time.Time) string {
+func verdictText(e jobwatchercontroller.Explanation, now time.Time) string {
 	switch e.Verdict {
 	case "Running":
 		return "kept: the Job has not finished"

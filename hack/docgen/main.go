@@ -68,12 +68,12 @@ func valuesPage(values []byte) ([]byte, error) {
 	b.WriteString(generated)
 	b.WriteString("# Helm values\n\nEvery value of the chart (`charts/deckhand/values.yaml`), its default and the comment the file gives it.\n\n| value | default | meaning |\n|---|---|---|\n")
 	if len(doc.Content) == 1 {
-		valueRows(&b, "", doc.Content[0], "")
+		valueRows(&b, "", doc.Content[0])
 	}
 	return b.Bytes(), nil
 }
 
-func valueRows(b *bytes.Buffer, prefix string, m *yamlv3.Node, inherited string) {
+func valueRows(b *bytes.Buffer, prefix string, m *yamlv3.Node) {
 	if m.Kind != yamlv3.MappingNode {
 		return
 	}
@@ -85,7 +85,7 @@ func valueRows(b *bytes.Buffer, prefix string, m *yamlv3.Node, inherited string)
 			if comment != "" {
 				fmt.Fprintf(b, "| `%s` | | %s |\n", path, cell(comment))
 			}
-			valueRows(b, path+".", value, comment)
+			valueRows(b, path+".", value)
 			continue
 		}
 		def, _ := yamlv3.Marshal(value)

@@ -106,7 +106,7 @@ func checkLinks(root, page string, headings map[string][]string) ([]string, erro
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	var problems []string
 	fenced := false
 	s := bufio.NewScanner(f)

@@ -327,13 +327,13 @@ func (r *registration) untrack(namespace string) {
 // telling each handler how what to holds differs from what it was told.
 // An object told and missing from to is told deleted only if to has seen
 // past it (else to lags and will tell it).
-func (k *kind) handOver(namespace string, to *space, regs []*registration) {
+func (k *kind) handOver(namespace string, to *space) {
 	k.deliverMu.Lock()
 	defer k.deliverMu.Unlock()
 	// Every handler of now: one added since the move was planned may have
 	// been told the namespace by the old owner.
 	k.mu.Lock()
-	regs = slices.Clone(k.handlers)
+	regs := slices.Clone(k.handlers)
 	if from := k.ownerOf(namespace); from != nil && from != to && !regress.untrackedFirst {
 		// A move back to a space that joined long ago (the cluster-wide
 		// one, needed again before it went): what handlers were told is

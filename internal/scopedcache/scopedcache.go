@@ -514,12 +514,12 @@ func (k *kind) resync(ctx context.Context, inner client.Reader, now time.Time) e
 	if k.allowed != nil {
 		needed = needed.Intersection(k.allowed)
 	}
-	moves, regs, err := k.plan(needed, now)
+	moves, err := k.plan(needed, now)
 	if err != nil {
 		return err
 	}
 	for _, m := range moves {
-		k.handOver(m.namespace, m.to, regs)
+		k.handOver(m.namespace, m.to)
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -540,7 +540,7 @@ type move struct {
 
 // plan starts the spaces needed and finds the namespaces due for a
 // handover.
-func (k *kind) plan(needed sets.Set[string], now time.Time) ([]move, []*registration, error) {
+func (k *kind) plan(needed sets.Set[string], now time.Time) ([]move, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.neededNow.Store(ptrTo(needed.Clone()))
@@ -564,7 +564,7 @@ func (k *kind) plan(needed sets.Set[string], now time.Time) ([]move, []*registra
 	for ns := range needed {
 		if _, ok := k.spaces[ns]; !ok {
 			if _, err := k.startLocked(ns); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 		}
 	}
@@ -576,7 +576,7 @@ func (k *kind) plan(needed sets.Set[string], now time.Time) ([]move, []*registra
 			s.needed, s.unneededSince = false, now
 		}
 	}
-	return k.movesLocked(), slices.Clone(k.handlers), nil
+	return k.movesLocked(), nil
 }
 
 // movesLocked finds the namespaces due for a handover: to their own

@@ -45,7 +45,7 @@ func newScript(t *testing.T, pods map[string]int, needs []string, expand func(cl
 }
 
 // needFirst needs ns-00 … ns-(n-1), and nothing else.
-func (s *schedule) needFirst(n int) {
+func (s *schedule) needFirst(n int) { //nolint:unparam // the scripted tests need 17 today; the count is what a test reads
 	clear(s.need)
 	for i := range n {
 		s.need[nsName(i)] = true
@@ -71,7 +71,7 @@ func (s *schedule) eventually(t *testing.T, what string, check func() error) {
 }
 
 // handedToAll is nil once the cluster-wide space tells namespace.
-func (s *schedule) handedToAll(namespace string) func() error {
+func (s *schedule) handedToAll(namespace string) func() error { //nolint:unparam // the scripted tests hand ns-00 over today
 	return func() error {
 		s.k.mu.Lock()
 		all := s.k.spaces[allNamespaces]

@@ -128,7 +128,7 @@ func TestWhatATenantAlreadyHasIsBounded(t *testing.T) {
 	// namespaces needing pods move every pod into one cluster-wide
 	// informer, and back at 12 each namespace has its own again, this one
 	// handed over with all its pods.
-	var others []client.Object
+	others := make([]client.Object, 0, 16)
 	for i := range 16 {
 		set := &appsv1beta1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: env.Namespace(t), Name: fmt.Sprintf("other-%d", i)},
 			Spec: appsv1beta1.PodSetSpec{Replicas: 1, Template: template("other")}}

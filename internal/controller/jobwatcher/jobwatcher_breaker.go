@@ -285,7 +285,8 @@ func (l *ledger) breakerState(watcher client.Object, limit int, now time.Time) b
 		b := l.breakerOf(watcher, scope, now)
 		b.prune(now)
 		if n := len(b.deletions); n > 0 && len(s.windows) < maxBreakerScopes {
-			s.windows = append(s.windows, deckhandbatchv1.DeletionWindow{Namespace: scope, Deletions: int32(n),
+			deletions := int32(n) //nolint:gosec // at most the watcher's maxDeletionsPerMinute, an int32
+			s.windows = append(s.windows, deckhandbatchv1.DeletionWindow{Namespace: scope, Deletions: deletions,
 				Newest: metav1.NewTime(ceilSecond(b.deletions[n-1]))})
 		}
 		switch {

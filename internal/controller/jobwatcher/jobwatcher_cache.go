@@ -188,7 +188,7 @@ func jobNamespaces(ctx context.Context, r client.Reader) ([]string, error) {
 	// The Jobs of namespaces protected by the operator's list or a label
 	// may be cached (this reads the default list only); the reconcilers,
 	// which decide, protect them.
-	prot := newProtection(nil, "", nil)
+	prot := newProtection(nil, nil)
 	for i := range cjws.Items {
 		p := compileClusterJobWatcher(&cjws.Items[i], prot)
 		for _, ns := range namespaces.Items {

@@ -61,7 +61,7 @@ func cjw(name string, succeededTTL, failedTTL *int32, namespaces, excluded []str
 	for _, m := range mutate {
 		m(&w.Spec.JobPolicy)
 	}
-	return compileClusterJobWatcher(w, newProtection(nil, "", nil))
+	return compileClusterJobWatcher(w, newProtection(nil, nil))
 }
 
 func names(patterns ...string) func(*deckhandbatchv1.JobPolicy) {

@@ -174,7 +174,7 @@ type JobReconciler struct {
 // and those c shows labelled deckhand.dev/protected=true.
 func NewJobReconciler(c client.Client, apiReader, jobs client.Reader, rec events.EventRecorder, logs PodLogs, deleted, clusterDeleted *ledger, protected []string) *JobReconciler {
 	r := &JobReconciler{Client: c, APIReader: apiReader, Jobs: jobs, Recorder: rec, Now: time.Now, Logs: logs, deleted: deleted, clusterDeleted: clusterDeleted,
-		histories: newHistoryMemo(), protection: newProtection(protected, "", c)}
+		histories: newHistoryMemo(), protection: newProtection(protected, c)}
 	r.watchers = newWatcherMemo(func(ctx context.Context, ns string) ([]*compiledWatcher, error) {
 		return listWatchers(ctx, r.Client, ns, r.protection)
 	})

@@ -96,6 +96,8 @@ func recordsFailure(d decision) bool {
 // freshHistory), else by a GET. done says there is nothing to delete now
 // (res says when to look again): the Job is gone, replaced, going, no
 // longer due, or waits for the list of its namespace.
+//
+//nolint:gocyclo // a list of checks on one fresh read, each a return; splitting it would scatter the order they are made in
 func (r *JobReconciler) judgeFresh(ctx context.Context, cached *batchv1.Job, d decision, watchers []*compiledWatcher, h history, now time.Time) (
 	fresh *batchv1.Job, fd decision, res ctrl.Result, done bool, err error) {
 	listed := d.BeyondHistory

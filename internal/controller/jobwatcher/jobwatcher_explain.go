@@ -38,7 +38,7 @@ type Explanation struct {
 // nil) and those labelled so, read through namespaces (none when nil). It
 // writes nothing.
 func Explain(job *batchv1.Job, watchers []client.Object, jobs []batchv1.Job, protectedNames []string, namespaces client.Reader) Explanation {
-	protected := newProtection(protectedNames, "", namespaces)
+	protected := newProtection(protectedNames, namespaces)
 	var compiled []*compiledWatcher
 	for _, w := range watchers {
 		if c := compiledWatcherOf(w, protected); c != nil {

@@ -66,19 +66,16 @@ type protection struct {
 	namespaces client.Reader
 }
 
-// newProtection protects names (DefaultProtectedNamespaces when nil) and
-// managerNamespace, and the namespaces labelled so in namespaces (none when
-// nil).
-func newProtection(names []string, managerNamespace string, namespaces client.Reader) *protection {
+// newProtection protects names (DefaultProtectedNamespaces when nil; the
+// manager's own is among them: ProtectedNamespaces), and the namespaces
+// labelled so in namespaces (none when nil).
+func newProtection(names []string, namespaces client.Reader) *protection {
 	if names == nil {
 		names = DefaultProtectedNamespaces
 	}
-	p := &protection{names: make(map[string]bool, len(names)+1), namespaces: namespaces}
+	p := &protection{names: make(map[string]bool, len(names)), namespaces: namespaces}
 	for _, n := range names {
 		p.names[n] = true
-	}
-	if managerNamespace != "" {
-		p.names[managerNamespace] = true
 	}
 	return p
 }

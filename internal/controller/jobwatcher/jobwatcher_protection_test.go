@@ -38,13 +38,13 @@ func TestProtection(t *testing.T) {
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got := newProtection(ProtectedNamespaces(tt.opts), "", namespaces).protects(tt.ns); got != tt.want {
+			if got := newProtection(ProtectedNamespaces(tt.opts), namespaces).protects(tt.ns); got != tt.want {
 				t.Errorf("protects(%q) = %v, want %v", tt.ns, got, tt.want)
 			}
 		})
 	}
 	broken := fake.NewClientBuilder().WithScheme(runtime.NewScheme()).Build()
-	if !newProtection(nil, "", broken).protects("team-a") {
+	if !newProtection(nil, broken).protects("team-a") {
 		t.Error("a namespace whose labels cannot be read is not protected")
 	}
 }

@@ -64,7 +64,7 @@ type StatusReconciler struct {
 // deckhand.dev/protected=true.
 func NewStatusReconciler(c client.Client, jobs client.Reader, rec events.EventRecorder, cluster bool, protected []string) *StatusReconciler {
 	r := &StatusReconciler{Client: c, Jobs: jobs, Recorder: rec, Now: time.Now, cluster: cluster, deleted: newLedger(),
-		protection: newProtection(protected, "", c),
+		protection: newProtection(protected, c),
 		evaluated:  map[types.NamespacedName]time.Time{}}
 	r.watchers = newWatcherMemo(func(ctx context.Context, ns string) ([]*compiledWatcher, error) {
 		if cluster {

@@ -51,7 +51,7 @@ func TestWrittenIncidentsStayFlatUnderChurn(t *testing.T) {
 		}
 		return n
 	}
-	var after []int
+	after := make([]int, 0, 20)
 	for round := range 20 {
 		if next := pb(round); next.UID != current.UID {
 			// The PodBugger is replaced: its delete is not told either.

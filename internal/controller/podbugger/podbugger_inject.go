@@ -166,14 +166,14 @@ func (r *PodBuggerReconciler) claimsReachHost(ctx context.Context, pb *debugv1be
 		pvc := &corev1.PersistentVolumeClaim{}
 		if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: claim}, pvc); err != nil {
 			// %v: a claim not found is not the pod not found.
-			return fmt.Errorf("reading claim %s of volume %s: %v", claim, volume, err)
+			return fmt.Errorf("reading claim %s of volume %s: %v", claim, volume, err) //nolint:errorlint // not wrapped: a claim not found must not read as the pod not found
 		}
 		if pvc.Spec.VolumeName == "" {
 			return fmt.Errorf("claim %s of volume %s is bound to no volume yet", claim, volume)
 		}
 		pv := &corev1.PersistentVolume{}
 		if err := r.APIReader.Get(ctx, client.ObjectKey{Name: pvc.Spec.VolumeName}, pv); err != nil {
-			return fmt.Errorf("reading PersistentVolume %s of claim %s: %v", pvc.Spec.VolumeName, claim, err)
+			return fmt.Errorf("reading PersistentVolume %s of claim %s: %v", pvc.Spec.VolumeName, claim, err) //nolint:errorlint // not wrapped, as above
 		}
 		bound[volume] = pv
 	}

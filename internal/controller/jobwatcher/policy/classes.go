@@ -120,6 +120,8 @@ func skipUnicodeClass(t string) (string, bool) {
 // classRunes counts one bracket expression at the start of s, as
 // syntax.Parse's parseClass reads it, and returns what follows it; false
 // where the parse fails.
+//
+//nolint:gocyclo // mirrors syntax.Parse's parseClass case by case, so the two can be read side by side
 func classRunes(s string, fold bool, ranges *[]rune) (rest string, n int, ok bool) {
 	t := s[1:]
 	if t != "" && t[0] == '^' {

@@ -74,7 +74,7 @@ func compilePattern(pattern string, limit Cost) (*regexp.Regexp, Cost, error) {
 	if n := parseRunes(pattern, limit.Runes); n > limit.Runes {
 		return nil, Cost{Runes: n}, runesError(limit.Runes, n)
 	}
-	_, cost, err := parsePattern(pattern)
+	cost, err := parsePattern(pattern)
 	if err != nil {
 		return nil, cost, err
 	}
@@ -115,7 +115,7 @@ func runesError(limit, n int) error {
 // It parses whatever the pattern's classes cost to parse: PatternCost
 // refuses what costs too much first.
 func PatternProgramSize(pattern string) (int, error) {
-	_, c, err := parsePattern(pattern)
+	c, err := parsePattern(pattern)
 	return c.Program, err
 }
 
@@ -126,18 +126,18 @@ func PatternCost(pattern string) (Cost, error) {
 	if n := parseRunes(pattern, MaxPatternRunes); n > MaxPatternRunes {
 		return Cost{Runes: n}, runesError(MaxPatternRunes, n)
 	}
-	_, c, err := parsePattern(pattern)
+	c, err := parsePattern(pattern)
 	return c, err
 }
 
-func parsePattern(pattern string) (*syntax.Regexp, Cost, error) {
+func parsePattern(pattern string) (Cost, error) {
 	tree, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
-		return nil, Cost{}, err
+		return Cost{}, err
 	}
 	// The program's fail and match instructions, and the anchors
 	// CompilePattern adds.
-	return tree, Cost{
+	return Cost{
 		Program: sat(programSize(tree), 4),
 		Runes:   max(parseRunes(pattern, sizeCap), heldRunes(tree)),
 	}, nil
