@@ -103,6 +103,7 @@ test-faults: k8s-tools manifests generate build build-installer ## Fault injecti
 	@mkdir -p $(LOCALBIN)/faults
 	@rm -f $(LOCALBIN)/faults/table.txt $(LOCALBIN)/faults/cluster-table.txt
 	SCHEDULES=10000 go test ./internal/scopedcache/ -count=1 -timeout 60m -run '^TestSchedules$$'
+	HOSTILE_ALREADY_HAS=20000 go test ./test/hostile/ -count=1 -timeout 60m -run '^TestWhatATenantAlreadyHasIsBounded$$'
 	FAULTS_TABLE=$(LOCALBIN)/faults/table.txt go test ./test/faults/... -tags faults -count=1 -timeout 60m -run '^TestFaults$$' || { cat $(LOCALBIN)/faults/table.txt 2>/dev/null; exit 1; }
 	DECKHAND_REAL_NODE=false DECKHAND_BIN=$(LOCALBIN)/deckhand FAULTS_CLUSTER_TABLE=$(LOCALBIN)/faults/cluster-table.txt \
 		go test ./test/faults/clusterfaults -tags e2e,clusterfaults -count=1 -timeout 30m -run '^(TestClusterFaults|TestSplitBrainIsCaught)$$' || { cat $(LOCALBIN)/faults/table.txt $(LOCALBIN)/faults/cluster-table.txt 2>/dev/null; exit 1; }
