@@ -90,8 +90,11 @@ func TestWhatATenantAlreadyHasIsBounded(t *testing.T) {
 	p := startManager(t)
 	g.Expect(env.Client.Create(ctx, &deckhandbatchv1.JobWatcher{ObjectMeta: metav1.ObjectMeta{Namespace: quiet, Name: "quiet"},
 		Spec: deckhandbatchv1.JobWatcherSpec{JobPolicy: deckhandbatchv1.JobPolicy{TTLSecondsAfterSucceeded: ptr.To[int32](0)}}})).To(Succeed())
+	// The owner means the cleanup: its breaker allows the whole backlog
+	// in a minute (at the default 1,000 it would hold the rest, as meant).
 	g.Expect(env.Client.Create(ctx, &deckhandbatchv1.JobWatcher{ObjectMeta: metav1.ObjectMeta{Namespace: history, Name: "keep-ten"},
-		Spec: deckhandbatchv1.JobWatcherSpec{JobPolicy: deckhandbatchv1.JobPolicy{SuccessfulJobsHistoryLimit: ptr.To[int32](10)}}})).To(Succeed())
+		Spec: deckhandbatchv1.JobWatcherSpec{JobPolicy: deckhandbatchv1.JobPolicy{SuccessfulJobsHistoryLimit: ptr.To[int32](10),
+			MaxDeletionsPerMinute: ptr.To[int32](100_000)}}})).To(Succeed())
 	g.Expect(env.Client.Create(ctx, &appsv1beta1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: pods, Name: "newcomer"},
 		Spec: appsv1beta1.PodSetSpec{Replicas: 1, Template: template("newcomer")}})).To(Succeed())
 
