@@ -162,9 +162,6 @@ type JobReconciler struct {
 	historyLists historyLists
 	// protection is the namespaces ClusterJobWatchers leave alone.
 	protection *protection
-	// historyPeers coalesces, per namespace, the passes that queue the Jobs
-	// a Job event pushed beyond a history limit.
-	historyPeers historyPeers
 }
 
 // NewJobReconciler returns a JobReconciler that reads failed containers' logs
@@ -311,12 +308,10 @@ func (r *JobReconciler) eachInReach(ctx context.Context, obj client.Object, fn f
 //     falls due (enqueueListed);
 //   - a governable Job created after the start, or updated, is queued;
 //   - one created after the start, or that becomes governable, may push
-//     older ones beyond a history limit: they are queued too, by a pass
-//     over the namespace coalesced with the other events of the namespace
-//     and run off the handler's path (enqueueHistoryPeersOf; not for the
-//     initial list: each of its Jobs is judged, its history included, on
-//     its own, and mapping each of N listed Jobs to its peers would list
-//     the namespace N times).
+//     older ones beyond a history limit: they are queued too (enqueueHistoryPeers;
+//     not for the initial list: each of its Jobs is judged, its history
+//     included, on its own, and mapping each of N listed Jobs to its peers
+//     would list the namespace N times).
 //
 // One handler, because the scoped cache hands each handler registration a
 // Job expanded from its compact form (internal/scopedcache/compact.go): four
@@ -334,7 +329,7 @@ func (r *JobReconciler) jobEvents() handler.EventHandler {
 				r.enqueueListed(ctx, job, q)
 			default:
 				q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(job)})
-				r.enqueueHistoryPeersOf(ctx, job.Namespace, q)
+				r.enqueueHistoryPeers(ctx, job, q)
 			}
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
@@ -348,7 +343,7 @@ func (r *JobReconciler) jobEvents() handler.EventHandler {
 			}
 			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.ObjectNew)})
 			if !governableObject(e.ObjectOld) {
-				r.enqueueHistoryPeersOf(ctx, e.ObjectNew.GetNamespace(), q)
+				r.enqueueHistoryPeers(ctx, e.ObjectNew, q)
 			}
 		},
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ queue) {

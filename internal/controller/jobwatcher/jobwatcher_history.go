@@ -5,12 +5,13 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -126,70 +127,21 @@ func anyHistoryLimits(watchers []*compiledWatcher) bool {
 	return slices.ContainsFunc(watchers, (*compiledWatcher).hasHistoryLimits)
 }
 
-// historyPeers runs the passes of enqueueHistoryPeers, coalesced per
-// namespace, off the handler's path. A pass judges every Job of the
-// namespace (its history is computed again after every Job event), and it
-// ran in the handler of each event: a burst of N Job events of one namespace
-// (a namespace the scoped cache hands from one informer to another, a
-// relist) cost N passes over N Jobs while the cache held back every other
-// Job delivery. Now an event marks its namespace; one pass runs for the
-// events marked before it started, and one more if any came in meanwhile:
-// a burst costs two passes, not N. The zero value is ready.
-type historyPeers struct {
-	mu   sync.Mutex
-	byNS map[string]*peerPass
-}
-
-// peerPass is a namespace's pass under way; again: an event came in after
-// it started.
-type peerPass struct{ again bool }
-
-// enqueueHistoryPeersOf marks namespace ns for a pass of
-// enqueueHistoryPeers: one starts now unless one is under way, which then
-// runs once more when it ends.
-func (r *JobReconciler) enqueueHistoryPeersOf(ctx context.Context, ns string, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	p := &r.historyPeers
-	p.mu.Lock()
-	if pass := p.byNS[ns]; pass != nil {
-		pass.again = true
-		p.mu.Unlock()
-		return
-	}
-	if p.byNS == nil {
-		p.byNS = map[string]*peerPass{}
-	}
-	pass := &peerPass{}
-	p.byNS[ns] = pass
-	p.mu.Unlock()
-	go func() {
-		for {
-			r.enqueueHistoryPeers(ctx, ns, q)
-			p.mu.Lock()
-			if !pass.again {
-				delete(p.byNS, ns)
-				p.mu.Unlock()
-				return
-			}
-			pass.again = false
-			p.mu.Unlock()
-		}
-	}()
-}
-
-// enqueueHistoryPeers queues the finished Jobs of namespace ns that are
-// beyond a watcher's history limit, so that a newer Job pushes older ones
-// out at once. It reads only the cache, and lists the namespace's Jobs only
-// when a watcher in reach has a history limit. The events it runs for have
-// told the memo (jobEvents) before marking the namespace: the history counts
-// their Jobs.
-func (r *JobReconciler) enqueueHistoryPeers(ctx context.Context, ns string, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+// enqueueHistoryPeers queues, for the event of a finished Job, the finished
+// Jobs of its namespace that are now beyond a watcher's history limit, so
+// that a newer Job pushes older ones out at once. It reads only the cache,
+// and lists the namespace's Jobs only when a watcher in reach has a history
+// limit. The caller has told the memo of the event (jobEvents): the history
+// counts this Job.
+func (r *JobReconciler) enqueueHistoryPeers(ctx context.Context, obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	ns := obj.GetNamespace()
 	watchers, err := r.watchers.get(ctx, ns)
 	var h history
 	if err == nil {
 		h, err = r.historyIn(ctx, ns, watchers)
 	}
 	if err != nil {
-		logf.FromContext(ctx).Error(err, "finding Jobs beyond a history limit", "namespace", ns)
+		logf.FromContext(ctx).Error(err, "finding Jobs beyond a history limit", "job", klog.KObj(obj))
 		return
 	}
 	seen := map[types.NamespacedName]bool{}
