@@ -40,7 +40,9 @@ func kubectlDeckhand(t *testing.T, args ...string) (string, error) {
 		t.Fatalf("no plugin at %s: run through 'make test-e2e', which builds it: %v", plugin, err)
 	}
 	kubectl, _ := filepath.Abs(filepath.Join(repoRoot(), "bin", "k8s", "kubectl"))
-	cmd := exec.Command(kubectl, append([]string{"--kubeconfig", c.Kubeconfig, "deckhand"}, args...)...)
+	// The plugin's name comes first: kubectl looks for a plugin only in the
+	// arguments before its first flag. The cluster comes from KUBECONFIG.
+	cmd := exec.Command(kubectl, append([]string{"deckhand"}, args...)...)
 	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(plugin)+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+c.Kubeconfig)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
