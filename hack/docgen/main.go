@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
 
+	"github.com/deckhand-dev/deckhand/hack/internal/markdown"
 	"github.com/deckhand-dev/deckhand/internal/manager"
 )
 
@@ -135,7 +136,7 @@ func apiPage(crds []apiextensionsv1.CustomResourceDefinition) []byte {
 	b.WriteString("# API reference\n\nEvery field of every served version, with the comment `kubectl explain` shows. The guides say how the fields work together.\n\n")
 	for _, crd := range crds {
 		for _, v := range crd.Spec.Versions {
-			fmt.Fprintf(&b, "- [%s %s/%s](#%s)\n", crd.Spec.Names.Kind, crd.Spec.Group, v.Name, anchor(crd.Spec.Names.Kind+" "+crd.Spec.Group+"/"+v.Name))
+			fmt.Fprintf(&b, "- [%s %s/%s](#%s)\n", crd.Spec.Names.Kind, crd.Spec.Group, v.Name, markdown.Anchor(crd.Spec.Names.Kind+" "+crd.Spec.Group+"/"+v.Name))
 		}
 	}
 	for _, crd := range crds {
@@ -223,20 +224,6 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// anchor is the fragment GitHub gives a heading.
-func anchor(heading string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(heading) {
-		switch {
-		case r == ' ':
-			b.WriteRune('-')
-		case r == '-' || r == '_' || (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9'):
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }
 
 // managerFlags is the manager's flag set as cmd/deckhand builds it.

@@ -15,6 +15,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/deckhand-dev/deckhand/hack/internal/markdown"
 )
 
 func main() {
@@ -162,7 +164,7 @@ func pageHeadings(path string) ([]string, error) {
 			continue
 		}
 		text := strings.TrimSpace(strings.TrimLeft(line, "#"))
-		a := anchor(text)
+		a := markdown.Anchor(text)
 		if k := seen[a]; k > 0 {
 			out = append(out, fmt.Sprintf("%s-%d", a, k))
 		} else {
@@ -172,23 +174,6 @@ func pageHeadings(path string) ([]string, error) {
 	}
 	return out, nil
 }
-
-// anchor is the fragment GitHub gives a heading: lower case, spaces as
-// hyphens, punctuation other than hyphens and underscores dropped.
-func anchor(heading string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(heading) {
-		switch {
-		case r == ' ':
-			b.WriteRune('-')
-		case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127 && isLetter(r):
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-func isLetter(r rune) bool { return strings.ContainsRune("éèàüöäßñç", r) }
 
 // checkWords reports the lines of a user page that speak of how the project
 // was built.
