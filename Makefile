@@ -115,7 +115,8 @@ test-rules: $(PROMTOOL) ## Check the alert rules (config/prometheus/alerts.yaml)
 	$(PROMTOOL) test rules config/prometheus/tests/*.yaml
 
 .PHONY: test-e2e
-test-e2e: k8s-tools manifests build build-installer build-previous image node-tools $(HELM) ## End-to-end tests on a local cluster (kwok nodes and, as root, a real node) the run starts and removes.
+test-e2e: k8s-tools manifests build build-installer build-previous image node-tools $(HELM) ## End-to-end tests on local clusters (kwok nodes and, as root, a real node) the run starts and removes; first `make release` for this machine's plugin only (dist/release), which test/e2e/readme installs as README.md says.
+	$(MAKE) release PLUGIN_PLATFORMS=$$(go env GOOS)/$$(go env GOARCH)
 	DECKHAND_BIN=$(LOCALBIN)/deckhand DECKHAND_PLUGIN_BIN=$(LOCALBIN)/kubectl-deckhand DECKHAND_PREVIOUS_BIN=$(LOCALBIN)/deckhand-previous DECKHAND_HELM=$(HELM) go test ./test/e2e/... -p 1 -tags e2e -count=1 -timeout 40m -v
 
 # The release the upgrade test starts from: its manager is built from this
