@@ -18,6 +18,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
+	"github.com/deckhand-dev/deckhand/internal/redact"
 )
 
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
@@ -134,13 +135,14 @@ func containerFailures(p *corev1.Pod) []deckhandbatchv1.ContainerFailure {
 	return out
 }
 
-// logTail keeps the end of a log, at most MaxLogTailLines lines and
-// MaxLogTailBytes bytes, or says shortly why there is none.
+// logTail keeps the end of a log, its credentials removed (redact), at
+// most MaxLogTailLines lines and MaxLogTailBytes bytes, or says shortly why
+// there is none.
 func logTail(log string, err error) (tail, why string) {
 	if err != nil {
 		return "", shorten(err.Error())
 	}
-	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
+	lines := strings.Split(strings.TrimRight(redact.String(log), "\n"), "\n")
 	tail = strings.Join(lines[max(0, len(lines)-deckhandbatchv1.MaxLogTailLines):], "\n")
 	for len(tail) > deckhandbatchv1.MaxLogTailBytes {
 		_, size := utf8.DecodeRuneInString(tail)
@@ -149,8 +151,10 @@ func logTail(log string, err error) (tail, why string) {
 	return tail, ""
 }
 
-// shorten cuts s to MaxMessageLength bytes, on a rune boundary.
+// shorten removes the credentials s shows (redact) and cuts it to
+// MaxMessageLength bytes, on a rune boundary.
 func shorten(s string) string {
+	s = redact.String(s)
 	if len(s) <= deckhandbatchv1.MaxMessageLength {
 		return s
 	}

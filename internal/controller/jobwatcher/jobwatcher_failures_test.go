@@ -67,6 +67,24 @@ func TestFailureRecord(t *testing.T) {
 	}
 }
 
+// What a failed Job's pods printed is kept without the credentials in it:
+// the record lives in the watcher's status, in etcd, readable by whoever
+// reads the watcher.
+func TestAFailureRecordKeepsNoCredential(t *testing.T) {
+	const token = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQifQ.c2lnbmF0dXJl"
+	tail, _ := logTail("connecting\nAuthorization: Bearer "+token+"\npassword=hunter2hunter2\n", nil)
+	if strings.Contains(tail, token) || strings.Contains(tail, "hunter2") || !strings.Contains(tail, "[REDACTED:") {
+		t.Errorf("log tail kept a credential: %q", tail)
+	}
+	pod := testPod("bad", 1, corev1.PodFailed, 1)
+	pod.Status.ContainerStatuses[0].State.Terminated.Message = "db login failed with password=hunter2hunter2"
+	pod.Status.Message = "token " + token
+	f := podFailure(&pod)
+	if got := f.Message + f.Containers[0].Message; strings.Contains(got, "hunter2") || strings.Contains(got, token) {
+		t.Errorf("messages kept a credential: %q, %q", f.Message, f.Containers[0].Message)
+	}
+}
+
 func TestLogTail(t *testing.T) {
 	long := strings.Repeat("y", 600)
 	tests := map[string]struct {
