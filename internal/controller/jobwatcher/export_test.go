@@ -10,6 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
 )
 
 // RecordDeletion credits one deletion to watcher in r's ledger, as the Job
@@ -36,7 +38,18 @@ func Evaluations(r *StatusReconciler) int {
 // NewTestJobReconciler is a JobReconciler with ledgers of its own, reading
 // through c (the cache) and apiReader (past it).
 func NewTestJobReconciler(c client.Client, apiReader, jobs client.Reader, rec events.EventRecorder) *JobReconciler {
-	return NewJobReconciler(c, apiReader, jobs, rec, nil, newLedger(), newLedger(), nil)
+	return NewJobReconciler(c, apiReader, jobs, rec, nil, NewStatusReconciler(c, nil, rec, false, nil, nil),
+		NewStatusReconciler(c, nil, rec, true, nil, nil), nil, nil)
+}
+
+// compileJobWatcher compiles w without a CompiledSpecs (every time).
+func compileJobWatcher(w *deckhandbatchv1.JobWatcher) *compiledWatcher {
+	return (*CompiledSpecs)(nil).jobWatcher(w)
+}
+
+// compileClusterJobWatcher compiles w under prot without a CompiledSpecs.
+func compileClusterJobWatcher(w *deckhandbatchv1.ClusterJobWatcher, prot *protection) *compiledWatcher {
+	return (*CompiledSpecs)(nil).clusterJobWatcher(w, prot)
 }
 
 // TellDeleted records r's Event for a round of deletions of the named Jobs

@@ -156,16 +156,21 @@ const deckhandAnnotationPrefix = "batch.deckhand.dev/"
 func Needs() []scopedcache.Need {
 	return []scopedcache.Need{{
 		Object:     &batchv1.Job{},
-		Namespaces: jobNamespaces,
+		Namespaces: jobNamespaces(NewCompiledSpecs()),
 		Expand:     expandJob,
 		// A new namespace may be one a ClusterJobWatcher reaches.
 		Triggers: []client.Object{&deckhandbatchv1.JobWatcher{}, &deckhandbatchv1.ClusterJobWatcher{}, &corev1.Namespace{}},
 	}}
 }
 
-// jobNamespaces lists the namespaces some watcher reaches. Namespaces are
-// listed only when there is a ClusterJobWatcher.
-func jobNamespaces(ctx context.Context, r client.Reader) ([]string, error) {
+// jobNamespaces lists the namespaces some watcher reaches, compiling
+// ClusterJobWatchers through specs (which keeps only those listed).
+// Namespaces are listed only when there is a ClusterJobWatcher.
+func jobNamespaces(specs *CompiledSpecs) func(ctx context.Context, r client.Reader) ([]string, error) {
+	return func(ctx context.Context, r client.Reader) ([]string, error) { return reachedNamespaces(ctx, r, specs) }
+}
+
+func reachedNamespaces(ctx context.Context, r client.Reader, specs *CompiledSpecs) ([]string, error) {
 	var jws deckhandbatchv1.JobWatcherList
 	if err := r.List(ctx, &jws, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing JobWatchers: %w", err)
@@ -178,6 +183,11 @@ func jobNamespaces(ctx context.Context, r client.Reader) ([]string, error) {
 	if err := r.List(ctx, &cjws, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing ClusterJobWatchers: %w", err)
 	}
+	listed := make(map[string]bool, len(cjws.Items))
+	for i := range cjws.Items {
+		listed[cjws.Items[i].Name] = true
+	}
+	specs.retain(func(k compileKey) bool { return k.cluster && listed[k.name.Name] })
 	if len(cjws.Items) == 0 {
 		return out, nil
 	}
@@ -190,7 +200,7 @@ func jobNamespaces(ctx context.Context, r client.Reader) ([]string, error) {
 	// which decide, protect them.
 	prot := newProtection(nil, nil)
 	for i := range cjws.Items {
-		p := compileClusterJobWatcher(&cjws.Items[i], prot)
+		p := specs.clusterJobWatcher(&cjws.Items[i], prot)
 		for _, ns := range namespaces.Items {
 			if p.reaches(ns.Name) {
 				out = append(out, ns.Name)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"regexp/syntax"
 	"slices"
@@ -38,28 +39,31 @@ type compiledWatcher struct {
 	*compiled
 }
 
-func compileJobWatcher(w *deckhandbatchv1.JobWatcher) *compiledWatcher {
+// jobWatcher compiles a JobWatcher, once per generation.
+func (c *CompiledSpecs) jobWatcher(w *deckhandbatchv1.JobWatcher) *compiledWatcher {
 	p := &compiledWatcher{watcher: w, spec: &w.Spec.JobPolicy}
-	p.compiled = compiledSpecs.get(w, func() *compiled { return compile(p.spec, nil, nil) })
+	p.compiled = c.get(w, func() *compiled { return compile(p.spec, nil, nil) })
 	return p
 }
 
-func compileClusterJobWatcher(w *deckhandbatchv1.ClusterJobWatcher, prot *protection) *compiledWatcher {
+// clusterJobWatcher compiles a ClusterJobWatcher under prot, once per
+// generation.
+func (c *CompiledSpecs) clusterJobWatcher(w *deckhandbatchv1.ClusterJobWatcher, prot *protection) *compiledWatcher {
 	p := &compiledWatcher{watcher: w, cluster: true, spec: &w.Spec.JobPolicy, protection: prot}
-	p.compiled = compiledSpecs.get(w, func() *compiled {
+	p.compiled = c.get(w, func() *compiled {
 		return compile(p.spec, w.Spec.NamespacePatterns, w.Spec.ExcludeNamespacePatterns)
 	})
 	return p
 }
 
-// compiledWatcherOf compiles a JobWatcher or ClusterJobWatcher, a cluster
-// one under prot; nil for anything else.
-func compiledWatcherOf(obj client.Object, prot *protection) *compiledWatcher {
+// watcherOf compiles a JobWatcher or ClusterJobWatcher, a cluster one under
+// prot; nil for anything else.
+func (c *CompiledSpecs) watcherOf(obj client.Object, prot *protection) *compiledWatcher {
 	switch w := obj.(type) {
 	case *deckhandbatchv1.JobWatcher:
-		return compileJobWatcher(w)
+		return c.jobWatcher(w)
 	case *deckhandbatchv1.ClusterJobWatcher:
-		return compileClusterJobWatcher(w, prot)
+		return c.clusterJobWatcher(w, prot)
 	}
 	return nil
 }
@@ -102,14 +106,12 @@ type compiled struct {
 	err error
 }
 
-// compiledSpecs holds each watcher's compiled spec, so that a watcher is
-// compiled once per generation, not on every Job event.
-var compiledSpecs = &compileCache{entries: map[compileKey]compileEntry{}}
-
-// compileCache holds the compiled spec of each watcher for the latest
-// generation seen: one entry per watcher, dropped when its status
-// controller finds it gone.
-type compileCache struct {
+// CompiledSpecs holds the compiled spec of each watcher for the latest
+// generation seen, so that a watcher is compiled once per generation, not on
+// every Job event: one entry per watcher, dropped when its status controller
+// finds it gone. The reconcilers of one manager share one (Setup builds
+// it); a nil CompiledSpecs compiles every time.
+type CompiledSpecs struct {
 	mu      sync.Mutex
 	entries map[compileKey]compileEntry
 	// compilations counts the compilations done, for tests.
@@ -127,10 +129,18 @@ type compileEntry struct {
 	compiled   *compiled
 }
 
+// NewCompiledSpecs returns an empty CompiledSpecs.
+func NewCompiledSpecs() *CompiledSpecs {
+	return &CompiledSpecs{entries: map[compileKey]compileEntry{}}
+}
+
 // get returns the compiled spec of w's generation, compiling it with build
 // when it is not held. An object the apiserver never stored (no UID or
-// generation) is compiled every time.
-func (c *compileCache) get(w client.Object, build func() *compiled) *compiled {
+// generation), or a nil c, compiles every time.
+func (c *CompiledSpecs) get(w client.Object, build func() *compiled) *compiled {
+	if c == nil {
+		return build()
+	}
 	_, cluster := w.(*deckhandbatchv1.ClusterJobWatcher)
 	key := compileKey{cluster: cluster, name: client.ObjectKeyFromObject(w)}
 	uid, gen := w.GetUID(), w.GetGeneration()
@@ -153,10 +163,20 @@ func (c *compileCache) get(w client.Object, build func() *compiled) *compiled {
 }
 
 // forget drops what is held for the watcher of that kind and name.
-func (c *compileCache) forget(cluster bool, name types.NamespacedName) {
+func (c *CompiledSpecs) forget(cluster bool, name types.NamespacedName) {
+	if c == nil {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.entries, compileKey{cluster: cluster, name: name})
+}
+
+// retain drops every entry but those keep says to keep.
+func (c *CompiledSpecs) retain(keep func(compileKey) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	maps.DeleteFunc(c.entries, func(k compileKey, _ compileEntry) bool { return !keep(k) })
 }
 
 // reaches reports whether the watcher may act in namespace ns: a JobWatcher

@@ -240,12 +240,13 @@ func TestWatcherCompiledOncePerGeneration(t *testing.T) {
 	w := &deckhandbatchv1.JobWatcher{ObjectMeta: metav1.ObjectMeta{Namespace: "compile", Name: "w", UID: "uid-1", Generation: 1}}
 	w.Spec.TTLSecondsAfterSucceeded = ptr.To[int32](1)
 	w.Spec.JobNamePatterns = []string{"pi-.*"}
+	specs := NewCompiledSpecs()
 	compilations := func() int {
-		compiledSpecs.mu.Lock()
-		defer compiledSpecs.mu.Unlock()
-		return compiledSpecs.compilations
+		specs.mu.Lock()
+		defer specs.mu.Unlock()
+		return specs.compilations
 	}
-	defer compiledSpecs.forget(false, types.NamespacedName{Namespace: "compile", Name: "w"})
+	compileJobWatcher := specs.jobWatcher
 	start := compilations()
 	for range 100 {
 		if !compileJobWatcher(w.DeepCopy()).matches(testJob("compile", "pi-1", succeeded)) {
@@ -270,7 +271,7 @@ func TestWatcherCompiledOncePerGeneration(t *testing.T) {
 	// The same name, another object.
 	w.UID = "uid-2"
 	compileJobWatcher(w.DeepCopy())
-	compiledSpecs.forget(false, types.NamespacedName{Namespace: "compile", Name: "w"})
+	specs.forget(false, types.NamespacedName{Namespace: "compile", Name: "w"})
 	compileJobWatcher(w.DeepCopy())
 	if n := compilations() - start; n != 5 {
 		t.Fatalf("compiled %d times, want 5", n)

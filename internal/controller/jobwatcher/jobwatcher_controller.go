@@ -62,16 +62,16 @@ const (
 // Setup registers, as one unit, the controller that deletes Jobs and the
 // status controllers of both watcher kinds.
 func Setup(mgr ctrl.Manager, opts setupoptions.Options) error {
-	protected := ProtectedNamespaces(opts)
+	protected, specs := ProtectedNamespaces(opts), NewCompiledSpecs()
 	recorder := mgr.GetEventRecorder(ControllerName)
-	jobWatchers := NewStatusReconciler(mgr.GetClient(), mgr.GetCache(), recorder, false, protected)
-	clusterJobWatchers := NewStatusReconciler(mgr.GetClient(), mgr.GetCache(), recorder, true, protected)
+	jobWatchers := NewStatusReconciler(mgr.GetClient(), mgr.GetCache(), recorder, false, protected, specs)
+	clusterJobWatchers := NewStatusReconciler(mgr.GetClient(), mgr.GetCache(), recorder, true, protected, specs)
 	clientset, err := kubernetes.NewForConfig(mgr.GetConfig())
 	if err != nil {
 		return fmt.Errorf("creating the clientset that reads pod logs: %w", err)
 	}
 	jobs := NewJobReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetCache(), recorder, ClientsetLogs(clientset),
-		jobWatchers.deleted, clusterJobWatchers.deleted, protected)
+		jobWatchers, clusterJobWatchers, protected, specs)
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		// One handler for every Job event (jobEvents): the Job itself, the
@@ -162,18 +162,24 @@ type JobReconciler struct {
 	historyLists historyLists
 	// protection is the namespaces ClusterJobWatchers leave alone.
 	protection *protection
+	// specs holds the watchers' compiled specs, shared with the status
+	// controllers.
+	specs *CompiledSpecs
 }
 
 // NewJobReconciler returns a JobReconciler that reads failed containers' logs
-// through logs (none when nil), credits deletions to the ledgers of the
-// JobWatcher and ClusterJobWatcher status controllers, and keeps
-// ClusterJobWatchers out of the protected namespaces (nil: the defaults)
-// and those c shows labelled deckhand.dev/protected=true.
-func NewJobReconciler(c client.Client, apiReader, jobs client.Reader, rec events.EventRecorder, logs PodLogs, deleted, clusterDeleted *ledger, protected []string) *JobReconciler {
-	r := &JobReconciler{Client: c, APIReader: apiReader, Jobs: jobs, Recorder: rec, Now: time.Now, Logs: logs, deleted: deleted, clusterDeleted: clusterDeleted,
-		histories: newHistoryMemo(), protection: newProtection(protected, c)}
+// through logs (none when nil), credits deletions to the JobWatcher and
+// ClusterJobWatcher status controllers (jobWatchers, clusterJobWatchers),
+// keeps ClusterJobWatchers out of the protected namespaces (nil: the
+// defaults) and those c shows labelled deckhand.dev/protected=true, and
+// compiles watchers through specs (shared with the status controllers).
+func NewJobReconciler(c client.Client, apiReader, jobs client.Reader, rec events.EventRecorder, logs PodLogs,
+	jobWatchers, clusterJobWatchers *StatusReconciler, protected []string, specs *CompiledSpecs) *JobReconciler {
+	r := &JobReconciler{Client: c, APIReader: apiReader, Jobs: jobs, Recorder: rec, Now: time.Now, Logs: logs,
+		deleted: jobWatchers.deleted, clusterDeleted: clusterJobWatchers.deleted,
+		histories: newHistoryMemo(), protection: newProtection(protected, c), specs: specs}
 	r.watchers = newWatcherMemo(func(ctx context.Context, ns string) ([]*compiledWatcher, error) {
-		return listWatchers(ctx, r.Client, ns, r.protection)
+		return listWatchers(ctx, r.Client, ns, r.protection, r.specs)
 	})
 	return r
 }
@@ -230,7 +236,7 @@ func untilExpiry(after time.Duration) ctrl.Result {
 // observe reads from the cache the watchers that may govern the Jobs of
 // namespace ns and, when one has a history limit, which Jobs are beyond it.
 func (r *JobReconciler) observe(ctx context.Context, ns string) ([]*compiledWatcher, history, error) {
-	watchers, err := listWatchers(ctx, r.Client, ns, r.protection)
+	watchers, err := listWatchers(ctx, r.Client, ns, r.protection, r.specs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -280,7 +286,7 @@ func (r *JobReconciler) ledgerOf(gov *compiledWatcher) *ledger {
 // existed before a watcher (or before the operator started) are found. It
 // reads only the cache, one Job at a time.
 func (r *JobReconciler) eachInReach(ctx context.Context, obj client.Object, fn func(*batchv1.Job)) {
-	p := compiledWatcherOf(obj, r.protection)
+	p := r.specs.watcherOf(obj, r.protection)
 	if p == nil {
 		return
 	}

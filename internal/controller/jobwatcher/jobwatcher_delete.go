@@ -260,13 +260,13 @@ func (r *JobReconciler) recordDeleted(ctx context.Context, job *batchv1.Job, d d
 }
 
 // listWatchers compiles, from c (the cache), the JobWatchers of namespace ns (every
-// namespace when ns is empty) and every ClusterJobWatcher.
-func listWatchers(ctx context.Context, c client.Reader, ns string, prot *protection) ([]*compiledWatcher, error) {
-	jws, err := listJobWatchers(ctx, c, ns)
+// namespace when ns is empty) and every ClusterJobWatcher, through specs.
+func listWatchers(ctx context.Context, c client.Reader, ns string, prot *protection, specs *CompiledSpecs) ([]*compiledWatcher, error) {
+	jws, err := listJobWatchers(ctx, c, ns, specs)
 	if err != nil {
 		return nil, err
 	}
-	cjws, err := listClusterJobWatchers(ctx, c, prot)
+	cjws, err := listClusterJobWatchers(ctx, c, prot, specs)
 	if err != nil {
 		return nil, err
 	}
@@ -274,29 +274,29 @@ func listWatchers(ctx context.Context, c client.Reader, ns string, prot *protect
 }
 
 // listJobWatchers compiles the JobWatchers of namespace ns from c (the
-// cache).
-func listJobWatchers(ctx context.Context, c client.Reader, ns string) ([]*compiledWatcher, error) {
+// cache), through specs.
+func listJobWatchers(ctx context.Context, c client.Reader, ns string, specs *CompiledSpecs) ([]*compiledWatcher, error) {
 	var jws deckhandbatchv1.JobWatcherList
 	if err := c.List(ctx, &jws, client.InNamespace(ns)); err != nil {
 		return nil, fmt.Errorf("listing JobWatchers: %w", err)
 	}
 	out := make([]*compiledWatcher, 0, len(jws.Items))
 	for i := range jws.Items {
-		out = append(out, compileJobWatcher(&jws.Items[i]))
+		out = append(out, specs.jobWatcher(&jws.Items[i]))
 	}
 	return out, nil
 }
 
 // listClusterJobWatchers compiles every ClusterJobWatcher from c (the
-// cache), under prot.
-func listClusterJobWatchers(ctx context.Context, c client.Reader, prot *protection) ([]*compiledWatcher, error) {
+// cache), under prot, through specs.
+func listClusterJobWatchers(ctx context.Context, c client.Reader, prot *protection, specs *CompiledSpecs) ([]*compiledWatcher, error) {
 	var cjws deckhandbatchv1.ClusterJobWatcherList
 	if err := c.List(ctx, &cjws); err != nil {
 		return nil, fmt.Errorf("listing ClusterJobWatchers: %w", err)
 	}
 	out := make([]*compiledWatcher, 0, len(cjws.Items))
 	for i := range cjws.Items {
-		out = append(out, compileClusterJobWatcher(&cjws.Items[i], prot))
+		out = append(out, specs.clusterJobWatcher(&cjws.Items[i], prot))
 	}
 	return out, nil
 }

@@ -103,7 +103,7 @@ func TestDeleteJudgesWhatTheServerHoldsNow(t *testing.T) {
 					return c.List(ctx, list, opts...)
 				},
 			})
-			r := NewJobReconciler(cache, server, nil, events.NewFakeRecorder(10), nil, newLedger(), newLedger(), nil)
+			r := NewTestJobReconciler(cache, server, nil, events.NewFakeRecorder(10))
 
 			res, err := r.Reconcile(t.Context(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(cached)})
 			if err != nil {

@@ -65,7 +65,7 @@ func TestJobPassesReadTheCacheOneJobAtATime(t *testing.T) {
 	// The status: every Job matched, the three beyond the history limit
 	// reported as what the dry run would delete (the manager's own status
 	// controller writes it too).
-	st := jobwatchercontroller.NewStatusReconciler(c, mgr.GetCache(), events.NewFakeRecorder(100), false, nil)
+	st := jobwatchercontroller.NewStatusReconciler(c, mgr.GetCache(), events.NewFakeRecorder(100), false, nil, nil)
 	_, err := st.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(w)})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(status(w)).Should(And(HaveField("MatchedJobs", BeEquivalentTo(5)), HaveField("WouldDelete", HaveLen(3))))

@@ -19,7 +19,7 @@ import (
 // its own in kubectl events.
 func TestEveryRoundOfDeletionsIsAnEventOfItsOwn(t *testing.T) {
 	g := testenv.NewG(t)
-	r := jobwatchercontroller.NewStatusReconciler(env.Client, nil, env.EventRecorder(t, jobwatchercontroller.ControllerName), false, nil)
+	r := jobwatchercontroller.NewStatusReconciler(env.Client, nil, env.EventRecorder(t, jobwatchercontroller.ControllerName), false, nil, nil)
 
 	// The manager serves the webhook (so the watcher can be created) but
 	// watches another namespace.

@@ -41,7 +41,7 @@ func Explain(job *batchv1.Job, watchers []client.Object, jobs []batchv1.Job, pro
 	protected := newProtection(protectedNames, namespaces)
 	var compiled []*compiledWatcher
 	for _, w := range watchers {
-		if c := compiledWatcherOf(w, protected); c != nil {
+		if c := (*CompiledSpecs)(nil).watcherOf(w, protected); c != nil {
 			compiled = append(compiled, c)
 		}
 	}

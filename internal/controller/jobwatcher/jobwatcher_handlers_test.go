@@ -151,7 +151,7 @@ func TestJobEventsReadTheWatchersOncePerNamespaceBetweenWatcherEvents(t *testing
 	}
 	reads := &watcherLists{Client: env.Client}
 	r := jobwatchercontroller.NewTestJobReconciler(reads, env.Client, nil, env.EventRecorder(t, jobwatchercontroller.ControllerName))
-	jobWatchers := jobwatchercontroller.NewStatusReconciler(reads, nil, env.EventRecorder(t, jobwatchercontroller.ControllerName), false, nil)
+	jobWatchers := jobwatchercontroller.NewStatusReconciler(reads, nil, env.EventRecorder(t, jobwatchercontroller.ControllerName), false, nil, nil)
 	deliver := func() priorityqueue.PriorityQueue[reconcile.Request] {
 		q := priorityqueue.New[reconcile.Request]("test")
 		t.Cleanup(q.ShutDown)

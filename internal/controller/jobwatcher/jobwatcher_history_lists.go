@@ -195,7 +195,7 @@ func (l *historyLists) drop(ns string, s *namespaceLists) {
 // the cache shows them when the list starts), with those watchers'
 // fingerprint.
 func (r *JobReconciler) listHistory(ctx context.Context, ns string, want map[string]types.UID) (map[string]*cachedJob, history, string, error) {
-	watchers, err := listWatchers(ctx, r.Client, ns, r.protection)
+	watchers, err := listWatchers(ctx, r.Client, ns, r.protection, r.specs)
 	if err != nil {
 		return nil, nil, "", err
 	}

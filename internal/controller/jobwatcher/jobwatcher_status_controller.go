@@ -52,6 +52,9 @@ type StatusReconciler struct {
 	watchers *watcherMemo
 	// protection is the namespaces ClusterJobWatchers leave alone.
 	protection *protection
+	// specs holds the watchers' compiled specs, shared with the Job
+	// controller.
+	specs *CompiledSpecs
 
 	mu sync.Mutex
 	// evaluated is when each watcher's Jobs were last evaluated.
@@ -61,16 +64,17 @@ type StatusReconciler struct {
 // NewStatusReconciler returns the status reconciler of JobWatchers, or with
 // cluster of ClusterJobWatchers, which keep out of the protected namespaces
 // (nil: the defaults) and those c shows labelled
-// deckhand.dev/protected=true.
-func NewStatusReconciler(c client.Client, jobs client.Reader, rec events.EventRecorder, cluster bool, protected []string) *StatusReconciler {
+// deckhand.dev/protected=true, and compiles watchers through specs (shared
+// with the Job controller).
+func NewStatusReconciler(c client.Client, jobs client.Reader, rec events.EventRecorder, cluster bool, protected []string, specs *CompiledSpecs) *StatusReconciler {
 	r := &StatusReconciler{Client: c, Jobs: jobs, Recorder: rec, Now: time.Now, cluster: cluster, deleted: newLedger(),
-		protection: newProtection(protected, c),
-		evaluated:  map[types.NamespacedName]time.Time{}}
+		protection: newProtection(protected, c), specs: specs,
+		evaluated: map[types.NamespacedName]time.Time{}}
 	r.watchers = newWatcherMemo(func(ctx context.Context, ns string) ([]*compiledWatcher, error) {
 		if cluster {
-			return listClusterJobWatchers(ctx, r.Client, r.protection)
+			return listClusterJobWatchers(ctx, r.Client, r.protection, r.specs)
 		}
-		return listJobWatchers(ctx, r.Client, ns)
+		return listJobWatchers(ctx, r.Client, ns, r.specs)
 	})
 	r.status = status.NewWriter(c, status.ConditionMetrics(r.kind(), func(s *deckhandbatchv1.JobWatcherStatus) []metav1.Condition { return s.Conditions }))
 	return r
@@ -93,7 +97,7 @@ func (r *StatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	// A JobWatcher's Jobs, and the JobWatchers that compete for them, are in
 	// its namespace; a ClusterJobWatcher's (no namespace) anywhere.
-	watchers, err := listWatchers(ctx, r.Client, req.Namespace, r.protection)
+	watchers, err := listWatchers(ctx, r.Client, req.Namespace, r.protection, r.specs)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -159,7 +163,7 @@ func (r *StatusReconciler) get(ctx context.Context, key client.ObjectKey) (*watc
 	if err := r.Get(ctx, key, obj); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
-	w := &watcher{obj: obj, compiled: compiledWatcherOf(obj, r.protection)}
+	w := &watcher{obj: obj, compiled: r.specs.watcherOf(obj, r.protection)}
 	switch o := obj.(type) {
 	case *deckhandbatchv1.JobWatcher:
 		w.status = &o.Status
@@ -174,7 +178,7 @@ func (r *StatusReconciler) get(ctx context.Context, key client.ObjectKey) (*watc
 func (r *StatusReconciler) forget(key types.NamespacedName) {
 	r.status.Forget(key)
 	r.deleted.forget(key)
-	compiledSpecs.forget(r.cluster, key)
+	r.specs.forget(r.cluster, key)
 	r.mu.Lock()
 	delete(r.evaluated, key)
 	r.mu.Unlock()

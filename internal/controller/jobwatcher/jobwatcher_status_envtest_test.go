@@ -30,7 +30,7 @@ func TestDeletedJobsCountsEachDeletionOnce(t *testing.T) {
 	env.Create(t, w)
 	g.Eventually(status(w)).Should(HaveField("ObservedGeneration", w.Generation))
 
-	r := jobwatchercontroller.NewStatusReconciler(faultinject.LoseStatusResponses(env.Client, 1), nil, events.NewFakeRecorder(100), false, nil)
+	r := jobwatchercontroller.NewStatusReconciler(faultinject.LoseStatusResponses(env.Client, 1), nil, events.NewFakeRecorder(100), false, nil, nil)
 	now := time.Now()
 	r.Now = func() time.Time { now = now.Add(jobwatchercontroller.StatusInterval); return now } // no coalescing
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(w)}
@@ -68,7 +68,7 @@ func TestAWatcherThatGoesIsForgotten(t *testing.T) {
 	g.Eventually(series).Should(Equal(1))
 
 	// The in-memory counts, on a status reconciler of the test's own.
-	r := jobwatchercontroller.NewStatusReconciler(env.Client, nil, events.NewFakeRecorder(100), false, nil)
+	r := jobwatchercontroller.NewStatusReconciler(env.Client, nil, events.NewFakeRecorder(100), false, nil, nil)
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(w)}
 	jobwatchercontroller.RecordDeletion(ctx, r, w)
 	_, err := r.Reconcile(ctx, req)
@@ -96,7 +96,7 @@ func TestClusterStatusCoalescesJobEvents(t *testing.T) {
 	env.Create(t, w)
 
 	c := &jobListCounter{Client: env.Client}
-	r := jobwatchercontroller.NewStatusReconciler(c, nil, events.NewFakeRecorder(100), true, nil)
+	r := jobwatchercontroller.NewStatusReconciler(c, nil, events.NewFakeRecorder(100), true, nil, nil)
 	now := time.Now()
 	r.Now = func() time.Time { return now }
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(w)}
@@ -155,7 +155,7 @@ func TestExpiredJobsAreCounted(t *testing.T) {
 	// From here on only the test's reconciler, two hours later, reports:
 	// the Job is then an hour past its TTL, and nothing deletes it.
 	stop()
-	r := jobwatchercontroller.NewStatusReconciler(env.Client, nil, events.NewFakeRecorder(100), false, nil)
+	r := jobwatchercontroller.NewStatusReconciler(env.Client, nil, events.NewFakeRecorder(100), false, nil, nil)
 	now := time.Now().Add(2 * time.Hour)
 	r.Now = func() time.Time { now = now.Add(jobwatchercontroller.StatusInterval); return now }
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(w)}

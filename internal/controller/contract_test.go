@@ -1,0 +1,457 @@
+package controller_test
+
+import (
+	"fmt"
+	"go/ast"
+	"go/constant"
+	"go/token"
+	"go/types"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/tools/go/packages"
+)
+
+// The rules of the controller contract that names and files cannot show,
+// checked on the type-checked packages (docs/development/architecture.md,
+// "The shape of a controller package"):
+//
+//   - ControllerName is the package's name;
+//   - status and health are pure: computeStatus, health and every
+//     <name>Condition, with every function of the package they call, read
+//     no clock and call no client;
+//   - every struct holding a *status.Writer writes its status through it;
+//   - no package-level variable is written after its declaration (no
+//     package-level mutable state: a setting is a field a constructor sets);
+//   - an exported function takes and returns no unexported type of its own
+//     package (a constructor a caller outside the package cannot call is
+//     not one).
+const (
+	ruleName      = "ControllerName"
+	rulePure      = "pure"
+	ruleWriter    = "status writer"
+	ruleGlobal    = "package state"
+	ruleSignature = "exported signature"
+)
+
+// violation is one broken rule, with where.
+type violation struct {
+	rule, where, what string
+}
+
+func (v violation) String() string { return fmt.Sprintf("%s: %s: %s", v.where, v.rule, v.what) }
+
+// TestTheContractHoldsByType checks every controller package against the
+// typed rules.
+func TestTheContractHoldsByType(t *testing.T) {
+	pkgs := loadControllers(t, nil)
+	if len(pkgs) < 4 {
+		t.Fatalf("loaded %d controller packages, want at least the four kinds", len(pkgs))
+	}
+	for _, p := range pkgs {
+		t.Run(p.Name, func(t *testing.T) {
+			for _, v := range contractViolations(p) {
+				t.Error(v)
+			}
+		})
+	}
+}
+
+// TestTheContractCheckFindsEachPlantedViolation plants one violation of each
+// rule in a copy of the podset package (a file added through go/packages'
+// overlay) and checks each is named, so that no rule can pass by being
+// unable to fail.
+func TestTheContractCheckFindsEachPlantedViolation(t *testing.T) {
+	const planted = `package podset
+
+import (
+	"context"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
+	"github.com/deckhand-dev/deckhand/internal/status"
+)
+
+var plantedSetting = 1
+
+func plantedSet(n int) { plantedSetting = n }
+
+type plantedReconciler struct {
+	status *status.Writer[appsv1beta1.PodSetStatus]
+}
+
+type plantedDependency struct{}
+
+func NewPlantedReconciler(d *plantedDependency) *plantedReconciler { return &plantedReconciler{} }
+
+func plantedHelper() time.Time { return time.Now() }
+
+func plantedCondition(c client.Reader) bool {
+	_ = c.Get(context.Background(), client.ObjectKey{}, &appsv1beta1.PodSet{})
+	return plantedHelper().IsZero()
+}
+`
+	dir, err := filepath.Abs("podset")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgs := loadControllers(t, map[string][]byte{filepath.Join(dir, "zz_planted.go"): []byte(planted)}, "./podset")
+	if len(pkgs) != 1 {
+		t.Fatalf("loaded %d packages, want podset", len(pkgs))
+	}
+	found := map[string][]string{}
+	for _, v := range contractViolations(pkgs[0]) {
+		found[v.rule] = append(found[v.rule], v.what)
+	}
+	for rule, want := range map[string]string{
+		rulePure:      "time.Now",
+		ruleWriter:    "plantedReconciler",
+		ruleGlobal:    "plantedSetting",
+		ruleSignature: "plantedDependency",
+	} {
+		if !slices.ContainsFunc(found[rule], func(s string) bool { return strings.Contains(s, want) }) {
+			t.Errorf("rule %q did not name %s in the planted file; it found %q", rule, want, found[rule])
+		}
+	}
+	if !slices.ContainsFunc(found[rulePure], func(s string) bool { return strings.Contains(s, "Get") }) {
+		t.Errorf("rule %q did not name the client call in plantedCondition; it found %q", rulePure, found[rulePure])
+	}
+}
+
+// TestTheContractCheckFindsAWrongControllerName plants a ControllerName
+// that is not the package's name.
+func TestTheContractCheckFindsAWrongControllerName(t *testing.T) {
+	p := &packages.Package{Name: "podset", Types: types.NewPackage("x/podset", "podset")}
+	p.Types.Scope().Insert(types.NewConst(token.NoPos, p.Types, "ControllerName", types.Typ[types.UntypedString], constant.MakeString("pod-set")))
+	vs := nameViolations(p)
+	if len(vs) != 1 || vs[0].rule != ruleName {
+		t.Fatalf("want one %q violation for ControllerName pod-set, got %v", ruleName, vs)
+	}
+}
+
+// loadControllers type-checks the controller packages (patterns, default
+// every directory of internal/controller but the policy packages), with
+// overlay's files added.
+func loadControllers(t *testing.T, overlay map[string][]byte, patterns ...string) []*packages.Package {
+	t.Helper()
+	if len(patterns) == 0 {
+		patterns = []string{"./..."}
+	}
+	cfg := &packages.Config{
+		Mode:    packages.NeedName | packages.NeedFiles | packages.NeedSyntax | packages.NeedTypes | packages.NeedTypesInfo,
+		Overlay: overlay,
+	}
+	pkgs, err := packages.Load(cfg, patterns...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*packages.Package
+	for _, p := range pkgs {
+		for _, e := range p.Errors {
+			t.Fatalf("%s: %v", p.PkgPath, e)
+		}
+		// The controller packages themselves: internal/controller/<kind>.
+		if rel := strings.TrimPrefix(p.PkgPath, "github.com/deckhand-dev/deckhand/internal/controller/"); rel != p.PkgPath && !strings.Contains(rel, "/") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// contractViolations lists every typed rule p breaks, in its non-test files.
+func contractViolations(p *packages.Package) []violation {
+	vs := nameViolations(p)
+	vs = append(vs, purityViolations(p)...)
+	vs = append(vs, writerViolations(p)...)
+	vs = append(vs, globalViolations(p)...)
+	return append(vs, signatureViolations(p)...)
+}
+
+func nameViolations(p *packages.Package) []violation {
+	c, ok := p.Types.Scope().Lookup("ControllerName").(*types.Const)
+	if !ok {
+		return []violation{{ruleName, p.Name, "no ControllerName constant"}}
+	}
+	if c.Val().Kind() != constant.String || constant.StringVal(c.Val()) != p.Name {
+		return []violation{{ruleName, p.Name, fmt.Sprintf("ControllerName is %s, want %q (the package's name)", c.Val(), p.Name)}}
+	}
+	return nil
+}
+
+// funcs maps each package-level function and method of p's non-test files
+// to its declaration.
+func funcs(p *packages.Package) map[*types.Func]*ast.FuncDecl {
+	out := map[*types.Func]*ast.FuncDecl{}
+	for _, f := range p.Syntax {
+		if strings.HasSuffix(p.Fset.File(f.Pos()).Name(), "_test.go") {
+			continue
+		}
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Body != nil {
+				if fn, ok := p.TypesInfo.Defs[fd.Name].(*types.Func); ok {
+					out[fn] = fd
+				}
+			}
+		}
+	}
+	return out
+}
+
+// isStatusFunc says whether a package-level function is one of the pure
+// status and health functions.
+func isStatusFunc(fd *ast.FuncDecl) bool {
+	n := fd.Name.Name
+	return fd.Recv == nil && (n == "computeStatus" || n == "health" || (strings.HasSuffix(n, "Condition") && n != "Condition"))
+}
+
+// clockFuncs are the functions of package time that read the clock.
+var clockFuncs = []string{"Now", "Since", "Until", "After", "Tick", "NewTimer", "NewTicker", "Sleep", "AfterFunc"}
+
+// purityViolations follows every status and health function, and the
+// functions of the package they call, and names each clock read and client
+// call.
+func purityViolations(p *packages.Package) []violation {
+	decls := funcs(p)
+	var vs []violation
+	for fn, fd := range decls {
+		if !isStatusFunc(fd) {
+			continue
+		}
+		seen := map[*types.Func]bool{}
+		var walk func(f *types.Func, path string)
+		walk = func(f *types.Func, path string) {
+			d, ok := decls[f]
+			if !ok || seen[f] {
+				return
+			}
+			seen[f] = true
+			ast.Inspect(d.Body, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				callee := typeutilCallee(p.TypesInfo, call)
+				if callee == nil || callee.Pkg() == nil {
+					return true
+				}
+				switch pkg := callee.Pkg().Path(); {
+				case pkg == "time" && slices.Contains(clockFuncs, callee.Name()) && callee.Signature().Recv() == nil:
+					vs = append(vs, violation{rulePure, p.Fset.Position(call.Pos()).String(), fmt.Sprintf("%s calls time.%s: a status function takes now", path, callee.Name())})
+				case pkg == "sigs.k8s.io/controller-runtime/pkg/client" && callee.Signature().Recv() != nil:
+					vs = append(vs, violation{rulePure, p.Fset.Position(call.Pos()).String(), fmt.Sprintf("%s calls the client (%s): a status function takes what was observed", path, callee.Name())})
+				case pkg == p.PkgPath:
+					walk(callee, path+" → "+callee.Name())
+				}
+				return true
+			})
+		}
+		walk(fn, fn.Name())
+	}
+	return vs
+}
+
+// typeutilCallee is the function or method a call calls, if static.
+func typeutilCallee(info *types.Info, call *ast.CallExpr) *types.Func {
+	var id *ast.Ident
+	switch fun := ast.Unparen(call.Fun).(type) {
+	case *ast.Ident:
+		id = fun
+	case *ast.SelectorExpr:
+		id = fun.Sel
+	case *ast.IndexExpr: // a generic function instantiated explicitly
+		if sel, ok := fun.X.(*ast.SelectorExpr); ok {
+			id = sel.Sel
+		} else if i, ok := fun.X.(*ast.Ident); ok {
+			id = i
+		}
+	}
+	if id == nil {
+		return nil
+	}
+	f, _ := info.Uses[id].(*types.Func)
+	if f != nil {
+		return f.Origin()
+	}
+	return nil
+}
+
+// writerViolations names every struct type with a *status.Writer field
+// whose field is never called Write on.
+func writerViolations(p *packages.Package) []violation {
+	held := map[*types.Var]string{} // the Writer fields, with their struct's name
+	for _, name := range p.Types.Scope().Names() {
+		tn, ok := p.Types.Scope().Lookup(name).(*types.TypeName)
+		if !ok {
+			continue
+		}
+		st, ok := tn.Type().Underlying().(*types.Struct)
+		if !ok {
+			continue
+		}
+		for i := range st.NumFields() {
+			if isStatusWriter(st.Field(i).Type()) {
+				held[st.Field(i)] = name
+			}
+		}
+	}
+	written := map[*types.Var]bool{}
+	for sel, s := range p.TypesInfo.Selections {
+		if s.Kind() != types.MethodVal || s.Obj().Name() != "Write" {
+			continue
+		}
+		if inner, ok := ast.Unparen(sel.X).(*ast.SelectorExpr); ok {
+			if v, ok := p.TypesInfo.Uses[inner.Sel].(*types.Var); ok && v.IsField() {
+				written[v.Origin()] = true
+			}
+		}
+	}
+	var vs []violation
+	for field, owner := range held {
+		if !written[field] {
+			vs = append(vs, violation{ruleWriter, p.Fset.Position(field.Pos()).String(), fmt.Sprintf("%s holds a *status.Writer (%s) and never writes through it", owner, field.Name())})
+		}
+	}
+	return vs
+}
+
+func isStatusWriter(t types.Type) bool {
+	ptr, ok := t.(*types.Pointer)
+	if !ok {
+		return false
+	}
+	named, ok := ptr.Elem().(*types.Named)
+	return ok && named.Obj().Name() == "Writer" && named.Obj().Pkg() != nil &&
+		named.Obj().Pkg().Path() == "github.com/deckhand-dev/deckhand/internal/status"
+}
+
+// globalViolations names every package-level variable written after its
+// declaration: assigned (whole, an element or a field), incremented, its
+// address taken, or a pointer-receiver method called on it.
+func globalViolations(p *packages.Package) []violation {
+	scope := p.Types.Scope()
+	global := func(e ast.Expr) *types.Var {
+		for {
+			switch x := ast.Unparen(e).(type) {
+			case *ast.Ident:
+				v, ok := p.TypesInfo.Uses[x].(*types.Var)
+				if ok && v.Parent() == scope {
+					return v
+				}
+				return nil
+			case *ast.IndexExpr:
+				e = x.X
+			case *ast.SelectorExpr:
+				e = x.X
+			case *ast.StarExpr:
+				e = x.X
+			default:
+				return nil
+			}
+		}
+	}
+	written := map[*types.Var]token.Pos{}
+	mark := func(e ast.Expr, at token.Pos) {
+		if v := global(e); v != nil {
+			if _, ok := written[v]; !ok {
+				written[v] = at
+			}
+		}
+	}
+	for _, f := range p.Syntax {
+		if strings.HasSuffix(p.Fset.File(f.Pos()).Name(), "_test.go") {
+			continue
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.FuncDecl:
+				return n.Body != nil
+			case *ast.GenDecl:
+				return n.Tok != token.VAR // a declaration is not a write
+			case *ast.AssignStmt:
+				if n.Tok != token.DEFINE {
+					for _, l := range n.Lhs {
+						mark(l, n.Pos())
+					}
+				}
+			case *ast.IncDecStmt:
+				mark(n.X, n.Pos())
+			case *ast.UnaryExpr:
+				if n.Op == token.AND {
+					mark(n.X, n.Pos())
+				}
+			case *ast.SelectorExpr:
+				if s := p.TypesInfo.Selections[n]; s != nil && s.Kind() == types.MethodVal {
+					if _, ptr := s.Obj().(*types.Func).Signature().Recv().Type().(*types.Pointer); ptr {
+						mark(n.X, n.Pos())
+					}
+				}
+			}
+			return true
+		})
+	}
+	var vs []violation
+	for v, at := range written {
+		if immutableGlobal(v) {
+			continue
+		}
+		vs = append(vs, violation{ruleGlobal, p.Fset.Position(at).String(), fmt.Sprintf("package-level %s is written after its declaration: make it a field a constructor sets", v.Name())})
+	}
+	return vs
+}
+
+// signatureViolations names every exported function or method of an
+// exported type whose parameters or results use an unexported type of the
+// package.
+func signatureViolations(p *packages.Package) []violation {
+	var vs []violation
+	for fn, fd := range funcs(p) {
+		if !fn.Exported() {
+			continue
+		}
+		sig := fn.Signature()
+		if r := sig.Recv(); r != nil {
+			if named, ok := derefNamed(r.Type()); !ok || !named.Obj().Exported() {
+				continue
+			}
+		}
+		for _, tuple := range []*types.Tuple{sig.Params(), sig.Results()} {
+			for v := range tuple.Variables() {
+				if named, ok := derefNamed(v.Type()); ok && named.Obj().Pkg() == p.Types && !named.Obj().Exported() {
+					vs = append(vs, violation{ruleSignature, p.Fset.Position(fd.Pos()).String(), fmt.Sprintf("%s takes or returns %s, unexported: a caller outside the package cannot supply it", fn.Name(), named.Obj().Name())})
+				}
+			}
+		}
+	}
+	return vs
+}
+
+// immutableGlobal says whether a package-level variable is one of the two
+// kinds whose pointer methods change nothing a reconciler reads: a
+// Prometheus collector (the metrics registry is process-wide by design,
+// and its series are removed with their objects) and a compiled regular
+// expression.
+func immutableGlobal(v *types.Var) bool {
+	named, ok := derefNamed(v.Type())
+	if !ok || named.Obj().Pkg() == nil {
+		return false
+	}
+	switch named.Obj().Pkg().Path() {
+	case "github.com/prometheus/client_golang/prometheus":
+		return true
+	case "regexp":
+		return named.Obj().Name() == "Regexp"
+	}
+	return false
+}
+
+func derefNamed(t types.Type) (*types.Named, bool) {
+	if ptr, ok := t.(*types.Pointer); ok {
+		t = ptr.Elem()
+	}
+	n, ok := t.(*types.Named)
+	return n, ok
+}
