@@ -71,6 +71,9 @@ type Controller struct {
 	// BindFlags, when set, registers the kind's own flags (named after it,
 	// setting the fields of setupoptions.Options named after it).
 	BindFlags func(*flag.FlagSet, *setupoptions.Options)
+	// ValidateFlags, when set, says what is wrong with the kind's own
+	// flags, naming each; the manager refuses to start on it.
+	ValidateFlags func(setupoptions.Options) error
 }
 
 // controllers lists every controller Deckhand can run, in start order.
@@ -110,6 +113,7 @@ var controllers = []Controller{
 		Needs:           podbuggercontroller.Needs,
 		SlimPod:         podbuggercontroller.SlimPod,
 		BindFlags:       podbuggercontroller.BindFlags,
+		ValidateFlags:   podbuggercontroller.ValidateFlags,
 	},
 }
 

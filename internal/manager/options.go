@@ -14,7 +14,6 @@ import (
 
 	"k8s.io/client-go/tools/leaderelection"
 
-	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
 	"github.com/deckhand-dev/deckhand/internal/setupoptions"
 )
 
@@ -239,8 +238,10 @@ func (o *Options) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("--webhook-cert-mode: %q is neither %q nor %q", o.WebhookCertMode, CertModeSelfSigned, CertModeExternal))
 	}
-	if _, err := policy.From(o.Options); err != nil {
-		errs = append(errs, fmt.Errorf("--podbugger-allowed-images: %w", err))
+	for _, c := range controllers {
+		if c.ValidateFlags != nil {
+			errs = append(errs, c.ValidateFlags(o.Options))
+		}
 	}
 	if o.WebhookPort < 1 || o.WebhookPort > 65535 {
 		errs = append(errs, fmt.Errorf("--webhook-port: %d is not a port", o.WebhookPort))

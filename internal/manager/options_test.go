@@ -30,3 +30,15 @@ func TestLeaderElectionTimingsClientGoRefusesAreRefusedByName(t *testing.T) {
 	err = parse("--leader-elect-renew-deadline", "16s")
 	g.Expect(err).To(MatchError(ContainSubstring("--leader-elect-renew-deadline (16s) must be shorter than --leader-elect-lease-duration (15s)")))
 }
+
+// A kind's own flags are checked by its registry entry's ValidateFlags: an
+// allow-list regular expression that does not compile stops the manager,
+// naming the flag.
+func TestAKindsBadFlagIsRefusedByName(t *testing.T) {
+	var o manager.Options
+	fs := flag.NewFlagSet("deckhand", flag.ContinueOnError)
+	o.BindFlags(fs)
+	g := NewWithT(t)
+	g.Expect(fs.Parse([]string{"--namespace", "deckhand-system", "--podbugger-allowed-images", "re:busybox(:"})).To(Succeed())
+	g.Expect(o.Validate()).To(MatchError(ContainSubstring("--podbugger-allowed-images")))
+}

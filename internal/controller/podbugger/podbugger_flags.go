@@ -2,6 +2,7 @@ package podbugger
 
 import (
 	"flag"
+	"fmt"
 	"strings"
 
 	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
@@ -31,4 +32,13 @@ func BindFlags(fs *flag.FlagSet, o *setupoptions.Options) {
 		"Let PodBuggers inject into pods that reach into their node (hostPID, hostNetwork, hostIPC, privileged containers, hostPath volumes "+
 			"or claims bound to hostPath or local PersistentVolumes, and with the general profile capabilities added beyond the baseline); "+
 			"without it such pods are skipped, with an Event.")
+}
+
+// ValidateFlags says what is wrong with the PodBugger flags in o: an
+// allow-list entry that does not compile.
+func ValidateFlags(o setupoptions.Options) error {
+	if _, err := policy.From(o); err != nil {
+		return fmt.Errorf("--podbugger-allowed-images: %w", err)
+	}
+	return nil
 }
