@@ -170,7 +170,7 @@ func notWrittenByDeckhand(g Gomega, fields []metav1.ManagedFieldsEntry, path ...
 			continue
 		}
 		var owned map[string]any
-		g.Expect(json.Unmarshal(f.FieldsV1.Raw, &owned)).To(Succeed())
+		g.Expect(json.Unmarshal(f.FieldsV1.GetRawBytes(), &owned)).To(Succeed())
 		for i, p := range path {
 			next, ok := owned["f:"+p].(map[string]any)
 			if !ok {

@@ -175,7 +175,7 @@ func decode(t *testing.T, data []byte) []*unstructured.Unstructured {
 
 // identities lists kind/namespace/name of every object, sorted.
 func identities(objs []*unstructured.Unstructured) []string {
-	var ids []string
+	ids := make([]string, 0, len(objs))
 	for _, o := range objs {
 		ids = append(ids, o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName())
 	}

@@ -146,7 +146,7 @@ func (w *deletionWatch) seen(ev watch.EventType, m *metav1.PartialObjectMetadata
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	what := fmt.Sprintf("%s %s/%s", kind, m.Namespace, m.Name)
-	var owners []types.UID
+	owners := make([]types.UID, 0, len(m.OwnerReferences))
 	for _, ref := range m.OwnerReferences {
 		owners = append(owners, ref.UID)
 	}

@@ -150,7 +150,7 @@ func converged(t *testing.T, ns, name string, size int, image string) {
 	t.Helper()
 	nodes := &corev1.NodeList{}
 	NewWithT(t).Expect(c.Client.List(context.Background(), nodes)).To(Succeed())
-	var nodeNames []string
+	nodeNames := make([]string, 0, len(nodes.Items))
 	for _, n := range nodes.Items {
 		nodeNames = append(nodeNames, n.Name)
 	}

@@ -61,10 +61,11 @@ func TestMakeRunTwiceInARow(t *testing.T) {
 			t.Cleanup(func() {
 				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 				select {
-				case <-done:
+				case err := <-done:
+					t.Logf("hack/run.sh ended: %v", err)
 				case <-time.After(30 * time.Second):
 					_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-					<-done
+					t.Logf("hack/run.sh killed after 30 s: %v", <-done)
 				}
 				if t.Failed() {
 					t.Logf("make run's output:\n%s", logs.String())
@@ -75,7 +76,7 @@ func TestMakeRunTwiceInARow(t *testing.T) {
 				select {
 				case err := <-done:
 					done <- err
-					return 0, fmt.Errorf("hack/run.sh exited: %v", err)
+					return 0, fmt.Errorf("hack/run.sh exited: %w", err)
 				default:
 				}
 				resp, err := http.Get("http://127.0.0.1:" + health + "/readyz")

@@ -261,7 +261,7 @@ func (u *user) everyKindWorks() {
 	g.Eventually(func() ([]string, error) {
 		pod := &corev1.Pod{}
 		err := c.Client.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: "web"}, pod)
-		var names []string
+		names := make([]string, 0, len(pod.Spec.EphemeralContainers))
 		for _, e := range pod.Spec.EphemeralContainers {
 			names = append(names, e.Name)
 		}
@@ -348,7 +348,7 @@ func untar(archive, dir string) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	z, err := gzip.NewReader(f)
 	if err != nil {
 		return err
