@@ -74,7 +74,7 @@ lint: $(GOLANGCI_LINT) ## Run the pinned golangci-lint.
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: manifests generate ## Fail if gofmt, go mod tidy or generated files (CRDs, RBAC, chart copies, reference pages) are stale, a docs link is broken, a user page speaks of how the project was built, or the version differs anywhere.
+verify: manifests generate ## Fail if gofmt, go mod tidy or generated files (CRDs, RBAC, chart copies, reference pages) are stale, a docs link is broken, a user page speaks of how the project was built, the version differs anywhere, or a seeded bug of test/mutants no longer applies.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go mod tidy -diff
 	cd hack/k8s && go mod tidy -diff
@@ -83,6 +83,7 @@ verify: manifests generate ## Fail if gofmt, go mod tidy or generated files (CRD
 	@test -z "$$(git status --porcelain -- api config charts docs/reference)" || { echo "untracked generated files:"; git status --porcelain -- api config charts docs/reference; exit 1; }
 	go run ./hack/docscheck
 	go run ./hack/release check
+	go run ./hack/mutants check
 
 .PHONY: test
 test: test-unit test-e2e ## Run every test: unit and envtest integration tests, then e2e on a fresh local cluster.
@@ -108,6 +109,10 @@ test-faults: k8s-tools manifests generate build build-installer ## Fault injecti
 	DECKHAND_REAL_NODE=false DECKHAND_BIN=$(LOCALBIN)/deckhand FAULTS_CLUSTER_TABLE=$(LOCALBIN)/faults/cluster-table.txt \
 		go test ./test/faults/clusterfaults -tags e2e,clusterfaults -count=1 -timeout 30m -run '^(TestClusterFaults|TestSplitBrainIsCaught)$$' || { cat $(LOCALBIN)/faults/table.txt $(LOCALBIN)/faults/cluster-table.txt 2>/dev/null; exit 1; }
 	@cat $(LOCALBIN)/faults/table.txt; echo; cat $(LOCALBIN)/faults/cluster-table.txt
+
+.PHONY: test-mutants
+test-mutants: k8s-tools ## Seed each bug of test/mutants/catalogue.yaml into a copy of HEAD in turn, run the tests that should fail, print the kill rate and the survivors (MUTANTS=substring runs less; long).
+	go run ./hack/mutants run -only "$(MUTANTS)"
 
 .PHONY: test-rules
 test-rules: $(PROMTOOL) ## Check the alert rules (config/prometheus/alerts.yaml) and run their unit tests with the pinned promtool.
