@@ -332,30 +332,45 @@ func isStatusWriter(t types.Type) bool {
 // declaration: assigned (whole, an element or a field), incremented, its
 // address taken, or a pointer-receiver method called on it.
 func globalViolations(p *packages.Package) []violation {
-	scope := p.Types.Scope()
-	global := func(e ast.Expr) *types.Var {
-		for {
-			switch x := ast.Unparen(e).(type) {
-			case *ast.Ident:
-				v, ok := p.TypesInfo.Uses[x].(*types.Var)
-				if ok && v.Parent() == scope {
-					return v
-				}
-				return nil
-			case *ast.IndexExpr:
-				e = x.X
-			case *ast.SelectorExpr:
-				e = x.X
-			case *ast.StarExpr:
-				e = x.X
-			default:
-				return nil
+	var vs []violation
+	for v, at := range globalWrites(p) {
+		if immutableGlobal(v) {
+			continue
+		}
+		vs = append(vs, violation{ruleGlobal, p.Fset.Position(at).String(), fmt.Sprintf("package-level %s is written after its declaration: make it a field a constructor sets", v.Name())})
+	}
+	return vs
+}
+
+// globalOf is the package-level variable e is, or is part of (an element,
+// a field, what it points to), if any.
+func globalOf(p *packages.Package, e ast.Expr) *types.Var {
+	for {
+		switch x := ast.Unparen(e).(type) {
+		case *ast.Ident:
+			v, ok := p.TypesInfo.Uses[x].(*types.Var)
+			if ok && v.Parent() == p.Types.Scope() {
+				return v
 			}
+			return nil
+		case *ast.IndexExpr:
+			e = x.X
+		case *ast.SelectorExpr:
+			e = x.X
+		case *ast.StarExpr:
+			e = x.X
+		default:
+			return nil
 		}
 	}
+}
+
+// globalWrites maps each package-level variable of p's non-test files that
+// is written after its declaration to where it first is.
+func globalWrites(p *packages.Package) map[*types.Var]token.Pos {
 	written := map[*types.Var]token.Pos{}
 	mark := func(e ast.Expr, at token.Pos) {
-		if v := global(e); v != nil {
+		if v := globalOf(p, e); v != nil {
 			if _, ok := written[v]; !ok {
 				written[v] = at
 			}
@@ -393,14 +408,7 @@ func globalViolations(p *packages.Package) []violation {
 			return true
 		})
 	}
-	var vs []violation
-	for v, at := range written {
-		if immutableGlobal(v) {
-			continue
-		}
-		vs = append(vs, violation{ruleGlobal, p.Fset.Position(at).String(), fmt.Sprintf("package-level %s is written after its declaration: make it a field a constructor sets", v.Name())})
-	}
-	return vs
+	return written
 }
 
 // signatureViolations names every exported function or method of an

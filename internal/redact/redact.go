@@ -22,6 +22,8 @@ import (
 func Marker(kind string) string { return "[REDACTED:" + kind + "]" }
 
 // Kinds of what is removed, as the marker names them.
+//
+//nolint:gosec // names of what is removed, not credentials
 const (
 	KindPrivateKey    = "private-key"
 	KindBearerToken   = "bearer-token"
