@@ -1,0 +1,275 @@
+package notify
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+)
+
+// receiver is a webhook receiver on loopback that can fail, hang and come
+// back, and keeps what it was sent by idempotency key.
+type receiver struct {
+	*httptest.Server
+	mu sync.Mutex
+	// failFirst answers 503 to the first requests; hangFirst then keeps
+	// as many waiting past the client's timeout.
+	failFirst, hangFirst int
+	requests             int
+	byKey                map[string]int
+	order                []string
+	bodies               [][]byte
+	headers              []http.Header
+}
+
+func newReceiver(t *testing.T, failFirst, hangFirst int) *receiver {
+	r := &receiver{failFirst: failFirst, hangFirst: hangFirst, byKey: map[string]int{}}
+	r.Server = httptest.NewUnstartedServer(http.HandlerFunc(r.serve))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Listener = l
+	r.Start()
+	t.Cleanup(r.Close)
+	return r
+}
+
+func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
+	b, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	r.requests++
+	n := r.requests
+	r.mu.Unlock()
+	switch {
+	case n <= r.failFirst:
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	case n <= r.failFirst+r.hangFirst:
+		select {
+		case <-req.Context().Done():
+		case <-time.After(2 * time.Second):
+		}
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := req.Header.Get("Idempotency-Key")
+	if r.byKey[key] == 0 {
+		r.order = append(r.order, key)
+	}
+	r.byKey[key]++
+	r.bodies = append(r.bodies, b)
+	r.headers = append(r.headers, req.Header.Clone())
+}
+
+func (r *receiver) keys() (distinct int, order []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.byKey), append([]string(nil), r.order...)
+}
+
+func testOutbox() *Outbox {
+	o := NewOutbox()
+	o.Client = &http.Client{Timeout: 200 * time.Millisecond}
+	o.MinBackoff, o.MaxBackoff = 10*time.Millisecond, 100*time.Millisecond
+	return o
+}
+
+func message(ns string, i int) Message {
+	at := time.Date(2026, 11, 29, 7, 0, i, 0, time.UTC)
+	return Message{Key: fmt.Sprintf("%s/uid-%d/app/Error/%d", ns, i, at.Unix()), Type: TypeOpened, Namespace: ns,
+		Source: "recorder", Pod: fmt.Sprintf("pod-%d", i), Container: "app", Reason: "Error", Count: 1, ExitCode: 1, FirstTime: at, LastTime: at}
+}
+
+// A receiver that fails, hangs past the timeout and comes back gets every
+// notification: none lost, and none twice but under its own key.
+func TestEveryNotificationArrivesThroughFailuresAndTimeouts(t *testing.T) {
+	r := newReceiver(t, 5, 3)
+	o := testOutbox()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go o.Run(ctx)
+	const n = 40
+	for i := range n {
+		o.Enqueue("team-a", Target{Name: "hook", URL: r.URL}, message("team-a", i))
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if d, _, _ := o.Counts(); d == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			d, dropped, expired := o.Counts()
+			t.Fatalf("delivered %d of %d (dropped %d, expired %d)", d, n, dropped, expired)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	distinct, _ := r.keys()
+	if distinct != n {
+		t.Errorf("the receiver saw %d distinct keys, want %d", distinct, n)
+	}
+	if _, dropped, expired := o.Counts(); dropped+expired != 0 {
+		t.Errorf("dropped %d, expired %d: want none", dropped, expired)
+	}
+}
+
+// One namespace's storm does not hold back another's notification: the
+// namespaces are served in turn.
+func TestANoisyNamespaceDoesNotDelayAnother(t *testing.T) {
+	r := newReceiver(t, 0, 0)
+	o := testOutbox()
+	o.Senders = 1
+	for i := range 100 {
+		o.Enqueue("noisy", Target{URL: r.URL}, message("noisy", i))
+	}
+	o.Enqueue("quiet", Target{URL: r.URL}, message("quiet", 0))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go o.Run(ctx)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if d, _, _ := o.Counts(); d == 101 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_, order := r.keys()
+	pos := -1
+	for i, k := range order {
+		if k == message("quiet", 0).Key {
+			pos = i
+		}
+	}
+	if pos < 0 || pos > 2 {
+		t.Errorf("the quiet namespace's notification arrived %d-th of %d, want among the first 3", pos+1, len(order))
+	}
+}
+
+// A namespace past its share loses its own oldest notification.
+func TestANamespacePastItsShareLosesItsOwnOldest(t *testing.T) {
+	o := testOutbox()
+	o.PerNamespace = 3
+	for i := range 5 {
+		o.Enqueue("noisy", Target{}, message("noisy", i))
+	}
+	o.Enqueue("quiet", Target{}, message("quiet", 0))
+	if len(o.queues["noisy"]) != 3 || len(o.queues["quiet"]) != 1 {
+		t.Fatalf("queues: noisy %d, quiet %d; want 3 and 1", len(o.queues["noisy"]), len(o.queues["quiet"]))
+	}
+	if got := o.queues["noisy"][0].m.Pod; got != "pod-2" {
+		t.Errorf("the noisy namespace's oldest kept is %s, want pod-2", got)
+	}
+	if _, dropped, _ := o.Counts(); dropped != 2 {
+		t.Errorf("dropped %d, want 2", dropped)
+	}
+}
+
+// A notification the receiver never takes is given up after MaxAge.
+func TestANotificationExpires(t *testing.T) {
+	r := newReceiver(t, 1<<30, 0)
+	o := testOutbox()
+	o.MaxAge = 300 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go o.Run(ctx)
+	o.Enqueue("ns", Target{URL: r.URL}, message("ns", 0))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, _, expired := o.Counts(); expired == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the notification never expired")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Each format is what its receivers read, with the idempotency key and the
+// bearer token.
+func TestFormats(t *testing.T) {
+	r := newReceiver(t, 0, 0)
+	m := message("team", 1)
+	for _, f := range []Format{FormatJSON, FormatSlack, FormatCloudEvents} {
+		if err := Send(context.Background(), http.DefaultClient, Target{Name: string(f), URL: r.URL, Format: f, Token: "s3cr3t"}, m); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+	for i, f := range []Format{FormatJSON, FormatSlack, FormatCloudEvents} {
+		h, b := r.headers[i], r.bodies[i]
+		if h.Get("Idempotency-Key") != m.Key || h.Get("Authorization") != "Bearer s3cr3t" {
+			t.Errorf("%s: headers %v", f, h)
+		}
+		var got map[string]any
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("%s: %v: %s", f, err, b)
+		}
+		switch f {
+		case FormatJSON:
+			if got["key"] != m.Key || got["pod"] != "pod-1" || got["type"] != TypeOpened {
+				t.Errorf("JSON body %s", b)
+			}
+		case FormatSlack:
+			if got["text"] != "team/pod-1 (app): Error (exit 1) at 2026-11-29T07:00:01Z" {
+				t.Errorf("Slack body %s", b)
+			}
+		case FormatCloudEvents:
+			if h.Get("Content-Type") != "application/cloudevents+json" || got["specversion"] != "1.0" || got["id"] != m.Key ||
+				got["type"] != "dev.deckhand.podincident.opened" || got["source"] != "/deckhand/team/recorder" {
+				t.Errorf("CloudEvents body %s (%s)", b, h.Get("Content-Type"))
+			}
+		}
+	}
+	if err := Send(context.Background(), http.DefaultClient, Target{URL: r.URL, Format: "XML"}, m); err == nil {
+		t.Error("an unknown format was sent")
+	}
+}
+
+// A crash loop is one window: one notification when it opens, one summary
+// when it has been quiet for the window's length, counting every failure.
+func TestACrashLoopIsOneWindow(t *testing.T) {
+	w := &Windows{Length: 10 * time.Minute}
+	start := time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
+	sent := make([]Message, 0, 1)
+	for i := range 10 {
+		m := message("ns", 0)
+		m.LastTime = start.Add(time.Duration(i) * time.Minute)
+		sent = append(sent, w.Observe("uid-0/app/Error", m)...)
+	}
+	if len(sent) != 1 || sent[0].Type != TypeOpened {
+		t.Fatalf("10 failures a minute apart sent %d notifications, want 1 opening", len(sent))
+	}
+	if got := w.Close(start.Add(15 * time.Minute)); len(got) != 0 {
+		t.Fatalf("closed %d windows 6 minutes after the last failure, want none", len(got))
+	}
+	got := w.Close(start.Add(20 * time.Minute))
+	if len(got) != 1 || got[0].Type != TypeClosed || got[0].Count != 10 || got[0].Key != sent[0].Key+"/closed" ||
+		!got[0].FirstTime.Equal(start) || !got[0].LastTime.Equal(start.Add(9*time.Minute)) {
+		t.Fatalf("summary %+v", got)
+	}
+	// After it closed, a failure opens another window, with another key.
+	m := message("ns", 0)
+	m.LastTime = start.Add(time.Hour)
+	again := w.Observe("uid-0/app/Error", m)
+	if len(again) != 1 || again[0].Key == sent[0].Key {
+		t.Fatalf("a failure an hour later sent %+v", again)
+	}
+	// One that comes after a quiet spell nobody closed yet ends that
+	// window with its summary first.
+	m.LastTime = start.Add(2 * time.Hour)
+	both := w.Observe("uid-0/app/Error", m)
+	if len(both) != 2 || both[0].Type != TypeClosed || both[1].Type != TypeOpened {
+		t.Fatalf("got %+v", both)
+	}
+	w.Forget("uid-0/app/Error")
+	if w.Len() != 0 {
+		t.Errorf("%d windows after Forget", w.Len())
+	}
+}
