@@ -120,8 +120,8 @@ func NewIncidentReconciler(c client.Client, apiReader client.Reader, recorder ev
 	return &IncidentReconciler{Client: c, APIReader: apiReader, Recorder: recorder, Now: time.Now, Logs: logs,
 		written: &writtenIncidents{byPod: map[types.NamespacedName]map[string]*debugv1beta1.PodIncident{},
 			last: map[types.NamespacedName]map[string]metav1.Time{}},
-		unanswered: &unansweredNodes{until: map[string]silence{}},
-		logQueue:   newLogQueue(maxQueuedLogReads)}
+		unanswered: &unansweredNodes{until: map[nodeOfNamespace]silence{}},
+		logQueue:   newLogQueue(maxQueuedLogReads, maxQueuedLogReadsPerNamespace, logReadersPerNamespace)}
 }
 
 // Reconcile records what failed in the pod for every PodBugger of its
@@ -216,7 +216,7 @@ func (r *IncidentReconciler) record(ctx context.Context, pb *debugv1beta1.PodBug
 		inc, err := r.write(ctx, pb, fresh, f, c, recs)
 		if queued {
 			if inc == nil || err != nil {
-				r.logQueue.release()
+				r.logQueue.release(pod.Namespace)
 			} else {
 				job.record, job.count, job.lastTime = client.ObjectKeyFromObject(inc), inc.Spec.Count, inc.Spec.LastTime
 				r.logQueue.submit(job)
@@ -322,11 +322,17 @@ func (r *IncidentReconciler) planLog(pb *debugv1beta1.PodBugger, pod *corev1.Pod
 		return logJob{}, false
 	}
 	node := pod.Spec.NodeName
-	if until, paused := r.unanswered.paused(node, r.Now()); paused {
+	if until, paused := r.unanswered.paused(node, pod.Namespace, r.Now()); paused {
 		c.logError = pausedNote(node, until)
 		return logJob{}, false
 	}
-	if !r.logQueue.reserve() {
+	switch r.logQueue.reserve(pod.Namespace) {
+	case refusedNamespace:
+		dropped.WithLabelValues(droppedLog).Inc()
+		c.logError = fmt.Sprintf("not read: %d log reads of this namespace were waiting for their kubelets", maxQueuedLogReadsPerNamespace)
+		return logJob{}, false
+	case refusedTotal:
+		dropped.WithLabelValues(droppedLog).Inc()
 		c.logError = fmt.Sprintf("not read: %d log reads were waiting for their kubelets", maxQueuedLogReads)
 		return logJob{}, false
 	}

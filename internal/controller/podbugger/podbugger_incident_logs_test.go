@@ -41,11 +41,21 @@ func startRecorder(t *testing.T, ns string, logs podbuggercontroller.PodLogs) {
 // are lost).
 func runRecorder(t *testing.T, ns string, logs podbuggercontroller.PodLogs) (stop func()) {
 	t.Helper()
+	return runRecorderIn(t, []string{ns}, logs)
+}
+
+// runRecorderIn is runRecorder for several namespaces.
+func runRecorderIn(t *testing.T, namespaces []string, logs podbuggercontroller.PodLogs) (stop func()) {
+	t.Helper()
+	nss := map[string]cache.Config{}
+	for _, ns := range namespaces {
+		nss[ns] = cache.Config{}
+	}
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:                 manager.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+		Cache:                  cache.Options{DefaultNamespaces: nss},
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
