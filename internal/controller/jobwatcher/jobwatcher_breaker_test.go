@@ -209,3 +209,52 @@ func TestBreakerOfAClusterJobWatcherHoldsOnlyTheNoisyNamespace(t *testing.T) {
 		HaveField("Conditions", testenv.HaveCondition(deckhandbatchv1.ConditionDeletionsPaused, metav1.ConditionFalse, deckhandbatchv1.ReasonAcknowledged)),
 	))
 }
+
+// A ClusterJobWatcher whose breaker tripped under a release that paused the
+// watcher as a whole (its status: DeletionsPaused True, no
+// pausedNamespaces) comes out of the upgrade still holding every namespace
+// it reaches, across a restart too, and says so, until its owner
+// acknowledges: the upgrade deletes nothing the trip held. Read as "no
+// namespace named, so none paused", the trip was cleared and the burst it
+// had stopped deleted without a word.
+func TestABreakerTrippedBeforeTheUpgradeStillHoldsEveryNamespace(t *testing.T) {
+	g := testenv.NewG(t)
+	a, b := env.Namespace(t), env.Namespace(t)
+	const few = 3
+	createFinishedJobs(t, a, "old", few)
+	createFinishedJobs(t, b, "old", few)
+	// The watcher exists before the manager (and its webhook) starts.
+	env.WithoutValidation(t, "vclusterjobwatcher-v1.batch.deckhand.dev")
+	w := clusterJobWatcher(t, i32(60), nil, a, b)
+	w.Spec.MaxDeletionsPerMinute = i32(10) // more than the Jobs due: only the trip holds them
+	env.Create(t, w)
+	// The status the earlier release wrote when its breaker tripped.
+	w.Status = deckhandbatchv1.JobWatcherStatus{ObservedGeneration: w.Generation, Conditions: []metav1.Condition{{
+		Type: deckhandbatchv1.ConditionDeletionsPaused, Status: metav1.ConditionTrue, Reason: deckhandbatchv1.ReasonTooManyDeletions,
+		Message: "more than 10 Jobs were due within a minute", ObservedGeneration: w.Generation, LastTransitionTime: metav1.Now(),
+	}}}
+	g.Expect(env.Client.Status().Update(context.Background(), w)).To(Succeed())
+
+	whole := And(
+		HaveField("PausedNamespaces", BeEmpty()),
+		HaveField("Conditions", testenv.HaveCondition(deckhandbatchv1.ConditionDeletionsPaused, metav1.ConditionTrue, deckhandbatchv1.ReasonTooManyDeletions)),
+		HaveField("Conditions", ContainElement(HaveField("Message", ContainSubstring("paused in every namespace this watcher reaches")))))
+	_, stop := env.StartManager(t, env.ManagerOptions())
+	g.Eventually(status(w)).Should(whole)
+	for _, ns := range []string{a, b} {
+		g.Consistently(jobsLeft(ns)).WithTimeout(2*time.Second).Should(Equal(few), "Jobs of %s deleted after the upgrade", ns)
+	}
+	stop()
+	env.StartManager(t, env.ManagerOptions())
+	g.Consistently(jobsLeft(a)).WithTimeout(2 * time.Second).Should(Equal(few))
+	g.Expect(status(w)()).To(whole)
+
+	g.Expect(env.Update(w, func() {
+		w.Annotations = map[string]string{deckhandbatchv1.ResumeDeletionsAnnotation: "2026-01-01T00:00:00Z"}
+	})).To(Succeed())
+	for _, ns := range []string{a, b} {
+		g.Eventually(jobsLeft(ns)).Should(BeZero(), "Jobs of %s once acknowledged", ns)
+	}
+	g.Eventually(status(w)).Should(HaveField("Conditions",
+		testenv.HaveCondition(deckhandbatchv1.ConditionDeletionsPaused, metav1.ConditionFalse, deckhandbatchv1.ReasonAcknowledged)))
+}
