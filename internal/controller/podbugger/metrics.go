@@ -80,3 +80,15 @@ var dropped = prometheus.NewCounterVec(prometheus.CounterOpts{
 func init() {
 	metrics.Registry.MustRegister(dropped)
 }
+
+// writesDeferred counts the times a failure's record write waited for its
+// PodBugger's bucket of record writes (recordWrites): each is written when
+// the bucket allows, as its pod then shows it.
+var writesDeferred = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "deckhand_podbugger_incident_writes_deferred_total",
+	Help: "Times a failure's PodIncident write waited because their PodBugger had written its --podbugger-incident-writes-per-minute; each is written once the PodBugger's writes allow, as its pod then shows it.",
+})
+
+func init() {
+	metrics.Registry.MustRegister(writesDeferred)
+}

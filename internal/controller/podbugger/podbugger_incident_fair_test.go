@@ -117,6 +117,55 @@ func TestACrashStormDoesNotDelayAnotherTenantsLogs(t *testing.T) {
 	g.Expect(ratio).To(BeNumerically("<", 4), "the quiet namespace's log latency during the storm against alone")
 }
 
+// TestAPodBuggersRecordWritesAreRateLimitedNotLost: 40 pods a PodBugger
+// records crash at once, against writes of 120 records a minute (a burst of
+// 20): the first 20 records are written at once, the others as the
+// PodBugger's bucket allows (not 40 writes of up to 40 KB into etcd at
+// once), and none is lost: every pod's failure ends up in its record,
+// counted once.
+func TestAPodBuggersRecordWritesAreRateLimitedNotLost(t *testing.T) {
+	g := testenv.NewG(t)
+	ns := env.Namespace(t)
+	opts := options()
+	opts.WatchNamespaces = []string{"kube-system"}
+	env.StartManager(t, opts)
+	const pods, perMinute, burst = 40, 120, 20
+	runRecorderWith(t, []string{ns}, func(context.Context, string, string, string, bool, int) (string, bool, error) {
+		return "the log\n", false, nil
+	}, perMinute)
+	pb := recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerCrashLoopBackOff}, nil)
+	t.Cleanup(func() {
+		g.Expect(client.IgnoreNotFound(env.Client.Delete(ctx, pb))).To(Succeed())
+		g.Eventually(env.Exists(pb)).Should(BeFalse())
+	})
+	ps := make([]*corev1.Pod, pods)
+	for i := range ps {
+		ps[i] = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("web-%d", i), Labels: web},
+			Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
+	}
+	inParallel(t, ps, func(p *corev1.Pod) error { return env.Client.Create(ctx, p) })
+	time.Sleep(time.Second) // the recorder has seen the pods
+	deferredBefore, err := testenv.Metric("deckhand_podbugger_incident_writes_deferred_total", nil)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	t0 := time.Now().Add(-time.Second).Truncate(time.Second)
+	start := time.Now()
+	inParallel(t, ps, func(p *corev1.Pod) error { return crashPod(p, 2, 1, t0, true) })
+	count := func() (int, error) {
+		items, err := incidentsIn(ns)()
+		return len(items), err
+	}
+	// A burst, then two a second: at most 26 in the first three seconds.
+	g.Consistently(count).WithTimeout(3*time.Second).Should(BeNumerically("<=", burst+3*perMinute/60), "records written at once")
+	g.Eventually(incidentsIn(ns)).WithTimeout(30 * time.Second).Should(And(HaveLen(pods),
+		HaveEach(And(HaveField("Spec.Count", int32(1)), HaveField("Spec.LastFailure.ContainerID", "containerd://instance-2")))))
+	deferred, err := testenv.Metric("deckhand_podbugger_incident_writes_deferred_total", nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Logf("%d records written in %s at %d a minute (a burst of %d); %g writes deferred", pods, time.Since(start).Round(time.Millisecond),
+		perMinute, burst, deferred-deferredBefore)
+	g.Expect(deferred - deferredBefore).To(BeNumerically(">=", pods-burst-3*perMinute/60))
+}
+
 // inParallel runs do for each of pods, eight at a time.
 func inParallel(t *testing.T, pods []*corev1.Pod, do func(*corev1.Pod) error) {
 	t.Helper()

@@ -47,6 +47,13 @@ func runRecorder(t *testing.T, ns string, logs podbuggercontroller.PodLogs) (sto
 // runRecorderIn is runRecorder for several namespaces.
 func runRecorderIn(t *testing.T, namespaces []string, logs podbuggercontroller.PodLogs) (stop func()) {
 	t.Helper()
+	return runRecorderWith(t, namespaces, logs, 0)
+}
+
+// runRecorderWith is runRecorderIn with each PodBugger writing at most
+// writesPerMinute records a minute (0: the default).
+func runRecorderWith(t *testing.T, namespaces []string, logs podbuggercontroller.PodLogs, writesPerMinute int) (stop func()) {
+	t.Helper()
 	nss := map[string]cache.Config{}
 	for _, ns := range namespaces {
 		nss[ns] = cache.Config{}
@@ -61,7 +68,7 @@ func runRecorderIn(t *testing.T, namespaces []string, logs podbuggercontroller.P
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := podbuggercontroller.NewIncidentReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("podbugger"), logs)
+	r := podbuggercontroller.NewIncidentReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("podbugger"), logs, writesPerMinute)
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func TestACaptureWaitsForAnUnansweredNodeOnce(t *testing.T) {
 		}
 		return "the log\n", false, nil
 	}
-	r := NewIncidentReconciler(nil, notFoundReader{}, nil, logs)
+	r := NewIncidentReconciler(nil, notFoundReader{}, nil, logs, 0)
 	r.Now = func() time.Time { return now }
 	capture := func(pod, node string) (logsRead, time.Duration) {
 		j := logJob{pod: client.ObjectKey{Namespace: "ns", Name: pod}, node: node, container: "app", limit: 4096}
@@ -112,7 +112,7 @@ func TestANodeSilentToOneNamespaceStillServesAnother(t *testing.T) {
 		}
 		return "the log\n", false, nil
 	}
-	r := NewIncidentReconciler(nil, notFoundReader{}, nil, logs)
+	r := NewIncidentReconciler(nil, notFoundReader{}, nil, logs, 0)
 	r.Now = func() time.Time { return now }
 	read := func(ns string) logsRead {
 		return r.readJobLogs(context.Background(), logJob{pod: client.ObjectKey{Namespace: ns, Name: "web"}, node: "shared", container: "app", limit: 4096})
@@ -190,7 +190,7 @@ func TestARemovedLogIsNoLog(t *testing.T) {
 	for out, wantLog := range map[string]bool{gone: false, gone + "\n": false, "filling\n" + gone + "\n": true, "filled\n": true} {
 		r := NewIncidentReconciler(nil, notFoundReader{}, nil, func(context.Context, string, string, string, bool, int) (string, bool, error) {
 			return out, false, nil
-		})
+		}, 0)
 		got := r.readJobLogs(context.Background(), logJob{pod: client.ObjectKey{Namespace: "ns", Name: "hog"}, node: "n", container: "main", limit: 4096})
 		if wantLog && (got.tail != out || got.note != "") || !wantLog && (got.tail != "" || !strings.Contains(got.note, "the kubelet has removed the container's log")) {
 			t.Errorf("the kubelet streamed %q: log %q, note %q", out, got.tail, got.note)
