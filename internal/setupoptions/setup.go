@@ -16,6 +16,9 @@ type Options struct {
 	// PodBuggerAllowHostAccess lets PodBuggers inject into pods that reach
 	// into their node (host namespaces, privileged containers, host paths).
 	PodBuggerAllowHostAccess bool
+	// PodBuggerIncidentWritesPerMinute is how many PodIncidents each
+	// PodBugger writes in a minute; 0 means the default.
+	PodBuggerIncidentWritesPerMinute int
 	// JobWatcherProtectedNamespaces are the namespaces ClusterJobWatchers do
 	// not reach unless a pattern names them exactly (beside the manager's
 	// own and those labelled deckhand.dev/protected=true); nil means the

@@ -3,7 +3,8 @@
 // namespace editor can write (docs/operations/security.md). It runs in `make test`
 // (about a minute): each object is refused naming its field or bounded, the
 // manager stays up with its peak RSS under the limit, and another tenant's
-// PodSet keeps reconciling meanwhile.
+// PodSet keeps reconciling meanwhile, its failures are recorded beside a
+// crash storm and its due Jobs deleted beside a burst the breaker holds.
 package hostile_test
 
 import (
@@ -23,6 +24,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -295,6 +297,12 @@ func TestAManagerUnderItsLimitSurvivesEveryHostileObject(t *testing.T) {
 		g.Expect(list.Items[0].Spec.LastFailure.Message).To(HaveLen(debugv1beta1.MaxIncidentMessage))
 	}).Should(Succeed())
 
+	// Admitted and bounded: a crash storm of stormPods pods and a burst of
+	// noisyJobs Jobs due at once, each beside another tenant's one failure
+	// and few due Jobs, which are served all the same.
+	crashStorm(t, g, hostile, other)
+	noisyTenantBreaker(t, g, hostile, other)
+
 	// The neighbour scales meanwhile, and gets there.
 	g.Expect(env.Update(neighbour, func() { neighbour.Spec.Replicas = 5 })).To(Succeed())
 	g.Eventually(func(g Gomega) {
@@ -353,4 +361,128 @@ func missingVolumesTemplate(n int) *corev1.PodTemplateSpec {
 			corev1.VolumeMount{Name: fmt.Sprintf("missing-%d-%s", i, strings.Repeat("z", 40)), MountPath: fmt.Sprintf("/m/%d", i)})
 	}
 	return t
+}
+
+const (
+	// stormPods is how many pods of the hostile namespace crash at once.
+	stormPods = 500
+	// noisyJobs is how many Jobs the hostile namespace makes due at once,
+	// against a ClusterJobWatcher's limit of noisyLimit a minute.
+	noisyJobs, noisyLimit = 300, 50
+)
+
+// crashStorm makes stormPods pods of ns crash at once under a PodBugger
+// recording them, then one pod of other: other's failure is recorded, and
+// its Event written, however many of the storm's wait (the recorder's
+// queues serve namespaces in turn, each up to its share).
+func crashStorm(t *testing.T, g *WithT, ns, other string) {
+	t.Helper()
+	ctx := context.Background()
+	record := func(ns, app string) {
+		g.Expect(env.Client.Create(ctx, &debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: app},
+			Spec: debugv1beta1.PodBuggerSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+				Image: "docker.io/library/busybox:1.37", Triggers: []debugv1beta1.Trigger{debugv1beta1.TriggerError}}})).To(Succeed())
+	}
+	record(ns, "storm")
+	record(other, "lonely")
+	crashed := func(ns, name, app string) error {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": app}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}}
+		if err := env.Client.Create(ctx, p); err != nil {
+			return err
+		}
+		p.Status = corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "main", Image: "busybox", ImageID: "busybox",
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, FinishedAt: metav1.Now()}}}}}
+		return env.Client.Status().Update(ctx, p)
+	}
+	inParallel(t, stormPods, func(i int) error { return crashed(ns, fmt.Sprintf("storm-%d", i), "storm") })
+	g.Expect(crashed(other, "lonely", "lonely")).To(Succeed())
+	g.Eventually(func() ([]debugv1beta1.PodIncident, error) {
+		list := &debugv1beta1.PodIncidentList{}
+		err := env.Client.List(ctx, list, client.InNamespace(other))
+		return list.Items, err
+	}).Should(ConsistOf(HaveField("Spec.Pod.Name", "lonely")))
+	g.Eventually(env.Events(other, nil)).Should(ContainElement(HavePrefix("IncidentRecorded: Pod lonely")))
+	list := &debugv1beta1.PodIncidentList{}
+	g.Expect(env.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+	t.Logf("a crash storm of %d pods: %d of its records written when the other tenant's failure was recorded, with its Event", stormPods, len(list.Items))
+}
+
+// noisyTenantBreaker makes noisyJobs Jobs of ns due at once under a
+// platform ClusterJobWatcher that also reaches other, where a few are due:
+// the watcher's breaker holds ns alone, and other is cleaned up.
+func noisyTenantBreaker(t *testing.T, g *WithT, ns, other string) {
+	t.Helper()
+	ctx := context.Background()
+	finishedJobs := func(ns, prefix string, n int) {
+		inParallel(t, n, func(i int) error {
+			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%04d", prefix, i)},
+				Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+					Containers: []corev1.Container{{Name: "main", Image: "busybox"}}}}}}
+			if err := env.Client.Create(ctx, job); err != nil {
+				return err
+			}
+			testenv.FinishJob(job, batchv1.JobComplete, time.Now().Add(-time.Hour))
+			return env.Client.Status().Update(ctx, job)
+		})
+	}
+	const few = 5
+	finishedJobs(ns, "burst", noisyJobs)
+	finishedJobs(other, "old", few)
+	w := &deckhandbatchv1.ClusterJobWatcher{ObjectMeta: metav1.ObjectMeta{GenerateName: "platform-"}}
+	w.Spec.NamespacePatterns = []string{ns, other}
+	w.Spec.TTLSecondsAfterSucceeded = ptr.To[int32](60)
+	w.Spec.MaxDeletionsPerMinute = ptr.To[int32](noisyLimit)
+	g.Expect(env.Client.Create(ctx, w)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), w) })
+	left := func(ns string) func() (int, error) {
+		return func() (int, error) {
+			list := &batchv1.JobList{}
+			err := env.Client.List(ctx, list, client.InNamespace(ns))
+			n := 0
+			for i := range list.Items {
+				if list.Items[i].DeletionTimestamp.IsZero() {
+					n++
+				}
+			}
+			return n, err
+		}
+	}
+	g.Eventually(left(other)).Should(BeZero(), "the other tenant's due Jobs")
+	g.Eventually(func() ([]string, error) {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(w), w)
+		return w.Status.PausedNamespaces, err
+	}).Should(Equal([]string{ns}))
+	g.Eventually(left(ns)).Should(Equal(noisyJobs-noisyLimit), "the noisy tenant's Jobs left")
+	t.Logf("a burst of %d due Jobs: %d deleted, the rest held in %s alone", noisyJobs, noisyLimit, ns)
+}
+
+// inParallel runs do(0) … do(n-1), eight at a time.
+func inParallel(t *testing.T, n int, do func(int) error) {
+	t.Helper()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	next := make(chan int)
+	for range 8 {
+		wg.Go(func() {
+			for i := range next {
+				if err := do(i); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("%d of %d: %v", len(errs), n, errs[0])
+	}
 }

@@ -298,7 +298,10 @@ type JobWatcherStatus struct {
 
 	// pausedNamespaces lists, for a ClusterJobWatcher, the namespaces whose
 	// deletions its breaker holds (DeletionsPaused True); the other
-	// namespaces it reaches keep being cleaned up.
+	// namespaces it reaches keep being cleaned up. Empty while
+	// DeletionsPaused is True: a trip of an earlier release, which paused
+	// the watcher as a whole, and holds every namespace it reaches until
+	// acknowledged.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=256

@@ -136,13 +136,36 @@ func pausedInStatus(watcher client.Object, scope string) (paused, acknowledged b
 	if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != watcher.GetGeneration() {
 		return false, false
 	}
-	if scope != "" && !slices.Contains(st.PausedNamespaces, scope) {
+	// A ClusterJobWatcher's trip without pausedNamespaces was written by a
+	// release whose breaker counted the watcher as a whole: it held every
+	// namespace, and still does (wholeWatcherPaused).
+	if scope != "" && len(st.PausedNamespaces) > 0 && !slices.Contains(st.PausedNamespaces, scope) {
 		return false, false
 	}
 	if st.ResumeDeletions != resumeToken(watcher) {
 		return false, true
 	}
 	return true, false
+}
+
+// wholeWatcherPaused reports whether a ClusterJobWatcher's status holds a
+// trip of a release whose breaker counted the watcher as a whole
+// (DeletionsPaused True for this generation, not acknowledged since, and no
+// status.pausedNamespaces, which this release always writes with a trip).
+// That trip is carried to every namespace the watcher reaches, as it held
+// them, rather than cleared: clearing it would let the very burst it
+// stopped be deleted without the owner's say, and a deleted Job cannot be
+// brought back, while a trip carried only waits for the acknowledgement or
+// spec change it waited for before the upgrade. The status keeps that form
+// until then, so a restarted manager carries it too.
+func wholeWatcherPaused(watcher client.Object) bool {
+	w, ok := watcher.(*deckhandbatchv1.ClusterJobWatcher)
+	if !ok {
+		return false
+	}
+	c := meta.FindStatusCondition(w.Status.Conditions, deckhandbatchv1.ConditionDeletionsPaused)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == w.Generation &&
+		len(w.Status.PausedNamespaces) == 0 && w.Status.ResumeDeletions == resumeToken(w)
 }
 
 // windowInStatus is the deletions of scope the watcher's status counted in
@@ -304,10 +327,11 @@ func (l *ledger) breakerState(watcher client.Object, limit int, now time.Time) b
 			delete(l.tally(watcher).breakers, scope)
 		}
 	}
-	if !s.tripped {
+	whole := wholeWatcherPaused(watcher)
+	if !s.tripped && !whole {
 		return s
 	}
-	s.acknowledged = false
+	s.tripped, s.acknowledged = true, false
 	heldNote := "Jobs due after the limit were held"
 	if held > 0 {
 		heldNote = fmt.Sprintf("%d due Jobs held (%s", held, strings.Join(examples[:min(len(examples), breakerExamples)], ", "))
@@ -315,6 +339,14 @@ func (l *ledger) breakerState(watcher client.Object, limit int, now time.Time) b
 			heldNote += ", ..."
 		}
 		heldNote += ")"
+	}
+	if whole {
+		s.pausedNamespaces = nil
+		s.message = fmt.Sprintf("deletions are paused in every namespace this watcher reaches: its breaker tripped under an earlier "+
+			"release, which paused the watcher as a whole (spec.maxDeletionsPerMinute is now counted per namespace); %s; "+
+			"set the annotation %s to a new value to delete them, or change the spec",
+			heldNote, deckhandbatchv1.ResumeDeletionsAnnotation)
+		return s
 	}
 	if cluster {
 		s.message = fmt.Sprintf("more than %d Jobs of one namespace were due within a minute (spec.maxDeletionsPerMinute, counted per namespace): "+

@@ -61,3 +61,34 @@ var logWrittenSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 func init() {
 	metrics.Registry.MustRegister(incidents, captureSeconds, logWrittenSeconds)
 }
+
+// What the recorder dropped, the work label of dropped.
+const (
+	droppedLog   = "log"
+	droppedEvent = "event"
+)
+
+// dropped counts the work a namespace's share of the recorder's queues
+// (or the queues' bound) left undone. It has no namespace label: a series
+// per namespace would grow with the tenants, and which namespace lost what
+// is said where its users look (a record's logError, the manager's log).
+var dropped = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "deckhand_podbugger_incident_dropped_total",
+	Help: "Log reads and Events of PodIncidents dropped because their namespace's share of the recorder's queue, or the whole queue, was full, by work (log, event).",
+}, []string{"work"})
+
+func init() {
+	metrics.Registry.MustRegister(dropped)
+}
+
+// writesDeferred counts the times a failure's record write waited for its
+// PodBugger's bucket of record writes (recordWrites): each is written when
+// the bucket allows, as its pod then shows it.
+var writesDeferred = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "deckhand_podbugger_incident_writes_deferred_total",
+	Help: "Times a failure's PodIncident write waited because their PodBugger had written its --podbugger-incident-writes-per-minute; each is written once the PodBugger's writes allow, as its pod then shows it.",
+})
+
+func init() {
+	metrics.Registry.MustRegister(writesDeferred)
+}

@@ -69,7 +69,8 @@ func Setup(mgr ctrl.Manager, opts setupoptions.Options) error {
 	return errors.Join(
 		mgr.Add(writer),
 		NewPodBuggerReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(ControllerName), p).SetupWithManager(mgr),
-		NewIncidentReconciler(mgr.GetClient(), mgr.GetAPIReader(), eventnote.Recorder(writer), ClientsetLogs(cs)).SetupWithManager(mgr))
+		NewIncidentReconciler(mgr.GetClient(), mgr.GetAPIReader(), eventnote.Recorder(writer), ClientsetLogs(cs),
+			opts.PodBuggerIncidentWritesPerMinute).SetupWithManager(mgr))
 }
 
 // PodBuggerReconciler adds each PodBugger's ephemeral container to the

@@ -26,6 +26,9 @@ func BindFlags(fs *flag.FlagSet, o *setupoptions.Options) {
 			}
 			return nil
 		})
+	fs.IntVar(&o.PodBuggerIncidentWritesPerMinute, "podbugger-incident-writes-per-minute", DefaultIncidentWritesPerMinute,
+		"How many PodIncidents (new ones, or a failure counted in one) each PodBugger writes in a minute, a sixth of them at once; "+
+			"failures beyond it are recorded when the PodBugger's writes allow, as their pods then show them. 0 or less means the default.")
 	fs.BoolVar(&o.PodBuggerAllowGeneralProfile, "podbugger-allow-general-profile", false,
 		"Let PodBuggers use the general profile, which gives the debug container the SYS_PTRACE capability.")
 	fs.BoolVar(&o.PodBuggerAllowHostAccess, "podbugger-allow-host-access", false,

@@ -112,16 +112,20 @@ type IncidentReconciler struct {
 	written    *writtenIncidents
 	unanswered *unansweredNodes
 	logQueue   *logQueue
+	writes     *recordWrites
 }
 
 // NewIncidentReconciler returns an incident recorder reading through c (the
-// cache), apiReader (the apiserver) and logs.
-func NewIncidentReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder, logs PodLogs) *IncidentReconciler {
+// cache), apiReader (the apiserver) and logs, each PodBugger writing at most
+// writesPerMinute records a minute (DefaultIncidentWritesPerMinute when 0).
+func NewIncidentReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder, logs PodLogs,
+	writesPerMinute int) *IncidentReconciler {
 	return &IncidentReconciler{Client: c, APIReader: apiReader, Recorder: recorder, Now: time.Now, Logs: logs,
 		written: &writtenIncidents{byPod: map[types.NamespacedName]map[string]*debugv1beta1.PodIncident{},
 			last: map[types.NamespacedName]map[string]metav1.Time{}},
-		unanswered: &unansweredNodes{until: map[string]silence{}},
-		logQueue:   newLogQueue(maxQueuedLogReads)}
+		unanswered: &unansweredNodes{until: map[nodeOfNamespace]silence{}},
+		logQueue:   newLogQueue(maxQueuedLogReads, maxQueuedLogReadsPerNamespace, logReadersPerNamespace),
+		writes:     newRecordWrites(writesPerMinute)}
 }
 
 // Reconcile records what failed in the pod for every PodBugger of its
@@ -154,8 +158,12 @@ func (r *IncidentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 			result.RequeueAfter = recheck
 		}
 		if len(fs) > 0 {
-			if err := r.record(ctx, pb, pod, fs); err != nil {
+			wait, err := r.record(ctx, pb, pod, fs)
+			if err != nil {
 				errs = append(errs, fmt.Errorf("recording incidents of pod %s for PodBugger %s: %w", req.NamespacedName, pb.Name, err))
+			}
+			if wait > 0 && (result.RequeueAfter == 0 || wait < result.RequeueAfter) {
+				result.RequeueAfter = wait
 			}
 		}
 	}
@@ -174,12 +182,15 @@ func selects(pb *debugv1beta1.PodBugger, pod *corev1.Pod) bool {
 // of the same reason and container its backoff window still holds, or in a
 // new one. The pod is read afresh once, before the first capture. The
 // record is written at once, without the failed instance's log, which a
-// log reader fills in afterwards (podbugger_incident_logs.go).
-func (r *IncidentReconciler) record(ctx context.Context, pb *debugv1beta1.PodBugger, pod *corev1.Pod, fs []failure) error {
+// log reader fills in afterwards (podbugger_incident_logs.go). Beyond pb's
+// record writes a minute (recordWrites) a failure waits: the returned
+// duration says when the pod is to be looked at again.
+func (r *IncidentReconciler) record(ctx context.Context, pb *debugv1beta1.PodBugger, pod *corev1.Pod, fs []failure) (time.Duration, error) {
 	recs, err := r.recordsOf(ctx, pb, pod)
 	if err != nil {
-		return err
+		return 0, err
 	}
+	var later time.Duration
 	var fresh *corev1.Pod
 	// readFresh reads the pod afresh, once; false when it is gone or
 	// another pod of the same name (whose own events bring it).
@@ -197,7 +208,7 @@ func (r *IncidentReconciler) record(ctx context.Context, pb *debugv1beta1.PodBug
 	for _, f := range fs {
 		if lost := r.lostLog(f, recs); lost != nil {
 			if ok, err := readFresh(); !ok || err != nil {
-				return err
+				return later, err
 			}
 			r.readAgain(pb, fresh, refreshed(f, fresh), lost)
 			continue
@@ -207,8 +218,11 @@ func (r *IncidentReconciler) record(ctx context.Context, pb *debugv1beta1.PodBug
 		if counted(f, recs) || r.written.counted(pod, pb.UID, f) || r.Now().Sub(f.at) >= maxAge {
 			continue
 		}
+		if r.waitsForWrite(pb, pod, &later) {
+			continue
+		}
 		if ok, err := readFresh(); !ok || err != nil {
-			return err
+			return later, err
 		}
 		f = refreshed(f, fresh)
 		c := r.capture(ctx, fresh)
@@ -216,14 +230,14 @@ func (r *IncidentReconciler) record(ctx context.Context, pb *debugv1beta1.PodBug
 		inc, err := r.write(ctx, pb, fresh, f, c, recs)
 		if queued {
 			if inc == nil || err != nil {
-				r.logQueue.release()
+				r.logQueue.release(pod.Namespace)
 			} else {
 				job.record, job.count, job.lastTime = client.ObjectKeyFromObject(inc), inc.Spec.Count, inc.Spec.LastTime
 				r.logQueue.submit(job)
 			}
 		}
 		if err != nil {
-			return err
+			return later, err
 		}
 		if inc == nil {
 			continue
@@ -236,7 +250,22 @@ func (r *IncidentReconciler) record(ctx context.Context, pb *debugv1beta1.PodBug
 		logf.FromContext(ctx).Info("recorded incident", "pod", klog.KObj(pod), "container", f.container, "reason", f.reason,
 			"podIncident", inc.Name, "count", inc.Spec.Count)
 	}
-	return nil
+	return later, nil
+}
+
+// waitsForWrite reports whether pod's record write for pb waits for its
+// slot among pb's record writes (recordWrites), the sooner of that wait and
+// *later in *later.
+func (r *IncidentReconciler) waitsForWrite(pb *debugv1beta1.PodBugger, pod *corev1.Pod, later *time.Duration) bool {
+	wait := r.writes.take(pb.UID, client.ObjectKeyFromObject(pod), r.Now())
+	if wait <= 0 {
+		return false
+	}
+	writesDeferred.Inc()
+	if *later == 0 || wait < *later {
+		*later = wait
+	}
+	return true
 }
 
 // write counts f in its record among recs, or opens a new one; nil when f
@@ -322,11 +351,17 @@ func (r *IncidentReconciler) planLog(pb *debugv1beta1.PodBugger, pod *corev1.Pod
 		return logJob{}, false
 	}
 	node := pod.Spec.NodeName
-	if until, paused := r.unanswered.paused(node, r.Now()); paused {
+	if until, paused := r.unanswered.paused(node, pod.Namespace, r.Now()); paused {
 		c.logError = pausedNote(node, until)
 		return logJob{}, false
 	}
-	if !r.logQueue.reserve() {
+	switch r.logQueue.reserve(pod.Namespace) {
+	case refusedNamespace:
+		dropped.WithLabelValues(droppedLog).Inc()
+		c.logError = fmt.Sprintf("not read: %d log reads of this namespace were waiting for their kubelets", maxQueuedLogReadsPerNamespace)
+		return logJob{}, false
+	case refusedTotal:
+		dropped.WithLabelValues(droppedLog).Inc()
 		c.logError = fmt.Sprintf("not read: %d log reads were waiting for their kubelets", maxQueuedLogReads)
 		return logJob{}, false
 	}
@@ -658,6 +693,7 @@ func (r *IncidentReconciler) pruneWrittenEvery(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
+			r.writes.forget(r.Now())
 			if err := r.pruneWritten(ctx); err != nil {
 				logf.FromContext(ctx).Error(err, "forgetting the records of pods that are gone")
 			}

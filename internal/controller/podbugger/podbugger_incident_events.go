@@ -32,10 +32,15 @@ import (
 // written.
 const (
 	// maxQueuedEvents bounds the Events waiting to be written (as the
-	// broadcaster's queue does, with the same number): beyond it an Event
-	// is dropped, never the record it tells of.
-	maxQueuedEvents = 1000
-	// eventWriters is how many Events are written at once.
+	// broadcaster's queue does, with the same number), and
+	// maxQueuedEventsPerNamespace those of one namespace: beyond them an
+	// Event is dropped, never the record it tells of, and the writers take
+	// the namespaces in turn (fairQueue): a tenant's storm of failures
+	// neither delays nor drops another tenant's Events.
+	maxQueuedEvents             = 1000
+	maxQueuedEventsPerNamespace = maxQueuedEvents / 4
+	// eventWriters is how many Events are written at once, at most half
+	// of them a namespace's.
 	eventWriters = 4
 	// eventAttempts is how often an Event the apiserver did not answer is
 	// tried, eventRetry apart.
@@ -50,14 +55,14 @@ type eventWriter struct {
 	sink       typedeventsv1.EventsV1Interface
 	controller string
 	instance   string
-	queue      chan *eventsv1.Event
+	queue      *fairQueue[*eventsv1.Event]
 	now        func() time.Time
 }
 
 func newEventWriter(scheme *runtime.Scheme, sink typedeventsv1.EventsV1Interface, controller string) *eventWriter {
 	host, _ := os.Hostname()
 	return &eventWriter{scheme: scheme, sink: sink, controller: controller, instance: controller + "-" + host,
-		queue: make(chan *eventsv1.Event, maxQueuedEvents), now: time.Now}
+		queue: newFairQueue[*eventsv1.Event](maxQueuedEvents, maxQueuedEventsPerNamespace, eventWriters/2), now: time.Now}
 }
 
 // Eventf queues the Event; it never blocks.
@@ -75,10 +80,10 @@ func (e *eventWriter) AnnotatedEventf(regarding, related runtime.Object, annotat
 		logf.Log.WithName(ControllerName).Error(err, "an Event not written", "reason", reason)
 		return
 	}
-	select {
-	case e.queue <- ev:
-	default:
-		logf.Log.WithName(ControllerName).Info("an Event dropped: too many were waiting to be written", "reason", reason, "note", ev.Note)
+	if e.queue.push(ev.Namespace, ev) != refusedNone {
+		dropped.WithLabelValues(droppedEvent).Inc()
+		logf.Log.WithName(ControllerName).Info("an Event dropped: too many were waiting to be written",
+			"namespace", ev.Namespace, "reason", reason, "note", ev.Note)
 	}
 }
 
@@ -116,12 +121,12 @@ func (e *eventWriter) Start(ctx context.Context) error {
 	for range eventWriters {
 		wg.Go(func() {
 			for {
-				select {
-				case <-ctx.Done():
+				ev, ns, ok := e.queue.next(ctx)
+				if !ok {
 					return
-				case ev := <-e.queue:
-					e.write(ctx, ev)
 				}
+				e.write(ctx, ev)
+				e.queue.finish(ns)
 			}
 		})
 	}

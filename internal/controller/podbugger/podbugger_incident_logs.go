@@ -31,10 +31,17 @@ const (
 	// logReaders is how many log reads run at once: each holds one
 	// goroutine and, while it streams, a buffer of about 2*logTailBytes.
 	logReaders = 16
+	// logReadersPerNamespace is how many of them one namespace's reads may
+	// hold at once: a tenant whose kubelets answer slowly (or never, each
+	// read waiting out logsTimeout) leaves the others a few.
+	logReadersPerNamespace = logReaders * 3 / 4
 	// maxQueuedLogReads bounds the log reads waiting for a reader (each a
-	// few hundred bytes): failures beyond it are recorded with a note
-	// instead of a log, however many pods a tenant makes crash.
-	maxQueuedLogReads = 1024
+	// few hundred bytes), and maxQueuedLogReadsPerNamespace those of one
+	// namespace: failures beyond them are recorded with a note instead of
+	// a log, however many pods a tenant makes crash, and the readers take
+	// the namespaces in turn (fairQueue).
+	maxQueuedLogReads             = 1024
+	maxQueuedLogReadsPerNamespace = maxQueuedLogReads / 4
 )
 
 // pendingLogNote is what a record says of its log until the log is read.
@@ -64,58 +71,35 @@ type logJob struct {
 	lastTime metav1.Time
 }
 
-// logQueue is the bounded queue of log reads. A slot is reserved before the
-// record is written (a full queue is known before the write, and said in
-// the record) and freed when its read is done or its record not written.
-// Its memory follows what waits, up to max jobs: none when nothing fails.
+// logQueue is the bounded queue of log reads, a fairQueue by the pod's
+// namespace. A place is reserved before the record is written (a full queue
+// is known before the write, and said in the record) and freed when its
+// read is done or its record not written.
 type logQueue struct {
-	mu       sync.Mutex
-	max      int
-	reserved int
-	jobs     []logJob
+	*fairQueue[logJob]
+	mu sync.Mutex
 	// records are the records whose jobs are queued or being read.
 	records map[types.NamespacedName]struct{}
-	// ready wakes a reader when a job is queued.
-	ready chan struct{}
 }
 
-func newLogQueue(n int) *logQueue {
-	return &logQueue{max: n, ready: make(chan struct{}, 1), records: map[types.NamespacedName]struct{}{}}
+func newLogQueue(n, perNamespace, readers int) *logQueue {
+	return &logQueue{fairQueue: newFairQueue[logJob](n, perNamespace, readers), records: map[types.NamespacedName]struct{}{}}
 }
 
-// reserve takes a slot if one is free.
-func (q *logQueue) reserve() bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.reserved >= q.max {
-		return false
-	}
-	q.reserved++
-	return true
-}
-
-// release frees a slot: its read is done, or its record was not written.
-func (q *logQueue) release() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.reserved--
-}
-
-// submit queues j in the slot reserved for it.
+// submit queues j in the place reserved for it.
 func (q *logQueue) submit(j logJob) {
 	q.mu.Lock()
-	q.jobs = append(q.jobs, j)
 	q.records[j.record] = struct{}{}
 	q.mu.Unlock()
-	q.wake()
+	q.fairQueue.submit(j.pod.Namespace, j)
 }
 
-// done frees j's slot once its read is over.
+// done frees j's place once its read is over.
 func (q *logQueue) done(j logJob) {
 	q.mu.Lock()
 	delete(q.records, j.record)
 	q.mu.Unlock()
-	q.release()
+	q.finish(j.pod.Namespace)
 }
 
 // reading reports whether a job of this process will write record's log.
@@ -126,40 +110,6 @@ func (q *logQueue) reading(record types.NamespacedName) bool {
 	return ok
 }
 
-func (q *logQueue) wake() {
-	select {
-	case q.ready <- struct{}{}:
-	default:
-	}
-}
-
-// next waits for the oldest job; false when ctx ends first.
-func (q *logQueue) next(ctx context.Context) (logJob, bool) {
-	for {
-		q.mu.Lock()
-		if len(q.jobs) > 0 {
-			j := q.jobs[0]
-			q.jobs[0] = logJob{}
-			q.jobs = q.jobs[1:]
-			more := len(q.jobs) > 0
-			if !more {
-				q.jobs = nil // the array goes with the backlog
-			}
-			q.mu.Unlock()
-			if more {
-				q.wake() // another reader takes the next one
-			}
-			return j, true
-		}
-		q.mu.Unlock()
-		select {
-		case <-ctx.Done():
-			return logJob{}, false
-		case <-q.ready:
-		}
-	}
-}
-
 // readLogs runs the pool's readers until ctx ends. It runs only on the
 // leader (a manager Runnable), as the recorder's workers do.
 func (r *IncidentReconciler) readLogs(ctx context.Context) error {
@@ -167,7 +117,7 @@ func (r *IncidentReconciler) readLogs(ctx context.Context) error {
 	for range logReaders {
 		wg.Go(func() {
 			for {
-				j, ok := r.logQueue.next(ctx)
+				j, _, ok := r.logQueue.next(ctx)
 				if !ok {
 					return
 				}
@@ -235,9 +185,9 @@ func (r *IncidentReconciler) fillLog(ctx context.Context, j logJob) {
 }
 
 // readJobLogs reads j's logs within logsTimeout, unless j's node did not
-// answer lately.
+// answer a read of j's namespace lately.
 func (r *IncidentReconciler) readJobLogs(ctx context.Context, j logJob) logsRead {
-	if until, paused := r.unanswered.paused(j.node, r.Now()); paused {
+	if until, paused := r.unanswered.paused(j.node, j.pod.Namespace, r.Now()); paused {
 		return logsRead{note: pausedNote(j.node, until)}
 	}
 	ctx, cancel := context.WithTimeout(ctx, logsTimeout)
@@ -246,7 +196,7 @@ func (r *IncidentReconciler) readJobLogs(ctx context.Context, j logJob) logsRead
 	// node answers.
 	logs := func(ctx context.Context, ns, pod, container string, previous bool, limit int) (string, bool, error) {
 		out, truncated, err := r.Logs(ctx, ns, pod, container, previous, limit)
-		r.unanswered.observe(j.node, err, r.Now())
+		r.unanswered.observe(j.node, j.pod.Namespace, err, r.Now())
 		if err == nil && kubeletLogGone.MatchString(out) {
 			return "", false, fmt.Errorf("not read: the kubelet has removed the container's log (%s)", strings.TrimSpace(cut(out, 512)))
 		}

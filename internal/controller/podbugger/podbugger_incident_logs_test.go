@@ -41,17 +41,34 @@ func startRecorder(t *testing.T, ns string, logs podbuggercontroller.PodLogs) {
 // are lost).
 func runRecorder(t *testing.T, ns string, logs podbuggercontroller.PodLogs) (stop func()) {
 	t.Helper()
+	return runRecorderIn(t, []string{ns}, logs)
+}
+
+// runRecorderIn is runRecorder for several namespaces.
+func runRecorderIn(t *testing.T, namespaces []string, logs podbuggercontroller.PodLogs) (stop func()) {
+	t.Helper()
+	return runRecorderWith(t, namespaces, logs, 0)
+}
+
+// runRecorderWith is runRecorderIn with each PodBugger writing at most
+// writesPerMinute records a minute (0: the default).
+func runRecorderWith(t *testing.T, namespaces []string, logs podbuggercontroller.PodLogs, writesPerMinute int) (stop func()) {
+	t.Helper()
+	nss := map[string]cache.Config{}
+	for _, ns := range namespaces {
+		nss[ns] = cache.Config{}
+	}
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:                 manager.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+		Cache:                  cache.Options{DefaultNamespaces: nss},
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := podbuggercontroller.NewIncidentReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("podbugger"), logs)
+	r := podbuggercontroller.NewIncidentReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("podbugger"), logs, writesPerMinute)
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}

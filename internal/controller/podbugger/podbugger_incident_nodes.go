@@ -24,41 +24,52 @@ const (
 )
 
 // unansweredNodes are the nodes whose kubelets did not answer their last
-// log read, until when their logs are not read and the pause that set it.
-// It holds at most one entry per node of the cluster: an answer drops it,
-// and so does a pause long over.
+// log read, by namespace: until when the node's logs of that namespace are
+// not read and the pause that set it. A pause is per (node, namespace), not
+// per node: whether a read is answered in time also depends on the pod (a
+// log a tenant makes huge or slow to serve), and a tenant's reads timing
+// out on a node must not stop another tenant's reads there that succeed. A
+// node that is really down costs each namespace with pods on it one
+// logsTimeout per pause instead of one in all. It holds at most one entry
+// per node and namespace with failing pods: an answer drops it, and so does
+// a pause long over.
 type unansweredNodes struct {
 	mu    sync.Mutex
-	until map[string]silence
+	until map[nodeOfNamespace]silence
 }
+
+// nodeOfNamespace is a node as the reads of one namespace see it.
+type nodeOfNamespace struct{ node, namespace string }
 
 type silence struct {
 	until time.Time
 	pause time.Duration
 }
 
-// paused reports whether logs of node are not to be read at now, and until
-// when.
-func (u *unansweredNodes) paused(node string, now time.Time) (time.Time, bool) {
+// paused reports whether logs of namespace ns on node are not to be read
+// at now, and until when.
+func (u *unansweredNodes) paused(node, ns string, now time.Time) (time.Time, bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	s, ok := u.until[node]
+	s, ok := u.until[nodeOfNamespace{node, ns}]
 	return s.until, ok && now.Before(s.until)
 }
 
-// observe notes the outcome of a log read from node at now: an error that
-// is not the kubelet's (or the apiserver's) answer — a timeout, a refused
-// connection, a proxy error — pauses the node's log reads, twice as long as
-// the last time if that pause ended lately. An answer, even a refusal
-// ("previous terminated container not found"), ends the node's pauses.
-func (u *unansweredNodes) observe(node string, err error, now time.Time) {
+// observe notes the outcome of a log read of namespace ns from node at
+// now: an error that is not the kubelet's (or the apiserver's) answer — a
+// timeout, a refused connection, a proxy error — pauses the node's log
+// reads of ns, twice as long as the last time if that pause ended lately.
+// An answer, even a refusal ("previous terminated container not found"),
+// ends the pauses of the node for ns.
+func (u *unansweredNodes) observe(node, ns string, err error, now time.Time) {
 	if node == "" {
 		return
 	}
+	key := nodeOfNamespace{node, ns}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if err == nil || answered(err) {
-		delete(u.until, node)
+		delete(u.until, key)
 		return
 	}
 	for n, s := range u.until {
@@ -67,10 +78,10 @@ func (u *unansweredNodes) observe(node string, err error, now time.Time) {
 		}
 	}
 	pause := unansweredPause
-	if last, ok := u.until[node]; ok {
+	if last, ok := u.until[key]; ok {
 		pause = min(2*last.pause, maxUnansweredPause)
 	}
-	u.until[node] = silence{until: now.Add(pause), pause: pause}
+	u.until[key] = silence{until: now.Add(pause), pause: pause}
 }
 
 // answered reports whether err is an answer to the request rather than the
@@ -85,6 +96,6 @@ func answered(err error) bool {
 
 // pausedNote is what a record says of a log not read from a paused node.
 func pausedNote(node string, until time.Time) string {
-	return fmt.Sprintf("not read: the kubelet of node %s did not answer a log read lately; its logs are read again from %s",
+	return fmt.Sprintf("not read: the kubelet of node %s did not answer a log read of this namespace lately; its logs of this namespace are read again from %s",
 		node, until.UTC().Format(time.RFC3339))
 }

@@ -2,6 +2,7 @@ package podbugger
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -45,7 +47,7 @@ func TestACaptureWaitsForAnUnansweredNodeOnce(t *testing.T) {
 		}
 		return "the log\n", false, nil
 	}
-	r := NewIncidentReconciler(nil, notFoundReader{}, nil, logs)
+	r := NewIncidentReconciler(nil, notFoundReader{}, nil, logs, 0)
 	r.Now = func() time.Time { return now }
 	capture := func(pod, node string) (logsRead, time.Duration) {
 		j := logJob{pod: client.ObjectKey{Namespace: "ns", Name: pod}, node: node, container: "app", limit: 4096}
@@ -95,33 +97,87 @@ func TestACaptureWaitsForAnUnansweredNodeOnce(t *testing.T) {
 	}
 }
 
-// TestTheLogQueueIsBounded: no more log reads wait than the queue holds, a
-// read done (or its record not written) frees its slot, and the readers
-// take the jobs in order.
-func TestTheLogQueueIsBounded(t *testing.T) {
-	q := newLogQueue(2)
-	for i, want := range []bool{true, true, false} {
-		if got := q.reserve(); got != want {
-			t.Fatalf("reservation %d: %v, want %v (two slots)", i+1, got, want)
+// TestANodeSilentToOneNamespaceStillServesAnother: a tenant's log reads
+// that time out on a node (its pods' logs slow to serve, or the node down)
+// pause that tenant's reads on the node, not another tenant's: the other's
+// pods on the same node, whose reads are answered, still get their logs.
+// With the pause per node, one namespace's hanging reads made every other
+// namespace's records on the node say "not read".
+func TestANodeSilentToOneNamespaceStillServesAnother(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	logs := func(ctx context.Context, ns, _, _ string, _ bool, _ int) (string, bool, error) {
+		if ns == "noisy" {
+			<-ctx.Done()
+			return "", false, ctx.Err()
+		}
+		return "the log\n", false, nil
+	}
+	r := NewIncidentReconciler(nil, notFoundReader{}, nil, logs, 0)
+	r.Now = func() time.Time { return now }
+	read := func(ns string) logsRead {
+		return r.readJobLogs(context.Background(), logJob{pod: client.ObjectKey{Namespace: ns, Name: "web"}, node: "shared", container: "app", limit: 4096})
+	}
+	if c := read("noisy"); c.tail != "" || c.note == "" {
+		t.Fatalf("the noisy namespace's read: log %q, error %q; want its timeout", c.tail, c.note)
+	}
+	if c := read("noisy"); !strings.Contains(c.note, "kubelet of node shared did not answer") {
+		t.Fatalf("the noisy namespace's next read: error %q; want it paused", c.note)
+	}
+	if c := read("quiet"); c.tail != "the log\n" {
+		t.Fatalf("the quiet namespace's read on the same node: log %q, error %q; want its log", c.tail, c.note)
+	}
+}
+
+// TestTheLogQueueIsBoundedAndFair: no more log reads of a namespace wait
+// than its share, and no more in all than the queue holds, but for a few
+// places each namespace gets even then, so that namespaces over their share
+// never leave another none; a read done (or its record not written) frees
+// its place; the readers take the namespaces in turn, each namespace's jobs
+// in order, and no namespace's jobs hold more than their part of the
+// readers at once.
+func TestTheLogQueueIsBoundedAndFair(t *testing.T) {
+	q := newLogQueue(6, 3, 2)
+	for i, want := range []queueRefusal{refusedNone, refusedNone, refusedNone, refusedNamespace} {
+		if got := q.reserve("a"); got != want {
+			t.Fatalf("reservation %d of namespace a: %v, want %v (a share of three)", i+1, got, want)
 		}
 	}
-	q.submit(logJob{container: "a"})
-	q.submit(logJob{container: "b"})
+	for range 3 {
+		if got := q.reserve("b"); got != refusedNone {
+			t.Fatalf("namespace b refused with %v while a holds only its share", got)
+		}
+	}
+	for i := range minShare {
+		if got := q.reserve(fmt.Sprint("c", i/2)); got != refusedNone {
+			t.Fatalf("namespace c%d refused with %v below its minimum share", i/2, got)
+		}
+	}
+	for _, job := range []struct{ ns, c string }{{"a", "a1"}, {"a", "a2"}, {"a", "a3"}, {"b", "b1"}, {"c0", "c1"}} {
+		q.submit(logJob{pod: types.NamespacedName{Namespace: job.ns}, container: job.c})
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	for _, want := range []string{"a", "b"} {
-		if j, ok := q.next(ctx); !ok || j.container != want {
+	for _, want := range []string{"a1", "b1", "c1", "a2"} {
+		if j, _, ok := q.next(ctx); !ok || j.container != want {
 			t.Fatalf("next: %q, %v; want %q", j.container, ok, want)
 		}
 	}
-	if q.reserve() {
-		t.Fatal("a slot is free before its read is done")
+	short, cancelShort := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancelShort()
+	if j, _, ok := q.next(short); ok {
+		t.Fatalf("next: %q while namespace a's reads hold two readers, its most", j.container)
 	}
-	q.release()
-	if !q.reserve() {
-		t.Fatal("no slot after a read was done")
+	if got := q.reserve("a"); got != refusedNamespace {
+		t.Fatalf("a place is free before a read of its namespace is done: %v", got)
 	}
-	if _, ok := q.next(ctx); ok {
+	q.done(logJob{pod: types.NamespacedName{Namespace: "a"}})
+	if j, _, ok := q.next(ctx); !ok || j.container != "a3" {
+		t.Fatalf("next after a read of namespace a was done: %q, %v; want a3", j.container, ok)
+	}
+	if got := q.reserve("a"); got != refusedNone {
+		t.Fatalf("no place after a read was done: %v", got)
+	}
+	if _, _, ok := q.next(short); ok {
 		t.Fatal("a job from an empty queue")
 	}
 }
@@ -134,7 +190,7 @@ func TestARemovedLogIsNoLog(t *testing.T) {
 	for out, wantLog := range map[string]bool{gone: false, gone + "\n": false, "filling\n" + gone + "\n": true, "filled\n": true} {
 		r := NewIncidentReconciler(nil, notFoundReader{}, nil, func(context.Context, string, string, string, bool, int) (string, bool, error) {
 			return out, false, nil
-		})
+		}, 0)
 		got := r.readJobLogs(context.Background(), logJob{pod: client.ObjectKey{Namespace: "ns", Name: "hog"}, node: "n", container: "main", limit: 4096})
 		if wantLog && (got.tail != out || got.note != "") || !wantLog && (got.tail != "" || !strings.Contains(got.note, "the kubelet has removed the container's log")) {
 			t.Errorf("the kubelet streamed %q: log %q, note %q", out, got.tail, got.note)

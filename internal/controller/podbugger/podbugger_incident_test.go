@@ -37,9 +37,16 @@ func recorder(t *testing.T, ns string, triggers []debugv1beta1.Trigger, change f
 // CrashLoopBackOff instead).
 func crash(t *testing.T, p *corev1.Pod, n int, exit int32, finished time.Time, crashLoop bool) {
 	t.Helper()
+	if err := crashPod(p, n, exit, finished, crashLoop); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// crashPod is crash for any goroutine: it returns what went wrong.
+func crashPod(p *corev1.Pod, n int, exit int32, finished time.Time, crashLoop bool) error {
 	fresh := &corev1.Pod{}
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), fresh); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	term := &corev1.ContainerStateTerminated{ExitCode: exit, Reason: "Error", ContainerID: fmt.Sprintf("containerd://instance-%d", n),
 		StartedAt: metav1.NewTime(finished.Add(-time.Second)), FinishedAt: metav1.NewTime(finished), Message: strings.Repeat("m", 3000)}
@@ -54,8 +61,9 @@ func crash(t *testing.T, p *corev1.Pod, n int, exit int32, finished time.Time, c
 	fresh.Status.Phase = corev1.PodRunning
 	fresh.Status.ContainerStatuses = []corev1.ContainerStatus{cs}
 	if err := env.Client.Status().Update(ctx, fresh); err != nil {
-		t.Fatalf("setting pod %s crashed: %v", p.Name, err)
+		return fmt.Errorf("setting pod %s crashed: %w", p.Name, err)
 	}
+	return nil
 }
 
 // incidentsIn returns the PodIncidents of a namespace.
