@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+	"github.com/deckhand-dev/deckhand/internal/redact"
 )
 
 // Defaults of spec.incidents and spec.notReadyAfter, applied here as well as
@@ -292,14 +293,14 @@ func updateIncident(inc *debugv1beta1.PodIncident, pod *corev1.Pod, f failure, c
 	s.Count++
 	s.LastTime = metav1.NewTime(f.at).Rfc3339Copy()
 	s.Pod = debugv1beta1.IncidentPod{Name: pod.Name, UID: string(pod.UID), Phase: string(pod.Status.Phase),
-		Message: cut(pod.Status.Message, debugv1beta1.MaxIncidentMessage)}
+		Message: clean(pod.Status.Message, debugv1beta1.MaxIncidentMessage)}
 	s.LastFailure = nil
 	if i := f.instance; i != nil {
 		s.LastFailure = &debugv1beta1.FailedInstance{ExitCode: i.ExitCode, Signal: i.Signal, Reason: cut(i.Reason, 128),
-			Message: cut(i.Message, debugv1beta1.MaxIncidentMessage), StartedAt: i.StartedAt, FinishedAt: i.FinishedAt,
+			Message: clean(i.Message, debugv1beta1.MaxIncidentMessage), StartedAt: i.StartedAt, FinishedAt: i.FinishedAt,
 			ContainerID: cut(i.ContainerID, 256), RestartCount: f.restartCount}
 	}
-	s.LogTail, s.LogTruncated, s.LogError = c.logTail, c.logTruncated, cut(c.logError, debugv1beta1.MaxIncidentMessage)
+	s.LogTail, s.LogTruncated, s.LogError = c.logTail, c.logTruncated, clean(c.logError, debugv1beta1.MaxIncidentMessage)
 	s.Events = incidentEvents(c.events)
 	s.Node = c.node
 	s.QOSClass = string(pod.Status.QOSClass)
@@ -340,7 +341,7 @@ func incidentEvents(events []corev1.Event) []debugv1beta1.IncidentEvent {
 	for i := range sorted {
 		e := &sorted[i]
 		out = append(out, debugv1beta1.IncidentEvent{Time: metav1.NewTime(last(e)).Rfc3339Copy(), Type: cut(e.Type, 32),
-			Reason: cut(e.Reason, 128), Message: cut(e.Message, debugv1beta1.MaxIncidentEventMessage), Count: max(e.Count, 1)})
+			Reason: cut(e.Reason, 128), Message: clean(e.Message, debugv1beta1.MaxIncidentEventMessage), Count: max(e.Count, 1)})
 	}
 	return out
 }
@@ -363,6 +364,14 @@ func nodePressure(node *corev1.Node) *debugv1beta1.IncidentNode {
 	}
 	return n
 }
+
+// clean is tenant text as a record keeps it: its credentials removed
+// (internal/redact), cut to n bytes.
+func clean(s string, n int) string { return cut(redact.String(s), n) }
+
+// cleanTail is the end of a log as a record keeps it: its credentials
+// removed, then its last n bytes (and whether that cut it).
+func cleanTail(s string, n int) (string, bool) { return tail(redact.String(s), n) }
 
 // cut shortens s to at most n bytes, on a rune boundary, marking the cut.
 func cut(s string, n int) string {

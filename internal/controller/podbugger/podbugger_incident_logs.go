@@ -165,7 +165,7 @@ func (r *IncidentReconciler) fillLog(ctx context.Context, j logJob) {
 		{opTest, "/spec/logError", pendingLogNote},
 		{opAdd, "/spec/logTail", got.tail},
 		{opAdd, "/spec/logTruncated", got.truncated},
-		{opAdd, "/spec/logError", cut(got.note, debugv1beta1.MaxIncidentMessage)},
+		{opAdd, "/spec/logError", clean(got.note, debugv1beta1.MaxIncidentMessage)},
 	}
 	if got.debug != nil {
 		ops = append(ops, patchOp{opAdd, "/spec/debugContainer", got.debug})
@@ -221,6 +221,15 @@ func (r *IncidentReconciler) readJobLogs(ctx context.Context, j logJob) logsRead
 		got.note = err.Error()
 	}
 	wg.Wait()
+	// What a record keeps has no credential in it: redacted on the whole
+	// read, then cut back to its bound (a marker can be longer than what it
+	// replaced).
+	var cutAgain bool
+	got.tail, cutAgain = cleanTail(got.tail, j.limit)
+	got.truncated = got.truncated || cutAgain
+	if got.debug != nil {
+		got.debug.LogTail, _ = cleanTail(got.debug.LogTail, j.limit)
+	}
 	return got
 }
 

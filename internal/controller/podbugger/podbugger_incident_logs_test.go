@@ -217,3 +217,36 @@ func TestALogLostInARestartIsReadByTheNextManager(t *testing.T) {
 	g.Expect(env.Client.Status().Update(ctx, fresh)).To(Succeed())
 	g.Consistently(reads.Load).WithTimeout(2 * time.Second).Should(Equal(int32(1)))
 }
+
+// A record keeps no credential a failing pod printed: its log tail, its
+// termination message and its status message are redacted before the
+// record is written (PodIncidents live in etcd, where encryption at rest
+// usually covers only Secrets).
+func TestARecordKeepsNoCredential(t *testing.T) {
+	g := testenv.NewG(t)
+	ns := env.Namespace(t)
+	const token = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQifQ.c2lnbmF0dXJl"
+	startRecorder(t, ns, func(context.Context, string, string, string, bool, int) (string, bool, error) {
+		return "starting\nAuthorization: Bearer " + token + "\nDB_PASSWORD=hunter2hunter2\nexit 1\n", false, nil
+	})
+	recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerCrashLoopBackOff}, nil)
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app", Labels: web},
+		Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
+	env.Create(t, p)
+	time.Sleep(time.Second) // the recorder has seen the pod
+	fresh := &corev1.Pod{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(p), fresh)).To(Succeed())
+	fresh.Status.Message = "token " + token
+	at := metav1.NewTime(time.Now().Add(-time.Second).Truncate(time.Second))
+	fresh.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Image: "pause", ImageID: "pause", RestartCount: 1,
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
+			ContainerID: "containerd://instance-1", StartedAt: at, FinishedAt: at, Message: "login failed: password=hunter2hunter2"}}}}
+	fresh.Status.Phase = corev1.PodRunning
+	g.Expect(env.Client.Status().Update(ctx, fresh)).To(Succeed())
+	g.Eventually(incidentsIn(ns)).WithTimeout(15 * time.Second).Should(ConsistOf(And(
+		HaveField("Spec.LogTail", ContainSubstring("[REDACTED:")),
+		HaveField("Spec.LogTail", And(Not(ContainSubstring(token)), Not(ContainSubstring("hunter2")))),
+		HaveField("Spec.LastFailure.Message", And(Not(ContainSubstring("hunter2")), ContainSubstring("[REDACTED:"))),
+		HaveField("Spec.Pod.Message", Not(ContainSubstring(token))))))
+}
