@@ -133,6 +133,34 @@ func TestRealNodePodBuggerRecordsIncidents(t *testing.T) {
 	t.Logf("crash loop record after %d crashes: restartCount %d, log tail %q",
 		crashLoop.Spec.Count, crashLoop.Spec.LastFailure.RestartCount, crashLoop.Spec.LogTail)
 
+	// Each instance the record keeps holds the log of that instance: its
+	// "exit" line is its own finishedAt (or it says why it has none), and
+	// no two share a container ID.
+	g.Eventually(func(g Gomega) {
+		recs, err := records()
+		g.Expect(err).NotTo(HaveOccurred())
+		r := of(recs, "crasher", crashLoop.Spec.Reason)
+		g.Expect(r).NotTo(BeNil())
+		g.Expect(r.Spec.Instances).To(HaveLen(min(int(r.Spec.Count), 5)))
+		ids := map[string]bool{}
+		for _, in := range r.Spec.Instances {
+			g.Expect(ids).NotTo(HaveKey(in.ContainerID))
+			ids[in.ContainerID] = true
+			if in.LogError != "" {
+				continue
+			}
+			m := exitLine.FindAllStringSubmatch(in.LogTail, -1)
+			g.Expect(m).NotTo(BeEmpty(), "instance %s: log tail %q", in.ContainerID, in.LogTail)
+			exited, _ := strconv.ParseInt(m[len(m)-1][1], 10, 64)
+			g.Expect(exited).To(BeNumerically("~", in.FinishedAt.Unix(), 1),
+				"instance %s: the log %q is of the instance that finished at %s", in.ContainerID, in.LogTail, in.FinishedAt)
+		}
+		crashLoop = *r
+	}).WithTimeout(time.Minute).Should(Succeed())
+	for _, in := range crashLoop.Spec.Instances {
+		t.Logf("instance %s (restart %d) finished %s: log %q, logError %q", in.ContainerID, in.RestartCount, in.FinishedAt, in.LogTail, in.LogError)
+	}
+
 	// The OOM kill: exit code 137, the limit and the pod's QoS in the record.
 	g.Eventually(func(g Gomega) {
 		recs, err := records()

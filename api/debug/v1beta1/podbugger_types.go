@@ -195,6 +195,13 @@ type IncidentPolicy struct {
 	// +kubebuilder:validation:Maximum=16384
 	LogTailBytes *int32 `json:"logTailBytes,omitempty"`
 
+	// instances is how many of a record's failed instances it keeps, each
+	// with its log tail, the oldest going first: at most 10. Default 5.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10
+	Instances *int32 `json:"instances,omitempty"`
+
 	// keepLogsAfterPodDeletion keeps a record's log tail (and its debug
 	// container's output) after the pod is gone, as long as the record.
 	// By default a record's log goes with its pod: once the pod is deleted,

@@ -19,6 +19,13 @@ const (
 const (
 	// MaxIncidentLogTail is the most of a log a record keeps, in bytes.
 	MaxIncidentLogTail = 16384
+	// MaxIncidentInstances is the most failed instances a record keeps;
+	// DefaultIncidentInstances how many it keeps unless its PodBugger says.
+	MaxIncidentInstances     = 10
+	DefaultIncidentInstances = 5
+	// MaxIncidentInstanceLogs bounds the log tails of a record's instances
+	// together, in bytes: the oldest instance goes first past it.
+	MaxIncidentInstanceLogs = 49152
 	// MaxIncidentEvents is how many of the pod's Events a record keeps.
 	MaxIncidentEvents = 10
 	// MaxIncidentEventMessage bounds each Event's message.
@@ -128,6 +135,35 @@ type PodIncidentSpec struct {
 	// the pod, when the pod carries it.
 	// +optional
 	DebugContainer *IncidentDebugContainer `json:"debugContainer,omitempty"`
+	// instances are the failed instances counted here, oldest first: the
+	// last incidents.instances of them (5 unless the PodBugger says, at
+	// most 10), each with the log it left, read while the kubelet still
+	// held it (the kubelet keeps one dead instance per container: an
+	// instance whose log was not read before the next crash says so in its
+	// logError). The oldest goes first when one more comes, and when their
+	// log tails together would pass 48 KiB. The last is lastFailure with
+	// logTail.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	Instances []IncidentInstance `json:"instances,omitempty"`
+}
+
+// IncidentInstance is one failed instance of a container and the log it
+// left.
+type IncidentInstance struct {
+	FailedInstance `json:",inline"`
+	// logTail is the end of the instance's log.
+	// +optional
+	// +kubebuilder:validation:MaxLength=16384
+	LogTail string `json:"logTail,omitempty"`
+	// logTruncated says the log was longer than logTail.
+	// +optional
+	LogTruncated bool `json:"logTruncated,omitempty"`
+	// logError says why no log could be read, if none could.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	LogError string `json:"logError,omitempty"`
 }
 
 // IncidentPod identifies the pod that failed.

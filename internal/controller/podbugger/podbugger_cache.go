@@ -55,6 +55,15 @@ func slimIncident(inc *debugv1beta1.PodIncident) {
 	if s.LastFailure != nil {
 		s.LastFailure.Message = ""
 	}
+	// The instances' shapes stay (the next failure appends to them), their
+	// logs and messages do not.
+	for i := range s.Instances {
+		in := &s.Instances[i]
+		if in.LogError != pendingLogNote && in.LogError != goneLogNote {
+			in.LogError = ""
+		}
+		in.LogTail, in.Message = "", ""
+	}
 }
 
 // SlimPod copies into slim the fields of pod the PodBugger controller reads

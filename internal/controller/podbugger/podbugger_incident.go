@@ -41,12 +41,15 @@ type incidentLimits struct {
 	maxRecords   int
 	maxAge       time.Duration
 	logTailBytes int
+	// instances is how many failed instances a record keeps.
+	instances int
 	// keepLogs keeps a record's logs after its pod is gone.
 	keepLogs bool
 }
 
 func limitsOf(pb *debugv1beta1.PodBugger) incidentLimits {
-	l := incidentLimits{maxRecords: defaultMaxRecords, maxAge: defaultMaxAge, logTailBytes: defaultLogTailBytes}
+	l := incidentLimits{maxRecords: defaultMaxRecords, maxAge: defaultMaxAge, logTailBytes: defaultLogTailBytes,
+		instances: debugv1beta1.DefaultIncidentInstances}
 	if in := pb.Spec.Incidents; in != nil {
 		if in.MaxRecords > 0 {
 			l.maxRecords = int(min(in.MaxRecords, 200))
@@ -57,7 +60,14 @@ func limitsOf(pb *debugv1beta1.PodBugger) incidentLimits {
 		if in.LogTailBytes != nil {
 			l.logTailBytes = int(max(0, min(*in.LogTailBytes, debugv1beta1.MaxIncidentLogTail)))
 		}
+		if in.Instances != nil {
+			l.instances = int(max(1, min(*in.Instances, debugv1beta1.MaxIncidentInstances)))
+		}
 		l.keepLogs = in.KeepLogsAfterPodDeletion
+	}
+	// The instances' log tails together fit MaxIncidentInstanceLogs.
+	if l.logTailBytes > 0 {
+		l.instances = max(1, min(l.instances, debugv1beta1.MaxIncidentInstanceLogs/l.logTailBytes))
 	}
 	return l
 }
@@ -282,13 +292,14 @@ func newIncident(pb *debugv1beta1.PodBugger, pod *corev1.Pod, f failure, c captu
 		Spec: debugv1beta1.PodIncidentSpec{PodBugger: pb.Name, Container: f.container, Reason: f.reason,
 			FirstTime: t, LastTime: t},
 	}
-	updateIncident(inc, pod, f, c)
+	updateIncident(inc, pod, f, c, limitsOf(pb).instances)
 	return inc
 }
 
-// updateIncident counts f in inc and replaces what inc holds of the last
-// failure with f's and what c read. It is pure.
-func updateIncident(inc *debugv1beta1.PodIncident, pod *corev1.Pod, f failure, c capture) {
+// updateIncident counts f in inc, replaces what inc holds of the last
+// failure with f's and what c read, and adds f's instance to the record's
+// last keep instances. It is pure.
+func updateIncident(inc *debugv1beta1.PodIncident, pod *corev1.Pod, f failure, c capture, keep int) {
 	s := &inc.Spec
 	s.Count++
 	s.LastTime = metav1.NewTime(f.at).Rfc3339Copy()
@@ -301,6 +312,10 @@ func updateIncident(inc *debugv1beta1.PodIncident, pod *corev1.Pod, f failure, c
 			ContainerID: cut(i.ContainerID, 256), RestartCount: f.restartCount}
 	}
 	s.LogTail, s.LogTruncated, s.LogError = c.logTail, c.logTruncated, clean(c.logError, debugv1beta1.MaxIncidentMessage)
+	if s.LastFailure != nil {
+		s.Instances = keepInstances(s.Instances, debugv1beta1.IncidentInstance{FailedInstance: *s.LastFailure,
+			LogTail: s.LogTail, LogTruncated: s.LogTruncated, LogError: s.LogError}, keep)
+	}
 	s.Events = incidentEvents(c.events)
 	s.Node = c.node
 	s.QOSClass = string(pod.Status.QOSClass)
@@ -364,6 +379,26 @@ func nodePressure(node *corev1.Node) *debugv1beta1.IncidentNode {
 	}
 	return n
 }
+
+// keepInstances adds latest to a record's instances and keeps the last keep
+// of them, oldest first (limitsOf bounds keep so that their log tails fit
+// MaxIncidentInstanceLogs together). An earlier instance whose log was
+// still being read will not be: the kubelet keeps one dead instance per
+// container, and latest replaced it.
+func keepInstances(instances []debugv1beta1.IncidentInstance, latest debugv1beta1.IncidentInstance, keep int) []debugv1beta1.IncidentInstance {
+	out := slices.Clone(instances)
+	for i := range out {
+		if out[i].LogError == pendingLogNote {
+			out[i].LogError = lostLogNote
+		}
+	}
+	out = append(out, latest)
+	return out[max(0, len(out)-keep):]
+}
+
+// lostLogNote is the logError of an instance whose log was not read before
+// the container failed again.
+const lostLogNote = "not read: the container failed again before this instance's log was read; the kubelet keeps only the last instance's log"
 
 // clean is tenant text as a record keeps it: its credentials removed
 // (internal/redact), cut to n bytes.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -232,7 +233,7 @@ func (r *IncidentReconciler) record(ctx context.Context, pb *debugv1beta1.PodBug
 			if inc == nil || err != nil {
 				r.logQueue.release(pod.Namespace)
 			} else {
-				job.record, job.count, job.lastTime = client.ObjectKeyFromObject(inc), inc.Spec.Count, inc.Spec.LastTime
+				job.record, job.count, job.lastTime, job.slot = client.ObjectKeyFromObject(inc), inc.Spec.Count, inc.Spec.LastTime, slotOf(inc, job.instanceID)
 				r.logQueue.submit(job)
 			}
 		}
@@ -275,8 +276,8 @@ func (r *IncidentReconciler) write(ctx context.Context, pb *debugv1beta1.PodBugg
 	recs []debugv1beta1.PodIncident) (*debugv1beta1.PodIncident, error) {
 	if existing := recordFor(f, recs); existing != nil {
 		inc := existing.DeepCopy()
-		updateIncident(inc, pod, f, c)
-		err := r.patchSpec(ctx, inc, existing.Spec.Count)
+		updateIncident(inc, pod, f, c, limitsOf(pb).instances)
+		err := r.patchSpec(ctx, inc, existing)
 		if err == nil {
 			return inc, nil
 		}
@@ -305,13 +306,75 @@ func (r *IncidentReconciler) write(ctx context.Context, pb *debugv1beta1.PodBugg
 // failure meanwhile (so a resourceVersion would conflict for nothing), and
 // the count tells whether the record this one was computed from is the
 // latest.
-func (r *IncidentReconciler) patchSpec(ctx context.Context, inc *debugv1beta1.PodIncident, count int32) error {
-	patch, err := json.Marshal([]patchOp{{opTest, "/spec/count", count}, {opReplace, "/spec", inc.Spec}})
+func (r *IncidentReconciler) patchSpec(ctx context.Context, inc, old *debugv1beta1.PodIncident) error {
+	ops, err := specOps(inc.Spec, old.Spec)
+	if err != nil {
+		return err
+	}
+	patch, err := json.Marshal(ops)
 	if err != nil {
 		return err
 	}
 	return r.Patch(ctx, inc, client.RawPatch(types.JSONPatchType, patch))
 }
+
+// specOps is the JSON patch that makes a record whose spec is old (as the
+// cache holds it: counts, times and the instances' shapes, not their logs)
+// hold spec, if the apiserver's still counts what old counts: every field
+// replaced but the instances, whose logs the cache does not hold; of
+// those, the new one added, the oldest removed past the bound, and the
+// previous one marked lost if its log was still being read.
+func specOps(spec, old debugv1beta1.PodIncidentSpec) ([]patchOp, error) {
+	fields, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(fields, &m); err != nil {
+		return nil, err
+	}
+	ops := []patchOp{{opTest, "/spec/count", old.Count}}
+	for _, name := range specFields {
+		if name == "instances" {
+			continue
+		}
+		var v any
+		if raw, ok := m[name]; ok {
+			v = raw
+		}
+		// A null removes an optional field the new spec leaves out.
+		ops = append(ops, patchOp{opAdd, "/spec/" + name, v})
+	}
+	// updateIncident adds an instance for a failure with one
+	// (lastFailure), and only then.
+	n := len(old.Instances)
+	if spec.LastFailure == nil || len(spec.Instances) == 0 {
+		return ops, nil
+	}
+	latest := spec.Instances[len(spec.Instances)-1]
+	if n == 0 {
+		return append(ops, patchOp{opAdd, "/spec/instances", []debugv1beta1.IncidentInstance{latest}}), nil
+	}
+	if old.Instances[n-1].LogError == pendingLogNote {
+		ops = append(ops, patchOp{opAdd, fmt.Sprintf("/spec/instances/%d/logError", n-1), lostLogNote})
+	}
+	ops = append(ops, patchOp{opAdd, "/spec/instances/-", latest})
+	for range n + 1 - len(spec.Instances) {
+		ops = append(ops, patchOp{opRemove, "/spec/instances/0", nil})
+	}
+	return ops, nil
+}
+
+// specFields are the JSON names of PodIncidentSpec's fields.
+var specFields = func() []string {
+	t := reflect.TypeFor[debugv1beta1.PodIncidentSpec]()
+	out := make([]string, 0, t.NumField())
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		out = append(out, name)
+	}
+	return out
+}()
 
 // lostLog is the record among recs that counts f as its last failure and
 // still waits for a log no reader of this process will write: one a manager
@@ -338,7 +401,7 @@ func (r *IncidentReconciler) readAgain(pb *debugv1beta1.PodBugger, pod *corev1.P
 	if !queued {
 		return
 	}
-	job.record, job.count, job.lastTime = client.ObjectKeyFromObject(rec), rec.Spec.Count, rec.Spec.LastTime
+	job.record, job.count, job.lastTime, job.slot = client.ObjectKeyFromObject(rec), rec.Spec.Count, rec.Spec.LastTime, slotOf(rec, job.instanceID)
 	r.logQueue.submit(job)
 }
 
@@ -366,7 +429,7 @@ func (r *IncidentReconciler) planLog(pb *debugv1beta1.PodBugger, pod *corev1.Pod
 		return logJob{}, false
 	}
 	c.logError = pendingLogNote
-	j := logJob{pod: client.ObjectKeyFromObject(pod), podUID: pod.UID, node: node, container: f.container, limit: limit}
+	j := logJob{pod: client.ObjectKeyFromObject(pod), podUID: pod.UID, node: node, container: f.container, limit: limit, slot: -1}
 	if j.container == "" && len(pod.Spec.Containers) > 0 {
 		j.container = pod.Spec.Containers[0].Name
 	}

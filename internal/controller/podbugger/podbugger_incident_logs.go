@@ -69,6 +69,20 @@ type logJob struct {
 	record   types.NamespacedName
 	count    int32
 	lastTime metav1.Time
+	// slot is the index of the instance in the record's instances whose
+	// log this is (-1: none). The record's count, tested with it, keeps
+	// the index: a record that counted nothing since added no instance.
+	slot int
+}
+
+// slotOf is the index of the last of inc's instances when it is the
+// instance id (a container ID), else -1.
+func slotOf(inc *debugv1beta1.PodIncident, id string) int {
+	last := len(inc.Spec.Instances) - 1
+	if id == "" || last < 0 || inc.Spec.Instances[last].ContainerID != id {
+		return -1
+	}
+	return last
 }
 
 // logQueue is the bounded queue of log reads, a fairQueue by the pod's
@@ -132,9 +146,9 @@ func (r *IncidentReconciler) readLogs(ctx context.Context) error {
 
 // The operations of the JSON patches the recorder writes.
 const (
-	opTest    = "test"
-	opAdd     = "add"
-	opReplace = "replace"
+	opTest   = "test"
+	opAdd    = "add"
+	opRemove = "remove"
 )
 
 // patchOp is one operation of a JSON patch (RFC 6902).
@@ -169,6 +183,13 @@ func (r *IncidentReconciler) fillLog(ctx context.Context, j logJob) {
 	}
 	if got.debug != nil {
 		ops = append(ops, patchOp{opAdd, "/spec/debugContainer", got.debug})
+	}
+	if j.slot >= 0 {
+		// The instance's own slot, tested to be that instance.
+		at := fmt.Sprintf("/spec/instances/%d", j.slot)
+		ops = append(ops, patchOp{opTest, at + "/containerID", j.instanceID},
+			patchOp{opAdd, at + "/logTail", got.tail}, patchOp{opAdd, at + "/logTruncated", got.truncated},
+			patchOp{opAdd, at + "/logError", clean(got.note, debugv1beta1.MaxIncidentMessage)})
 	}
 	patch, err := json.Marshal(ops)
 	if err != nil {

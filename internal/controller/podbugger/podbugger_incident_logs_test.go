@@ -250,3 +250,48 @@ func TestARecordKeepsNoCredential(t *testing.T) {
 		HaveField("Spec.LastFailure.Message", And(Not(ContainSubstring("hunter2")), ContainSubstring("[REDACTED:"))),
 		HaveField("Spec.Pod.Message", Not(ContainSubstring(token))))))
 }
+
+// A crash loop's record keeps its last five failed instances, oldest first,
+// each with the log that instance left, read while the kubelet still held
+// it: after seven crashes, instances 3 to 7, and no instance holds
+// another's log.
+func TestARecordKeepsTheLastInstancesEachWithItsOwnLog(t *testing.T) {
+	g := testenv.NewG(t)
+	ns := env.Namespace(t)
+	startRecorder(t, ns, func(ctx context.Context, ns, pod, _ string, previous bool, _ int) (string, bool, error) {
+		p := &corev1.Pod{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: pod}, p); err != nil {
+			return "", false, err
+		}
+		cs := p.Status.ContainerStatuses[0]
+		term := cs.State.Terminated
+		if previous {
+			term = cs.LastTerminationState.Terminated
+		}
+		return "the log of " + term.ContainerID + "\n", false, nil
+	})
+	recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerCrashLoopBackOff}, nil)
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app", Labels: web},
+		Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
+	env.Create(t, p)
+	time.Sleep(time.Second) // the recorder has seen the pod
+	start := time.Now().Add(-time.Minute).Truncate(time.Second)
+	for n := 1; n <= 7; n++ {
+		crash(t, p, n, int32(n), start.Add(time.Duration(n)*time.Second), true)
+		id := fmt.Sprintf("containerd://instance-%d", n)
+		g.Eventually(incidentsIn(ns)).WithTimeout(15*time.Second).Should(ConsistOf(And(
+			HaveField("Spec.Count", int32(n)),
+			HaveField("Spec.Instances", HaveLen(min(n, 5))),
+			HaveField("Spec.LogTail", "the log of "+id+"\n"))), "crash %d", n)
+	}
+	recs, err := incidentsIn(ns)()
+	g.Expect(err).NotTo(HaveOccurred())
+	instances := recs[0].Spec.Instances
+	for i, in := range instances {
+		id := fmt.Sprintf("containerd://instance-%d", i+3)
+		g.Expect(in.ContainerID).To(Equal(id), "slot %d", i)
+		g.Expect(in.ExitCode).To(BeEquivalentTo(i+3), "slot %d", i)
+		g.Expect(in.LogTail).To(Equal("the log of "+id+"\n"), "slot %d holds another instance's log", i)
+		g.Expect(in.LogError).To(BeEmpty())
+	}
+}

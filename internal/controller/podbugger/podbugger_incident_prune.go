@@ -148,11 +148,16 @@ func (r *PodBuggerReconciler) dropLogsOfGonePods(ctx context.Context, pb *debugv
 // dropLogs patches inc (by its UID: a record written since under its name
 // is not this one) to hold no log, and says why.
 func (r *PodBuggerReconciler) dropLogs(ctx context.Context, inc *debugv1beta1.PodIncident) error {
-	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"uid": inc.UID},
-		"spec": map[string]any{"logTail": nil, "logTruncated": nil, "logError": goneLogNote,
-			"debugContainer": nil},
-	})
+	spec := map[string]any{"logTail": nil, "logTruncated": nil, "logError": goneLogNote, "debugContainer": nil}
+	if len(inc.Spec.Instances) > 0 {
+		// The pod is gone: no instance is added to the list meanwhile.
+		instances := slices.Clone(inc.Spec.Instances)
+		for i := range instances {
+			instances[i].LogTail, instances[i].LogTruncated, instances[i].LogError = "", false, goneLogNote
+		}
+		spec["instances"] = instances
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": inc.UID}, "spec": spec})
 	if err != nil {
 		return err
 	}
