@@ -17,7 +17,9 @@ import (
 func TestRecordWritesGiveEachWaitingPodItsOwnSlot(t *testing.T) {
 	now := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
 	w := newRecordWrites(60) // one a second, ten at once
-	pod := func(i int) types.NamespacedName { return types.NamespacedName{Namespace: "ns", Name: fmt.Sprint("web-", i)} }
+	pod := func(i int) types.NamespacedName {
+		return types.NamespacedName{Namespace: "ns", Name: fmt.Sprint("web-", i)}
+	}
 	for i := range 10 {
 		if wait := w.take("pb", pod(i), now); wait != 0 {
 			t.Fatalf("write %d of the burst waits %s", i, wait)
