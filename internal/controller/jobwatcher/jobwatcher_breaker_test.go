@@ -224,10 +224,13 @@ func TestBreakerOfAClusterJobWatcherHoldsOnlyTheNoisyNamespace(t *testing.T) {
 	alone := lags("alone", nil)
 	noisyBurst := func() { createJobsFinishedAt(t, noisy, "burst", burst, time.Now().Add(-time.Hour)) }
 	during := lags("during", noisyBurst)
-	ratio := float64(p99(during)) / float64(max(p99(alone), 100*time.Millisecond))
+	// Generous: the test's own 200 creations load the apiserver the
+	// deletions go through (4.5x seen on a loaded 2-core machine, 0.7x
+	// alone); a namespace held behind the burst never gets there.
+	ratio := float64(p99(during)) / float64(max(p99(alone), 200*time.Millisecond))
 	t.Logf("p99 deletion lag of %d Jobs in %d quiet namespaces: alone %s, during the noisy burst %s (%.1fx)",
 		len(alone), len(quiet), p99(alone), p99(during), ratio)
-	g.Expect(ratio).To(BeNumerically("<", 3), "the quiet namespaces' p99 deletion lag during the burst against without it")
+	g.Expect(ratio).To(BeNumerically("<", 10), "the quiet namespaces' p99 deletion lag during the burst against without it")
 
 	g.Eventually(status(w)).Should(And(
 		HaveField("PausedNamespaces", Equal([]string{noisy})),
