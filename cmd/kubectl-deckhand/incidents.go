@@ -74,11 +74,17 @@ func listIncidents(ctx context.Context, x *cli, pod string) error {
 	return w.Flush()
 }
 
-// incidentLogs prints the log tail a PodIncident captured, or why it has none.
+// incidentLogs prints the log tail a PodIncident captured, or why it has
+// none; of a record holding several failed instances, each instance's log,
+// oldest first, under a line naming it.
 func incidentLogs(ctx context.Context, x *cli, name string) error {
 	i := &debugv1beta1.PodIncident{}
 	if err := x.c.Get(ctx, client.ObjectKey{Namespace: x.namespace, Name: name}, i); err != nil {
 		return fmt.Errorf("reading PodIncident %s/%s: %w", x.namespace, name, err)
+	}
+	if len(i.Spec.Instances) > 1 {
+		_, err := fmt.Fprint(x.out, instanceLogs(i.Spec.Instances))
+		return err
 	}
 	if i.Spec.LogTail == "" {
 		if i.Spec.LogError != "" {
@@ -96,6 +102,34 @@ func incidentLogs(ctx context.Context, x *cli, name string) error {
 		_, _ = fmt.Fprintln(x.out, "(the log was longer: this is its tail)")
 	}
 	return nil
+}
+
+// instanceLogs is each instance's log, oldest first, under a line naming the
+// instance, or why it has none.
+func instanceLogs(instances []debugv1beta1.IncidentInstance) string {
+	var b strings.Builder
+	for n, in := range instances {
+		fmt.Fprintf(&b, "=== instance %d of %d: exit %d", n+1, len(instances), in.ExitCode)
+		if in.Reason != "" {
+			fmt.Fprintf(&b, " (%s)", in.Reason)
+		}
+		fmt.Fprintf(&b, ", finished %s, restart %d, %s ===\n", in.FinishedAt.UTC().Format(time.RFC3339), in.RestartCount, orDash(in.ContainerID, "-"))
+		switch {
+		case in.LogTail != "":
+			b.WriteString(in.LogTail)
+			if !strings.HasSuffix(in.LogTail, "\n") {
+				b.WriteByte('\n')
+			}
+			if in.LogTruncated {
+				b.WriteString("(the log was longer: this is its tail)\n")
+			}
+		case in.LogError != "":
+			b.WriteString("(no log: " + in.LogError + ")\n")
+		default:
+			b.WriteString("(no log yet: it is read after the record is written)\n")
+		}
+	}
+	return b.String()
 }
 
 // where names what was searched: the namespace, or every namespace.

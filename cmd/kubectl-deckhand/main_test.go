@@ -124,3 +124,25 @@ func TestJudge(t *testing.T) {
 		})
 	}
 }
+
+// A record of several instances prints each instance's log, oldest first,
+// under a line naming it, or why it has none.
+func TestInstanceLogs(t *testing.T) {
+	at := func(s int) metav1.Time { return metav1.NewTime(time.Date(2026, 11, 29, 8, 0, s, 0, time.UTC)) }
+	got := instanceLogs([]debugv1beta1.IncidentInstance{
+		{FailedInstance: debugv1beta1.FailedInstance{ExitCode: 1, Reason: "Error", FinishedAt: at(3), RestartCount: 2, ContainerID: "containerd://a"},
+			LogError: "not read: the container failed again before this instance's log was read"},
+		{FailedInstance: debugv1beta1.FailedInstance{ExitCode: 137, Reason: "OOMKilled", FinishedAt: at(9), RestartCount: 3, ContainerID: "containerd://b"},
+			LogTail: "start\nout of memory", LogTruncated: true},
+	})
+	want := `=== instance 1 of 2: exit 1 (Error), finished 2026-11-29T08:00:03Z, restart 2, containerd://a ===
+(no log: not read: the container failed again before this instance's log was read)
+=== instance 2 of 2: exit 137 (OOMKilled), finished 2026-11-29T08:00:09Z, restart 3, containerd://b ===
+start
+out of memory
+(the log was longer: this is its tail)
+`
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
