@@ -11,8 +11,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -24,9 +28,12 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	admissionv1 "k8s.io/api/admission/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -297,6 +304,10 @@ func TestAManagerUnderItsLimitSurvivesEveryHostileObject(t *testing.T) {
 		g.Expect(list.Items[0].Spec.LastFailure.Message).To(HaveLen(debugv1beta1.MaxIncidentMessage))
 	}).Should(Succeed())
 
+	// Refused and bounded: reviews written by hand to the webhook port, as
+	// any pod that reaches it could.
+	forgedReviews(t, g, hostile, other)
+
 	// Admitted and bounded: a crash storm of stormPods pods and a burst of
 	// noisyJobs Jobs due at once, each beside another tenant's one failure
 	// and few due Jobs, which are served all the same.
@@ -485,4 +496,87 @@ func inParallel(t *testing.T, n int, do func(int) error) {
 	if len(errs) > 0 {
 		t.Fatalf("%d of %d: %v", len(errs), n, errs[0])
 	}
+}
+
+// forgedReviews posts AdmissionReviews written by hand to the manager's
+// webhook port, as a pod that reaches it could (the apiserver never sent
+// them): a JobWatcher in namespace ns holding a regex bomb, in a review that
+// says it is for namespace other, is refused naming metadata.namespace
+// without compiling the bomb; a 16 MiB review is refused unread; 32 of them
+// at once leave the manager under its limit (asserted by the caller).
+func forgedReviews(t *testing.T, g Gomega, ns, other string) {
+	t.Helper()
+	opts := env.ManagerOptions()
+	// A forger trusts nothing and needs to: the port speaks TLS to anyone.
+	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}}}
+	url := fmt.Sprintf("https://%s/validate-batch-deckhand-dev-v1-jobwatcher", net.JoinHostPort(opts.WebhookHost, strconv.Itoa(opts.WebhookPort)))
+	w := watcher(ns, "forged", []string{bomb}, nil)
+	w.SetGroupVersionKind(deckhandbatchv1.GroupVersion.WithKind("JobWatcher"))
+	raw, err := json.Marshal(w)
+	g.Expect(err).NotTo(HaveOccurred())
+	review := func(uid string) []byte {
+		b, err := json.Marshal(admissionv1.AdmissionReview{
+			TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+			Request: &admissionv1.AdmissionRequest{UID: types.UID(uid), Kind: metav1.GroupVersionKind{Group: "batch.deckhand.dev", Version: "v1", Kind: "JobWatcher"},
+				Resource: metav1.GroupVersionResource{Group: "batch.deckhand.dev", Version: "v1", Resource: "jobwatchers"},
+				Namespace: other, Name: "forged", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw}},
+		})
+		g.Expect(err).NotTo(HaveOccurred())
+		return b
+	}
+	post := func(body io.Reader) (int, []byte, error) {
+		resp, err := c.Post(url, "application/json", body)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer func() { _ = resp.Body.Close() }()
+		b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return resp.StatusCode, b, err
+	}
+
+	start := time.Now()
+	code, body, err := post(bytes.NewReader(review("forged-1")))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(code).To(Equal(http.StatusOK), string(body))
+	var got admissionv1.AdmissionReview
+	g.Expect(json.Unmarshal(body, &got)).To(Succeed())
+	g.Expect(got.Response).NotTo(BeNil())
+	g.Expect(got.Response.Allowed).To(BeFalse(), "a review for another namespace was allowed")
+	g.Expect(got.Response.Result.Message).To(ContainSubstring("metadata.namespace"))
+	t.Logf("a forged review for another namespace: refused in %v: %s", time.Since(start).Round(time.Millisecond), got.Response.Result.Message)
+
+	// 16 MiB: refused without being read whole (an errored review, or the
+	// connection closed).
+	code, body, err = post(io.LimitReader(zeros{}, 16<<20))
+	if err == nil && code == http.StatusOK {
+		var big admissionv1.AdmissionReview
+		g.Expect(json.Unmarshal(body, &big)).To(Succeed(), string(body))
+		g.Expect(big.Response).NotTo(BeNil())
+		g.Expect(big.Response.Allowed).To(BeFalse(), "a 16 MiB review was allowed")
+		g.Expect(big.Response.Result.Message).To(ContainSubstring("too large"))
+		t.Logf("a 16 MiB review: refused: %s", big.Response.Result.Message)
+	} else {
+		t.Logf("a 16 MiB review: status %d, %v", code, err)
+	}
+
+	// 32 at once, each a forged review or a 16 MiB one.
+	var wg sync.WaitGroup
+	for i := range 32 {
+		wg.Go(func() {
+			if i%2 == 0 {
+				_, _, _ = post(bytes.NewReader(review(fmt.Sprintf("forged-%d", i))))
+			} else {
+				_, _, _ = post(io.LimitReader(zeros{}, 16<<20))
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// zeros reads as endless zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }
