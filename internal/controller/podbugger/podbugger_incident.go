@@ -111,11 +111,19 @@ func (f failure) family() string {
 // none is). It is pure.
 func failuresOf(pod *corev1.Pod, triggers []debugv1beta1.Trigger, notReadyAfter time.Duration, now time.Time) (fs []failure, recheck time.Duration) {
 	on := func(t debugv1beta1.Trigger) bool { return slices.Contains(triggers, t) }
+	deleting, deletingSince := deletionRequested(pod)
 	// An init container that fails (the pod's containers wait for it) is a
 	// failure too, and so is a sidecar's.
 	for _, cs := range containerStatuses(pod) {
 		inst, previous := failedInstance(cs)
 		if inst == nil {
+			continue
+		}
+		if deleting && !inst.FinishedAt.Time.Before(deletingSince) {
+			// Stopped because its pod is being deleted (a rollout, a
+			// scale-down, a preemption, kubectl delete): the SIGTERM's
+			// exit code, or the SIGKILL's 137 at the grace period's end,
+			// is no failure of the program.
 			continue
 		}
 		f := failure{container: cs.Name, instance: inst, previous: previous, restartCount: cs.RestartCount, at: inst.FinishedAt.Time}
@@ -150,6 +158,17 @@ func failuresOf(pod *corev1.Pod, triggers []debugv1beta1.Trigger, notReadyAfter 
 		}
 	}
 	return fs, recheck
+}
+
+// deletionRequested says whether pod is being deleted and since when: its
+// deletionTimestamp is the request's time plus the grace period. A second's
+// slack covers finishedAt's whole seconds.
+func deletionRequested(pod *corev1.Pod) (bool, time.Time) {
+	if pod.DeletionTimestamp == nil {
+		return false, time.Time{}
+	}
+	grace := time.Duration(ptr.Deref(pod.DeletionGracePeriodSeconds, 0)) * time.Second
+	return true, pod.DeletionTimestamp.Add(-grace).Add(-time.Second)
 }
 
 // failedInstance is the container's instance that failed last: its current

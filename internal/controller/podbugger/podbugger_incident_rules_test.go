@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 )
@@ -184,6 +185,34 @@ func TestTenantTextIsBounded(t *testing.T) {
 	for _, e := range out {
 		if len(e.Message) > debugv1beta1.MaxIncidentEventMessage {
 			t.Errorf("an event message of %d bytes", len(e.Message))
+		}
+	}
+}
+
+// A container stopped because its pod is being deleted (a rollout, a
+// scale-down, a preemption) is no failure: the SIGTERM's exit code (143) or
+// the SIGKILL's 137 at the end of the grace period is recorded as nothing.
+// One that failed before the deletion was asked for is still a failure.
+func TestATerminationByDeletionIsNoFailure(t *testing.T) {
+	requested := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
+	pod := func(finished time.Time, exit int32) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: ptr.To(metav1.NewTime(requested.Add(30 * time.Second))), DeletionGracePeriodSeconds: ptr.To[int64](30)},
+			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "app",
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exit, Reason: "Error", FinishedAt: metav1.NewTime(finished)}}}}},
+		}
+	}
+	all := []debugv1beta1.Trigger{debugv1beta1.TriggerError, debugv1beta1.TriggerOOMKilled, debugv1beta1.TriggerCrashLoopBackOff}
+	for name, tc := range map[string]struct {
+		pod  *corev1.Pod
+		want int
+	}{
+		"SIGTERM at the deletion":           {pod(requested.Add(time.Second), 143), 0},
+		"SIGKILL at the grace period's end": {pod(requested.Add(30*time.Second), 137), 0},
+		"failed before the deletion":        {pod(requested.Add(-time.Minute), 1), 1},
+	} {
+		if fs, _ := failuresOf(tc.pod, all, time.Minute, requested.Add(time.Minute)); len(fs) != tc.want {
+			t.Errorf("%s: %d failures, want %d", name, len(fs), tc.want)
 		}
 	}
 }
