@@ -127,8 +127,9 @@ teardown() {
     kill -9 "$pid" 2>/dev/null || true
   done
   # Mounts under the state directory (pod volumes, rootfs, network
-  # namespaces), deepest first.
-  awk -v p="$state/" 'index($5, p) == 1 { print $5 }' /proc/self/mountinfo | sort -r |
+  # namespaces), deepest first; mountinfo names them by their real path,
+  # which differs where bin/ is a symbolic link (a git worktree's).
+  awk -v p="$(readlink -f "$state")/" 'index($5, p) == 1 { print $5 }' /proc/self/mountinfo | sort -r |
     while read -r m; do umount -l "$m" 2>/dev/null || true; done
   # The machine-wide parts, unless another node owns them now.
   local owner
