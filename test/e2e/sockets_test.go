@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/binary"
@@ -20,6 +21,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/deckhand-dev/deckhand/test/cluster"
 )
@@ -271,4 +277,69 @@ func TestNothingListensBeyondLoopback(t *testing.T) {
 			t.Errorf("etcd listens on %d ports, want its client and peer port", etcdPorts)
 		}
 	})
+}
+
+// A pod on the real node cannot reach the machine's loopback ports, though
+// the node's bridge has route_localnet set (the kubernetes Service's DNAT to
+// the apiserver's loopback address needs it): the guard hack/realnode.sh
+// adds with it drops packets to 127.0.0.0/8 that came from elsewhere and
+// were not DNATed (CVE-2020-8558). The pod routes 127.0.0.0/8 through the
+// node as an attacker's pod would (it needs NET_ADMIN to do so in its own
+// network namespace, and gives up its own 127.0.0.1, which would make the
+// node's answers from that address martian to it; a pod with NET_RAW can
+// forge the same packets); the
+// same pod reaches the apiserver through the Service, so its network works.
+func TestAPodCannotReachTheNodesLoopbackPorts(t *testing.T) {
+	c.RealNode(t)
+	g := rnG(t)
+	ns := c.RealNodeNamespace(t, nil)
+
+	procs, err := c.Processes()
+	g.Expect(err).NotTo(HaveOccurred())
+	listeners, err := listenersOf(procs)
+	g.Expect(err).NotTo(HaveOccurred())
+	targets := map[string]string{}
+	for _, l := range listeners {
+		if (l.process == cluster.Etcd || l.process == cluster.Apiserver) && l.addr.IsLoopback() {
+			targets[fmt.Sprintf("%s port %d", l.process, l.port)] = strconv.Itoa(l.port)
+		}
+	}
+	g.Expect(targets).To(HaveLen(3), "etcd's client and peer ports and the apiserver's: %v", listeners)
+
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "localnet"},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: ptr.To[int64](1),
+			Containers: []corev1.Container{{
+				Name:            "main",
+				Image:           cluster.BusyboxImage,
+				ImagePullPolicy: corev1.PullNever,
+				Command: []string{"sh", "-c", `set -e
+sysctl -w net.ipv4.conf.all.route_localnet=1 net.ipv4.conf.eth0.route_localnet=1
+ip route del table local 127.0.0.0/8 dev lo
+ip route del table local 127.0.0.1 dev lo
+ip route add 127.0.0.0/8 via ` + realNodeAddress + ` dev eth0
+ip addr del 127.0.0.1/8 dev lo
+touch /tmp/routed
+exec sleep 3600`},
+				SecurityContext: &corev1.SecurityContext{RunAsUser: ptr.To[int64](0), Privileged: ptr.To(true)},
+			}},
+		},
+	}
+	g.Expect(c.Client.Create(context.Background(), pod)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		runningOnRealNode(g, c.RealNode(t), ns, pod.Name)
+		_, err := c.KubectlWithin(kubectlWait, "exec", "-n", ns, pod.Name, "--", "test", "-e", "/tmp/routed")
+		g.Expect(err).NotTo(HaveOccurred())
+	}).Should(Succeed())
+
+	dial := func(hostPort string) string {
+		out, _ := c.KubectlWithin(kubectlWait, "exec", "-n", ns, pod.Name, "--", "sh", "-c",
+			"if nc -w 3 "+hostPort+" </dev/null; then echo connected; else echo refused; fi")
+		return strings.TrimSpace(out)
+	}
+	g.Expect(dial("10.96.0.1 443")).To(Equal("connected"), "the pod reaches the apiserver through the kubernetes Service")
+	for what, port := range targets {
+		g.Expect(dial("127.0.0.1 "+port)).To(Equal("refused"), "a pod connected to %s on the node's loopback", what)
+	}
 }
