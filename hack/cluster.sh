@@ -67,7 +67,8 @@ up() {
     local ports
     mapfile -t ports < <(free_ports 6)
     [ "${#ports[@]}" -eq 6 ] || exit 1
-    kwok_config "$config" "${ports[5]}"
+    etcd_pki "$KWOK_WORKDIR/clusters/$name/etcd-pki"
+    kwok_config "$config" "${ports[1]}" "${ports[5]}"
     kwokctl create cluster \
       --config "$config" \
       --runtime binary \
@@ -133,7 +134,28 @@ dead_components() {
   echo "${dead[*]}"
 }
 
-# kwok_config FILE ETCD_PEER_PORT: what kwokctl's flags cannot say.
+# etcd_pki DIR: etcd's own CA and certificates, as kubeadm makes them: a
+# server and a peer certificate for 127.0.0.1 and the apiserver's client
+# certificate, all from a CA only etcd trusts (not the cluster CA, which
+# signs every user's client certificate). The directory lies in the
+# cluster's, so kwokctl delete removes it with the cluster.
+etcd_pki() {
+  local dir=$1 c
+  mkdir -p "$dir"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=etcd-ca" \
+    -keyout "$dir/ca.key" -out "$dir/ca.crt" 2>/dev/null
+  for c in server:serverAuth,clientAuth peer:serverAuth,clientAuth apiserver-etcd-client:clientAuth; do
+    openssl req -new -newkey rsa:2048 -nodes -subj "/CN=${c%%:*}" \
+      -keyout "$dir/${c%%:*}.key" -out "$dir/${c%%:*}.csr" 2>/dev/null
+    openssl x509 -req -in "$dir/${c%%:*}.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial -days 30 \
+      -extfile <(printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=%s\n' "${c#*:}") \
+      -out "$dir/${c%%:*}.crt" 2>/dev/null
+  done
+  rm -f "$dir"/*.csr "$dir/ca.srl"
+  chmod 600 "$dir"/*.key
+}
+
+# kwok_config FILE ETCD_PORT ETCD_PEER_PORT: what kwokctl's flags cannot say.
 #  - kwok manages only the nodes `kwokctl scale node` makes (annotated
 #    kwok.x-k8s.io/node=fake), never the real node or its pods;
 #  - the apiserver reaches kubelets at their InternalIP, verifies their
@@ -149,6 +171,10 @@ dead_components() {
 #    on the owner's finalizers), so every e2e test runs under that rule;
 #  - the Service range holds 65k ClusterIPs, not kwokctl's ~250: benchmarks
 #    make hundreds of Services;
+#  - etcd serves TLS only and answers only clients with a certificate from
+#    its own CA (the apiserver's), on its client and its peer port, both on
+#    127.0.0.1 (kwokctl's etcd is plain HTTP: any local process, a pod
+#    through route_localnet included, could read every Secret);
 #  - every component listens on 127.0.0.1 only (kwokctl's default is every
 #    interface: etcd, plain HTTP without authentication, answered anyone
 #    who could reach the machine); the real node's pods reach the
@@ -161,21 +187,40 @@ dead_components() {
 #    missed lease renewal made them exit, leaving every later pod Pending.
 kwok_config() {
   local service_range=10.96.0.0/16
-  local pki=$KWOK_WORKDIR/clusters/$name/pki
+  local pki=$KWOK_WORKDIR/clusters/$name/pki etcd=$KWOK_WORKDIR/clusters/$name/etcd-pki
   cat > "$1" <<YAML
 apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokctlConfiguration
 options:
   bindAddress: 127.0.0.1
   kubeApiserverCertSANs: ["10.96.0.1"]
-  etcdPeerPort: $2
+  etcdPeerPort: $3
 componentsPatches:
+  - name: etcd
+    extraArgs:
+      - {key: listen-client-urls, value: "https://127.0.0.1:$2", override: true}
+      - {key: advertise-client-urls, value: "https://127.0.0.1:$2", override: true}
+      - {key: listen-peer-urls, value: "https://127.0.0.1:$3", override: true}
+      - {key: initial-advertise-peer-urls, value: "https://127.0.0.1:$3", override: true}
+      - {key: initial-cluster, value: "node0=https://127.0.0.1:$3", override: true}
+      - {key: cert-file, value: "$etcd/server.crt"}
+      - {key: key-file, value: "$etcd/server.key"}
+      - {key: trusted-ca-file, value: "$etcd/ca.crt"}
+      - {key: client-cert-auth, value: "true"}
+      - {key: peer-cert-file, value: "$etcd/peer.crt"}
+      - {key: peer-key-file, value: "$etcd/peer.key"}
+      - {key: peer-trusted-ca-file, value: "$etcd/ca.crt"}
+      - {key: peer-client-cert-auth, value: "true"}
   - name: kwok-controller
     extraArgs:
       - {key: manage-all-nodes, value: "false"}
       - {key: manage-nodes-with-annotation-selector, value: kwok.x-k8s.io/node=fake}
   - name: kube-apiserver
     extraArgs:
+      - {key: etcd-servers, value: "https://127.0.0.1:$2", override: true}
+      - {key: etcd-cafile, value: "$etcd/ca.crt"}
+      - {key: etcd-certfile, value: "$etcd/apiserver-etcd-client.crt"}
+      - {key: etcd-keyfile, value: "$etcd/apiserver-etcd-client.key"}
       - {key: kubelet-preferred-address-types, value: "InternalIP,Hostname"}
       - {key: kubelet-certificate-authority, value: "$pki/ca.crt"}
       - {key: kubelet-client-certificate, value: "$pki/admin.crt"}

@@ -12,13 +12,14 @@
 #   hack/realnode.sh load NAME TAR...       import image tars into the node
 #   hack/realnode.sh logs NAME              tails of the kubelet and containerd logs
 #
-# It needs root (containers, mounts, a bridge and one NAT rule). Where the
+# It needs root (containers, mounts, a bridge, one NAT rule and the drop
+# rule route_localnet needs). Where the
 # machine cannot run a node, `up` prints one line saying why, records it in
 # bin/realnode/NAME.unavailable (tests skip with it) and exits 3; any other
 # failure exits 1 after printing the logs' tails.
 #
 # Machine-wide there is one real node at a time (it owns the bridge
-# deckhand0, 172.29.0.0/16, and the kubelet ports 10250/10248): a second
+# deckhand0, 172.29.0.0/16, and the kubelet port 10250): a second
 # cluster runs with kwok nodes only and says so. The node's address is the
 # bridge's, 172.29.0.1 (kubelet refuses a loopback node IP): the kubelet
 # listens there and on 127.0.0.1 only, nothing is reachable from outside.
@@ -41,6 +42,14 @@ GATEWAY=172.29.0.1
 PAUSE_IMAGE=${PAUSE_IMAGE:-localhost/deckhand/pause:v1}
 TAINT=deckhand.dev/real-node
 PACKAGES=(containerd runc containernetworking-plugins busybox-static)
+# The guard route_localnet needs (CVE-2020-8558), as kube-proxy adds it:
+# packets to 127.0.0.0/8 that did not come in on loopback are dropped,
+# unless they belong to a connection or were DNATed there (the kubernetes
+# Service's rule below). Without it a pod that routes 127.0.0.0/8 through
+# the bridge reaches every loopback port of the machine: etcd, the
+# apiserver's, the manager's.
+LOCALNET_GUARD=(! -i lo -d 127.0.0.0/8 ! -s 127.0.0.0/8 -m comment --comment deckhand-realnode
+  -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP)
 # The machine-wide claim: which state directory owns the real node.
 OWNER=/run/deckhand-realnode.owner
 
@@ -118,8 +127,9 @@ teardown() {
     kill -9 "$pid" 2>/dev/null || true
   done
   # Mounts under the state directory (pod volumes, rootfs, network
-  # namespaces), deepest first.
-  awk -v p="$state/" 'index($5, p) == 1 { print $5 }' /proc/self/mountinfo | sort -r |
+  # namespaces), deepest first; mountinfo names them by their real path,
+  # which differs where bin/ is a symbolic link (a git worktree's).
+  awk -v p="$(readlink -f "$state")/" 'index($5, p) == 1 { print $5 }' /proc/self/mountinfo | sort -r |
     while read -r m; do umount -l "$m" 2>/dev/null || true; done
   # The machine-wide parts, unless another node owns them now.
   local owner
@@ -128,6 +138,7 @@ teardown() {
     while iptables -t nat -D PREROUTING -i "$BRIDGE" -m comment --comment deckhand-realnode \
       -p tcp -d "$(cat "$state/service-ip" 2>/dev/null || echo 10.0.0.1)" --dport 443 \
       -j DNAT --to-destination "$(cat "$state/apiserver-dnat" 2>/dev/null || echo none)" 2>/dev/null; do :; done
+    while iptables -D INPUT "${LOCALNET_GUARD[@]}" 2>/dev/null; do :; done
     ip link del "$BRIDGE" 2>/dev/null || true
     # The kubelet's canary chains (it makes no other rules).
     local t
@@ -335,8 +346,9 @@ kind: KubeletConfiguration
 address: $GATEWAY
 port: 10250
 readOnlyPort: 0
-healthzBindAddress: 127.0.0.1
-healthzPort: 10248
+# No healthz port: it is plain HTTP, and nothing here reads it (the node's
+# Ready condition says the same through the apiserver).
+healthzPort: 0
 containerRuntimeEndpoint: unix://$state/containerd.sock
 # The host is cgroup v1 (hybrid); kubelet >= 1.35 refuses it unless told.
 failCgroupV1: false
@@ -382,7 +394,9 @@ service_nat() {
   echo "$ip" > "$state/service-ip"
   echo "127.0.0.1:$port" > "$state/apiserver-dnat"
   # The apiserver listens on 127.0.0.1 only (hack/cluster.sh): packets from
-  # the bridge may be routed to loopback.
+  # the bridge may be routed to loopback, only those DNATed there (the guard
+  # goes first).
+  iptables -C INPUT "${LOCALNET_GUARD[@]}" 2>/dev/null || iptables -I INPUT 1 "${LOCALNET_GUARD[@]}"
   sysctl -qw "net.ipv4.conf.$BRIDGE.route_localnet=1"
   iptables -t nat -A PREROUTING -i "$BRIDGE" -m comment --comment deckhand-realnode \
     -p tcp -d "$ip" --dport 443 -j DNAT --to-destination "127.0.0.1:$port"
