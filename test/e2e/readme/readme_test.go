@@ -165,10 +165,10 @@ func (u *user) run(cmd string) {
 var waits = map[string]func(*user){
 	// The Job succeeds on a kwok node and the JobWatcher deletes it 10 s
 	// later.
-	"kubectl get jobwatcher,jobs -w": func(*user) {
+	"kubectl get jobwatcher,jobs -w": func(u *user) {
 		job := &batchv1.Job{}
 		key := client.ObjectKey{Namespace: namespace, Name: "pi"}
-		Eventually(func() bool {
+		NewWithT(u.t).Eventually(func() bool {
 			return apierrors.IsNotFound(c.Client.Get(context.Background(), key, job))
 		}).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(BeTrue(), "the JobWatcher never deleted Job pi")
 	},
