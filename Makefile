@@ -148,6 +148,11 @@ bench: k8s-tools manifests build build-installer ## Measure every kind against i
 	DECKHAND_BIN=$(DECKHAND_BIN) $(BENCH_DIR)/bench.test -test.run '^TestBench$$' -test.timeout 600m
 	go run ./hack/benchchart -in $(BENCH_CHART_IN) -out docs/img/scale.svg
 
+.PHONY: bench-cache
+bench-cache: k8s-tools ## Measure the scoped cache's designs side by side (the switch, always cluster-wide, per namespace only) on envtest: peak RSS, CPU, pod watches, time until every needed namespace is told (CACHE_DESIGNS_PODS, _NAMESPACES, _NEEDED select less; minutes; not part of test or bench).
+	mkdir -p $(BENCH_DIR)
+	CACHE_DESIGNS=1 CACHE_DESIGNS_OUT=$(BENCH_DIR)/cache-designs.md go test -tags bench ./test/bench/cachedesigns/ -run '^TestBenchCacheDesigns$$' -count=1 -timeout 120m -v
+
 ##@ Local cluster
 
 .PHONY: cluster

@@ -55,6 +55,9 @@ type detector struct {
 var builtins = []detector{
 	// A PEM private key, to its END line or, cut off in a tail, to the end.
 	{KindPrivateKey, regexp.MustCompile(`-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY-----(?s:.*?)(?:-----END ((?:[A-Z0-9]+ )*)PRIVATE KEY-----|\z)`), 0},
+	// The end of one whose beginning a tail cut off: the text starts in
+	// its body (base64 lines, PEM headers) and goes to its END line.
+	{KindPrivateKey, regexp.MustCompile(`\A(?:[A-Za-z0-9+/=]*|[A-Za-z-]+: [^\n]*)(?:\n(?:[A-Za-z0-9+/=]*|[A-Za-z-]+: [^\n]*))*\n?-----END ((?:[A-Z0-9]+ )*)PRIVATE KEY-----`), 0},
 	// JSON Web Tokens, Kubernetes ServiceAccount tokens among them.
 	{KindJWT, regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*`), 0},
 	// A bearer token, and an Authorization header's credentials whatever
@@ -154,4 +157,18 @@ var builtin = New(nil, nil)
 func String(text string) string {
 	out, _ := builtin.Redact(text)
 	return out
+}
+
+// Tail is the end of a log as Deckhand keeps it: when the read was cut
+// (truncated), its first line, which may begin inside a credential whose
+// key was cut off, is dropped; then credentials are removed (String).
+func Tail(log string, truncated bool) string {
+	if truncated {
+		if i := strings.IndexByte(log, '\n'); i >= 0 {
+			log = log[i+1:]
+		} else {
+			log = ""
+		}
+	}
+	return String(log)
 }

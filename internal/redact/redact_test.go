@@ -181,3 +181,24 @@ func TestACutPrivateKeyGoesToTheEnd(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// A tail cut inside a private key keeps none of its body; one cut inside a
+// line loses that line, which may hold a value whose key was cut off.
+func TestACutTailKeepsNoPartOfACredential(t *testing.T) {
+	key := "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC8\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC9\n-----END PRIVATE KEY-----\n"
+	log := "starting\n" + key + "listening on :8080\n"
+	for cut := 1; cut < len(log)-1; cut++ {
+		got := Tail(log[cut:], true)
+		for _, body := range []string{"AoIBAQC7", "AoIBAQC8", "AoIBAQC9"} {
+			if strings.Contains(log[cut:], body) && strings.Contains(got, body) {
+				t.Fatalf("cut at %d: key body %s kept:\n%s", cut, body, got)
+			}
+		}
+	}
+	if got := Tail("er2hunter2\nnext line\n", true); got != "next line\n" {
+		t.Errorf("a cut line was kept: %q", got)
+	}
+	if got := Tail("whole line\n", false); got != "whole line\n" {
+		t.Errorf("an uncut log lost its first line: %q", got)
+	}
+}

@@ -123,8 +123,13 @@ func failuresOf(pod *corev1.Pod, triggers []debugv1beta1.Trigger, notReadyAfter 
 			// Stopped because its pod is being deleted (a rollout, a
 			// scale-down, a preemption, kubectl delete): the SIGTERM's
 			// exit code, or the SIGKILL's 137 at the grace period's end,
-			// is no failure of the program.
-			continue
+			// is no failure of the program. The instance before it may
+			// be one, not counted yet (held back, or missed by a restart).
+			last := cs.LastTerminationState.Terminated
+			if !failedTerm(last) || !last.FinishedAt.Time.Before(deletingSince) {
+				continue
+			}
+			inst, previous = last, true
 		}
 		f := failure{container: cs.Name, instance: inst, previous: previous, restartCount: cs.RestartCount, at: inst.FinishedAt.Time}
 		oom := inst.Reason == "OOMKilled"
@@ -171,16 +176,18 @@ func deletionRequested(pod *corev1.Pod) (bool, time.Time) {
 	return true, pod.DeletionTimestamp.Add(-grace).Add(-time.Second)
 }
 
+// failedTerm says whether a terminated instance failed. An OOM kill of a
+// child process (the container's shell goes on and exits 0) is reported
+// with the reason OOMKilled and exit code 0: it is a failure all the same.
+func failedTerm(t *corev1.ContainerStateTerminated) bool {
+	return t != nil && (t.ExitCode != 0 || t.Signal != 0 || t.Reason == "OOMKilled")
+}
+
 // failedInstance is the container's instance that failed last: its current
 // one when that terminated with an error (or was OOM-killed), else its previous one when that
 // did and the container has been restarted since (or waits to be).
 func failedInstance(cs corev1.ContainerStatus) (inst *corev1.ContainerStateTerminated, previous bool) {
-	// An OOM kill of a child process (the container's shell goes on and
-	// exits 0) is reported with the reason OOMKilled and exit code 0: it is
-	// a failure all the same.
-	failed := func(t *corev1.ContainerStateTerminated) bool {
-		return t != nil && (t.ExitCode != 0 || t.Signal != 0 || t.Reason == "OOMKilled")
-	}
+	failed := failedTerm
 	switch {
 	case cs.State.Terminated != nil:
 		if failed(cs.State.Terminated) {
@@ -424,8 +431,11 @@ const lostLogNote = "not read: the container failed again before this instance's
 func clean(s string, n int) string { return cut(redact.String(s), n) }
 
 // cleanTail is the end of a log as a record keeps it: its credentials
-// removed, then its last n bytes (and whether that cut it).
-func cleanTail(s string, n int) (string, bool) { return tail(redact.String(s), n) }
+// removed (its first line dropped when the read was cut: it may begin
+// inside one), then its last n bytes (and whether that cut it).
+func cleanTail(s string, truncated bool, n int) (string, bool) {
+	return tail(redact.Tail(s, truncated), n)
+}
 
 // cut shortens s to at most n bytes, on a rune boundary, marking the cut.
 func cut(s string, n int) string {

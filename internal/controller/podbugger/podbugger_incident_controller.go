@@ -315,15 +315,46 @@ func (r *IncidentReconciler) patchSpec(ctx context.Context, inc, old *debugv1bet
 	if err != nil {
 		return err
 	}
-	return r.Patch(ctx, inc, client.RawPatch(types.JSONPatchType, patch))
+	if err := r.Patch(ctx, inc, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		return err
+	}
+	r.markLost(ctx, inc, old)
+	return nil
+}
+
+// markLost says, in the instance before the one just added, that its log
+// will not be read, if it still waits for it: the kubelet keeps one dead
+// instance per container. A patch of its own, tested on the instance and on
+// its note: a log the reader wrote meanwhile (which the cache may not show
+// yet) stays.
+func (r *IncidentReconciler) markLost(ctx context.Context, inc, old *debugv1beta1.PodIncident) {
+	n := len(old.Spec.Instances)
+	if inc.Spec.LastFailure == nil || n == 0 || old.Spec.Instances[n-1].LogError != pendingLogNote {
+		return
+	}
+	// Where it is now: the oldest went first past the bound.
+	i := n - 1 - (n + 1 - len(inc.Spec.Instances))
+	if i < 0 {
+		return
+	}
+	at := fmt.Sprintf("/spec/instances/%d", i)
+	patch, err := json.Marshal([]patchOp{{opTest, at + "/containerID", old.Spec.Instances[n-1].ContainerID},
+		{opTest, at + "/logError", pendingLogNote}, {opAdd, at + "/logError", lostLogNote}})
+	if err != nil {
+		return
+	}
+	target := &debugv1beta1.PodIncident{ObjectMeta: metav1.ObjectMeta{Namespace: inc.Namespace, Name: inc.Name}}
+	if err := r.Patch(ctx, target, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		logf.FromContext(ctx).V(1).Info("an instance's lost log not noted", "podIncident", klog.KObj(target), "error", err.Error())
+	}
 }
 
 // specOps is the JSON patch that makes a record whose spec is old (as the
 // cache holds it: counts, times and the instances' shapes, not their logs)
 // hold spec, if the apiserver's still counts what old counts: every field
 // replaced but the instances, whose logs the cache does not hold; of
-// those, the new one added, the oldest removed past the bound, and the
-// previous one marked lost if its log was still being read.
+// those, the new one added and the oldest removed past the bound (markLost
+// notes the previous one's lost log apart).
 func specOps(spec, old debugv1beta1.PodIncidentSpec) ([]patchOp, error) {
 	fields, err := json.Marshal(spec)
 	if err != nil {
@@ -354,9 +385,6 @@ func specOps(spec, old debugv1beta1.PodIncidentSpec) ([]patchOp, error) {
 	latest := spec.Instances[len(spec.Instances)-1]
 	if n == 0 {
 		return append(ops, patchOp{opAdd, "/spec/instances", []debugv1beta1.IncidentInstance{latest}}), nil
-	}
-	if old.Instances[n-1].LogError == pendingLogNote {
-		ops = append(ops, patchOp{opAdd, fmt.Sprintf("/spec/instances/%d/logError", n-1), lostLogNote})
 	}
 	ops = append(ops, patchOp{opAdd, "/spec/instances/-", latest})
 	for range n + 1 - len(spec.Instances) {

@@ -242,14 +242,14 @@ func (r *IncidentReconciler) readJobLogs(ctx context.Context, j logJob) logsRead
 		got.note = err.Error()
 	}
 	wg.Wait()
-	// What a record keeps has no credential in it: redacted on the whole
-	// read, then cut back to its bound (a marker can be longer than what it
-	// replaced).
+	// What a record keeps has no credential in it: the read redacted (a
+	// read cut by its limit loses its first, partial line), then cut back
+	// to its bound (a marker can be longer than what it replaced).
 	var cutAgain bool
-	got.tail, cutAgain = cleanTail(got.tail, j.limit)
+	got.tail, cutAgain = cleanTail(got.tail, got.truncated, j.limit)
 	got.truncated = got.truncated || cutAgain
 	if got.debug != nil {
-		got.debug.LogTail, _ = cleanTail(got.debug.LogTail, j.limit)
+		got.debug.LogTail, _ = cleanTail(got.debug.LogTail, true, j.limit)
 	}
 	return got
 }

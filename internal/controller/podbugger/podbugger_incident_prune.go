@@ -145,24 +145,25 @@ func (r *PodBuggerReconciler) dropLogsOfGonePods(ctx context.Context, pb *debugv
 	return errors.Join(append(errs, readErrs...)...)
 }
 
-// dropLogs patches inc (by its UID: a record written since under its name
-// is not this one) to hold no log, and says why.
+// dropLogs patches inc (tested by its UID, a record written since under its
+// name is not this one, and by its count, so that the instances patched are
+// those the cache showed) to hold no log, and says why. Only the logs go:
+// the instances' other fields are left as they are.
 func (r *PodBuggerReconciler) dropLogs(ctx context.Context, inc *debugv1beta1.PodIncident) error {
-	spec := map[string]any{"logTail": nil, "logTruncated": nil, "logError": goneLogNote, "debugContainer": nil}
-	if len(inc.Spec.Instances) > 0 {
-		// The pod is gone: no instance is added to the list meanwhile.
-		instances := slices.Clone(inc.Spec.Instances)
-		for i := range instances {
-			instances[i].LogTail, instances[i].LogTruncated, instances[i].LogError = "", false, goneLogNote
-		}
-		spec["instances"] = instances
+	ops := []patchOp{{opTest, "/metadata/uid", inc.UID}, {opTest, "/spec/count", inc.Spec.Count},
+		{opAdd, "/spec/logTail", ""}, {opAdd, "/spec/logTruncated", false}, {opAdd, "/spec/logError", goneLogNote},
+		{opAdd, "/spec/debugContainer", nil}}
+	for i := range inc.Spec.Instances {
+		at := fmt.Sprintf("/spec/instances/%d", i)
+		ops = append(ops, patchOp{opAdd, at + "/logTail", ""}, patchOp{opAdd, at + "/logTruncated", false},
+			patchOp{opAdd, at + "/logError", goneLogNote})
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": inc.UID}, "spec": spec})
+	patch, err := json.Marshal(ops)
 	if err != nil {
 		return err
 	}
 	target := &debugv1beta1.PodIncident{ObjectMeta: metav1.ObjectMeta{Namespace: inc.Namespace, Name: inc.Name}}
-	if err := r.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
+	if err := r.Patch(ctx, target, client.RawPatch(types.JSONPatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("dropping the log of PodIncident %s (its pod is gone): %w", client.ObjectKeyFromObject(target), err)
 	}
 	return nil

@@ -63,7 +63,11 @@ func TestARecordsLogGoesWithItsPod(t *testing.T) {
 				HaveField("Spec.Pod.Name", "web-1"), HaveField("Spec.Reason", debugv1beta1.IncidentError),
 				HaveField("Spec.LastFailure.ExitCode", int32(1)),
 				HaveField("Spec.LogTail", BeEmpty()),
-				HaveField("Spec.LogError", ContainSubstring("keepLogsAfterPodDeletion")))),
+				HaveField("Spec.LogError", ContainSubstring("keepLogsAfterPodDeletion")),
+				// Each instance loses its log, and only its log.
+				HaveField("Spec.Instances", ConsistOf(And(HaveField("LogTail", BeEmpty()),
+					HaveField("LogError", ContainSubstring("keepLogsAfterPodDeletion")),
+					HaveField("Message", Not(BeEmpty())), HaveField("ExitCode", int32(1))))))),
 				"the record of a deleted pod still holds its log")
 		})
 	}
