@@ -273,3 +273,94 @@ func TestACrashLoopIsOneWindow(t *testing.T) {
 		t.Errorf("%d windows after Forget", w.Len())
 	}
 }
+
+// A replayed failure changes nothing: not the count, not the window's end,
+// and after the window closed it opens none.
+func TestAReplayedFailureChangesNothing(t *testing.T) {
+	w := &Windows{Length: time.Minute}
+	t0 := time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) Message { m := message("ns", 0); m.LastTime = t0.Add(d); return m }
+	w.Observe("f", at(0))
+	w.Observe("f", at(50*time.Second))
+	if got := w.Observe("f", at(0)); got != nil {
+		t.Fatalf("a replay sent %+v", got)
+	}
+	if got := w.Close(t0.Add(61 * time.Second)); len(got) != 0 {
+		t.Fatalf("closed at 61 s although the last failure was at 50 s: %+v", got)
+	}
+	got := w.Close(t0.Add(111 * time.Second))
+	if len(got) != 1 || got[0].Count != 2 || !got[0].LastTime.Equal(t0.Add(50*time.Second)) {
+		t.Fatalf("summary %+v, want 2 failures, the last at 50 s", got)
+	}
+	if again := w.Observe("f", at(50*time.Second)); again != nil {
+		t.Fatalf("a replay after the close opened a window: %+v", again)
+	}
+}
+
+// A namespace's notifications arrive in order, and one namespace's slow
+// receiver holds one sender, not all.
+func TestANamespacesNotificationsGoInOrderOneAtATime(t *testing.T) {
+	var mu sync.Mutex
+	inFlight, most := map[string]int{}, map[string]int{}
+	var order []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ns := r.Header.Get("X-Namespace")
+		mu.Lock()
+		inFlight[ns]++
+		most[ns] = max(most[ns], inFlight[ns])
+		mu.Unlock()
+		if ns == "slow" {
+			time.Sleep(50 * time.Millisecond)
+		}
+		mu.Lock()
+		inFlight[ns]--
+		order = append(order, r.Header.Get("Idempotency-Key"))
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	o := testOutbox()
+	o.Client.Transport = headerTransport{}
+	for i := range 6 {
+		o.Enqueue("slow", Target{URL: srv.URL + "?ns=slow"}, message("slow", i))
+	}
+	first, second := message("a", 0), message("a", 0)
+	second.Type, second.Key = TypeClosed, first.Key+"/closed"
+	o.Enqueue("a", Target{URL: srv.URL + "?ns=a"}, first)
+	o.Enqueue("a", Target{URL: srv.URL + "?ns=a"}, second)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go o.Run(ctx)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if d, _, _ := o.Counts(); d == 8 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if most["slow"] != 1 {
+		t.Errorf("the slow namespace had %d notifications in flight at once, want 1", most["slow"])
+	}
+	ia, ib := -1, -1
+	for i, k := range order {
+		switch k {
+		case first.Key:
+			ia = i
+		case second.Key:
+			ib = i
+		}
+	}
+	if ia < 0 || ib < 0 || ib < ia {
+		t.Errorf("namespace a's opening at %d, its summary at %d: want the opening first", ia, ib)
+	}
+}
+
+// headerTransport copies the ns query parameter into a header.
+type headerTransport struct{}
+
+func (headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("X-Namespace", r.URL.Query().Get("ns"))
+	return http.DefaultTransport.RoundTrip(r)
+}

@@ -65,6 +65,7 @@ func (o *Outbox) Enqueue(ns string, t Target, m Message) {
 		o.turn = append(o.turn, ns)
 	}
 	if len(q) >= o.PerNamespace {
+		// Its oldest not being sent (the head may be).
 		for i, p := range q {
 			if !p.sending {
 				q = append(q[:i], q[i+1:]...)
@@ -128,7 +129,10 @@ func (o *Outbox) Run(ctx context.Context) {
 }
 
 // nextDue takes the next notification due, serving the namespaces in turn,
-// or says how long until one may be.
+// or says how long until one may be. A namespace's notifications go in
+// order, one at a time: its head, once due and not being sent (so an
+// opening is never overtaken by its summary, and a slow receiver holds one
+// sender, not all).
 func (o *Outbox) nextDue(now time.Time) (*pending, time.Duration) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -136,17 +140,15 @@ func (o *Outbox) nextDue(now time.Time) (*pending, time.Duration) {
 	for range len(o.turn) {
 		ns := o.turn[0]
 		o.turn = append(o.turn[1:], ns)
-		for _, p := range o.queues[ns] {
-			if p.sending {
-				continue
-			}
-			if !p.next.After(now) {
-				p.sending = true
-				return p, 0
-			}
-			wait = min(wait, p.next.Sub(now))
-			break // a namespace's notifications go in order
+		q := o.queues[ns]
+		if len(q) == 0 || q[0].sending {
+			continue
 		}
+		if p := q[0]; !p.next.After(now) {
+			p.sending = true
+			return p, 0
+		}
+		wait = min(wait, q[0].next.Sub(now))
 	}
 	return nil, wait
 }
@@ -169,6 +171,7 @@ func (o *Outbox) done(p *pending, err error, now time.Time) {
 		return
 	}
 	o.remove(p)
+	o.poke() // the namespace's next may go
 }
 
 func (o *Outbox) remove(p *pending) {
