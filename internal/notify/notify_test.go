@@ -303,7 +303,7 @@ func TestANamespacesNotificationsGoInOrderOneAtATime(t *testing.T) {
 	var mu sync.Mutex
 	inFlight, most := map[string]int{}, map[string]int{}
 	var order []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		ns := r.Header.Get("X-Namespace")
 		mu.Lock()
 		inFlight[ns]++

@@ -111,9 +111,33 @@ func (f failure) family() string {
 // none is). It is pure.
 func failuresOf(pod *corev1.Pod, triggers []debugv1beta1.Trigger, notReadyAfter time.Duration, now time.Time) (fs []failure, recheck time.Duration) {
 	on := func(t debugv1beta1.Trigger) bool { return slices.Contains(triggers, t) }
+	fs = containerFailures(pod, on)
+	if on(debugv1beta1.TriggerEvicted) {
+		if at, ok := evictedAt(pod); ok {
+			fs = append(fs, failure{reason: debugv1beta1.IncidentEvicted, at: at})
+		}
+	}
+	if on(debugv1beta1.TriggerNotReady) && pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil {
+		for _, c := range pod.Status.Conditions {
+			if c.Type != corev1.PodReady || c.Status == corev1.ConditionTrue {
+				continue
+			}
+			if since := now.Sub(c.LastTransitionTime.Time); since >= notReadyAfter {
+				fs = append(fs, failure{reason: debugv1beta1.IncidentNotReady, container: notReadyContainer(pod), at: c.LastTransitionTime.Time})
+			} else {
+				recheck = notReadyAfter - since
+			}
+		}
+	}
+	return fs, recheck
+}
+
+// containerFailures are the failures of pod's containers that on triggers.
+// An init container that fails (the pod's containers wait for it) is a
+// failure too, and so is a sidecar's.
+func containerFailures(pod *corev1.Pod, on func(debugv1beta1.Trigger) bool) []failure {
+	var fs []failure
 	deleting, deletingSince := deletionRequested(pod)
-	// An init container that fails (the pod's containers wait for it) is a
-	// failure too, and so is a sidecar's.
 	for _, cs := range containerStatuses(pod) {
 		inst, previous := failedInstance(cs)
 		if inst == nil {
@@ -145,24 +169,7 @@ func failuresOf(pod *corev1.Pod, triggers []debugv1beta1.Trigger, notReadyAfter 
 		}
 		fs = append(fs, f)
 	}
-	if on(debugv1beta1.TriggerEvicted) {
-		if at, ok := evictedAt(pod); ok {
-			fs = append(fs, failure{reason: debugv1beta1.IncidentEvicted, at: at})
-		}
-	}
-	if on(debugv1beta1.TriggerNotReady) && pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil {
-		for _, c := range pod.Status.Conditions {
-			if c.Type != corev1.PodReady || c.Status == corev1.ConditionTrue {
-				continue
-			}
-			if since := now.Sub(c.LastTransitionTime.Time); since >= notReadyAfter {
-				fs = append(fs, failure{reason: debugv1beta1.IncidentNotReady, container: notReadyContainer(pod), at: c.LastTransitionTime.Time})
-			} else {
-				recheck = notReadyAfter - since
-			}
-		}
-	}
-	return fs, recheck
+	return fs
 }
 
 // deletionRequested says whether pod is being deleted and since when: its

@@ -364,7 +364,7 @@ func specOps(spec, old debugv1beta1.PodIncidentSpec) ([]patchOp, error) {
 	if err := json.Unmarshal(fields, &m); err != nil {
 		return nil, err
 	}
-	ops := []patchOp{{opTest, "/spec/count", old.Count}}
+	ops := []patchOp{{opTest, pathCount, old.Count}}
 	for _, name := range specFields {
 		if name == "instances" {
 			continue

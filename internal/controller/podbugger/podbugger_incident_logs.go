@@ -149,6 +149,10 @@ const (
 	opTest   = "test"
 	opAdd    = "add"
 	opRemove = "remove"
+
+	// Paths the patches test and write.
+	pathCount    = "/spec/count"
+	pathLogError = "/spec/logError"
 )
 
 // patchOp is one operation of a JSON patch (RFC 6902).
@@ -172,14 +176,14 @@ type logsRead struct {
 func (r *IncidentReconciler) fillLog(ctx context.Context, j logJob) {
 	got := r.readJobLogs(ctx, j)
 	ops := []patchOp{
-		{opTest, "/spec/count", j.count},
+		{opTest, pathCount, j.count},
 		{opTest, "/spec/lastTime", j.lastTime},
 		// Not written yet: a read queued again after a restart must not
 		// replace a log its first read wrote.
-		{opTest, "/spec/logError", pendingLogNote},
+		{opTest, pathLogError, pendingLogNote},
 		{opAdd, "/spec/logTail", got.tail},
 		{opAdd, "/spec/logTruncated", got.truncated},
-		{opAdd, "/spec/logError", clean(got.note, debugv1beta1.MaxIncidentMessage)},
+		{opAdd, pathLogError, clean(got.note, debugv1beta1.MaxIncidentMessage)},
 	}
 	if got.debug != nil {
 		ops = append(ops, patchOp{opAdd, "/spec/debugContainer", got.debug})

@@ -150,9 +150,10 @@ func (r *PodBuggerReconciler) dropLogsOfGonePods(ctx context.Context, pb *debugv
 // those the cache showed) to hold no log, and says why. Only the logs go:
 // the instances' other fields are left as they are.
 func (r *PodBuggerReconciler) dropLogs(ctx context.Context, inc *debugv1beta1.PodIncident) error {
-	ops := []patchOp{{opTest, "/metadata/uid", inc.UID}, {opTest, "/spec/count", inc.Spec.Count},
-		{opAdd, "/spec/logTail", ""}, {opAdd, "/spec/logTruncated", false}, {opAdd, "/spec/logError", goneLogNote},
-		{opAdd, "/spec/debugContainer", nil}}
+	ops := make([]patchOp, 0, 6+3*len(inc.Spec.Instances))
+	ops = append(ops, patchOp{opTest, "/metadata/uid", inc.UID}, patchOp{opTest, pathCount, inc.Spec.Count},
+		patchOp{opAdd, "/spec/logTail", ""}, patchOp{opAdd, "/spec/logTruncated", false}, patchOp{opAdd, pathLogError, goneLogNote},
+		patchOp{opAdd, "/spec/debugContainer", nil})
 	for i := range inc.Spec.Instances {
 		at := fmt.Sprintf("/spec/instances/%d", i)
 		ops = append(ops, patchOp{opAdd, at + "/logTail", ""}, patchOp{opAdd, at + "/logTruncated", false},
