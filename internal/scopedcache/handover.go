@@ -112,6 +112,15 @@ type toldIn struct {
 	// been handed that (caughtUpLocked).
 	owner *space
 	mark  uint64
+	// await names the objects the owner had not caught up with at the
+	// handover: told alive at a version it did not hold yet, or told
+	// deleted while it still held them. The owner still tells each (an
+	// Add, the deletion), and the record may go only once it has told the
+	// handler so, or holds nothing of it past that version
+	// (caughtUpLocked). A relist hands its objects on in any order, so
+	// the latest version r was handed (mark) can pass an old object of
+	// the relist not yet handed on: told again as added with no record.
+	await map[string]bool
 }
 
 type event int
@@ -243,6 +252,11 @@ func (r *registration) checkLocked(s *space, ns, name string, ev event, old, obj
 	}
 	o, _ := objectOf(obj)
 	t, known := in.seen[name]
+	if s != nil && s == in.owner && in.await[name] && !regress.relistOrder &&
+		(ev == deleted || o != nil && !newerRV(t.rv, o.GetResourceVersion())) {
+		// The owner has caught up with what r was told of name.
+		delete(in.await, name)
+	}
 	if s != nil && s == in.from && o != nil {
 		// The space that told the namespace before the switch, still its
 		// owner: its events are the history the handler follows (one
@@ -367,10 +381,10 @@ func (k *kind) handOver(namespace string, to *space) {
 			in = &toldIn{from: from, seen: map[string]told{}}
 			r.told[namespace] = in
 		}
-		in.owner, in.mark = to, mark
-		present := make(map[string]bool, len(held))
+		in.owner, in.mark, in.await = to, mark, nil
+		present := make(map[string]string, len(held))
 		for _, h := range held {
-			present[h.name] = true
+			present[h.name] = h.rv
 			if ev, old, obj, ok := r.checkLocked(nil, namespace, h.name, added, nil, h.obj); ok {
 				// What the handler was never told is told as the initial
 				// list it is: a handler that does work per non-initial Add
@@ -379,9 +393,17 @@ func (k *kind) handOver(namespace string, to *space) {
 			}
 		}
 		for name, t := range in.seen {
-			if t.gone || present[name] || !atOrBeforeRV(t.rv, lastRV) {
+			rv, held := present[name]
+			if t.gone && held || !t.gone && (!held || newerRV(t.rv, rv)) {
+				if in.await == nil {
+					in.await = map[string]bool{}
+				}
+				in.await[name] = true
+			}
+			if t.gone || held || !atOrBeforeRV(t.rv, lastRV) {
 				continue
 			}
+			delete(in.await, name)
 			in.seen[name] = told{rv: t.rv, gone: true}
 			obj := k.heldObject(in.from, namespace, name, t.rv)
 			out = append(out, func() {
@@ -576,4 +598,8 @@ var regress struct {
 	untrackedFirst bool
 	// expandTracked expands every object a switch looks at.
 	expandTracked bool
+	// relistOrder ends the record of a handover once each handler has
+	// been handed the latest version the new owner had applied, as if a
+	// relist handed its objects on in order.
+	relistOrder bool
 }
