@@ -741,7 +741,7 @@ func (k *kind) caughtUpLocked(namespace string, awaiting bool) bool {
 		if owner == nil {
 			continue
 		}
-		if len(awaited) > 0 && !regress.relistOrder && (awaiting || !owner.passedAll(namespace, awaited)) {
+		if len(awaited) > 0 && !regress.relistOrder && (awaiting || !k.passedAll(owner, namespace, awaited)) {
 			return false
 		}
 		reg, ok := r.per[owner]
@@ -752,10 +752,15 @@ func (k *kind) caughtUpLocked(namespace string, awaiting bool) bool {
 	return true
 }
 
-// passedAll reports whether s holds none of objects (whole or a stub) at
-// the version told or later, and its store has caught up past each: it
-// will not tell them.
-func (s *space) passedAll(namespace string, objects []heldEntry) bool {
+// passedAll reports whether s holds none of objects at the version told
+// or later (whole, or a stub while the namespace is needed: it is made
+// whole and told), and its store has caught up past each: it will not
+// tell them. k.mu is held.
+func (k *kind) passedAll(s *space, namespace string, objects []heldEntry) bool {
+	needed := false
+	if n := k.neededNow.Load(); n != nil {
+		needed = n.Has(namespace)
+	}
 	upTo := s.seenUpTo()
 	for _, t := range objects {
 		if !atOrBeforeRV(t.rv, upTo) {
@@ -765,7 +770,7 @@ func (s *space) passedAll(namespace string, objects []heldEntry) bool {
 	for _, idx := range s.held.all() {
 		for _, t := range objects {
 			item, ok, err := idx.GetByKey(namespace + "/" + t.name)
-			if o, isObj := item.(client.Object); err == nil && ok && isObj && !newerRV(t.rv, o.GetResourceVersion()) {
+			if o, isObj := item.(client.Object); err == nil && ok && isObj && (needed || !isStub(item)) && !newerRV(t.rv, o.GetResourceVersion()) {
 				return false
 			}
 		}
