@@ -242,6 +242,32 @@ func (r *registration) dispatch(ev event, old, obj any, initial bool) {
 	}
 }
 
+// toldBy notes that s tells r of name (deleted, or o), what r was told
+// of it being t: the owner has caught up with it once that is its
+// deletion or a version no older than t.
+func (in *toldIn) toldBy(s *space, name string, t told, deleted bool, o client.Object) {
+	if s == nil || s != in.owner || !in.await[name] || regress.relistOrder {
+		return
+	}
+	if deleted || o != nil && !newerRV(t.rv, o.GetResourceVersion()) {
+		delete(in.await, name)
+	}
+}
+
+// awaits notes, at a handover to an owner holding held (by name, its
+// version), whether the owner is still to tell r of name, told t: told
+// alive at a version it does not hold yet, or told deleted while it still
+// holds it.
+func (in *toldIn) awaits(name string, t told, held map[string]string) {
+	rv, ok := held[name]
+	if t.gone && ok || !t.gone && (!ok || newerRV(t.rv, rv)) {
+		if in.await == nil {
+			in.await = map[string]bool{}
+		}
+		in.await[name] = true
+	}
+}
+
 // checkLocked decides whether an event about ns/name reaches the handler,
 // and as what, from what the handler was told, in a tracked namespace. r.mu
 // is held.
@@ -252,11 +278,7 @@ func (r *registration) checkLocked(s *space, ns, name string, ev event, old, obj
 	}
 	o, _ := objectOf(obj)
 	t, known := in.seen[name]
-	if s != nil && s == in.owner && in.await[name] && !regress.relistOrder &&
-		(ev == deleted || o != nil && !newerRV(t.rv, o.GetResourceVersion())) {
-		// The owner has caught up with what r was told of name.
-		delete(in.await, name)
-	}
+	in.toldBy(s, name, t, ev == deleted, o)
 	if s != nil && s == in.from && o != nil {
 		// The space that told the namespace before the switch, still its
 		// owner: its events are the history the handler follows (one
@@ -393,14 +415,8 @@ func (k *kind) handOver(namespace string, to *space) {
 			}
 		}
 		for name, t := range in.seen {
-			rv, held := present[name]
-			if t.gone && held || !t.gone && (!held || newerRV(t.rv, rv)) {
-				if in.await == nil {
-					in.await = map[string]bool{}
-				}
-				in.await[name] = true
-			}
-			if t.gone || held || !atOrBeforeRV(t.rv, lastRV) {
+			in.awaits(name, t, present)
+			if _, held := present[name]; t.gone || held || !atOrBeforeRV(t.rv, lastRV) {
 				continue
 			}
 			delete(in.await, name)

@@ -53,7 +53,8 @@ func TestAHandoverOfJobsComputesNoHistoryPerJob(t *testing.T) {
 	_ = deckhandbatchv1.AddToScheme(scheme)
 	w := &deckhandbatchv1.JobWatcher{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w", UID: "w-1", Generation: 1}}
 	w.Spec.SuccessfulJobsHistoryLimit = ptr.To[int32](limit)
-	objs := []client.Object{w}
+	objs := make([]client.Object, 0, 1+n)
+	objs = append(objs, w)
 	jobs := make([]*batchv1.Job, 0, n)
 	at := time.Now().Add(-time.Hour)
 	for i := range n {
