@@ -112,6 +112,15 @@ type toldIn struct {
 	// been handed that (caughtUpLocked).
 	owner *space
 	mark  uint64
+	// await names the objects the owner had not caught up with at the
+	// handover: told alive at a version it did not hold yet, or told
+	// deleted while it still held them. The owner still tells each (an
+	// Add, the deletion), and the record may go only once it has told the
+	// handler so, or holds nothing of it past that version
+	// (caughtUpLocked). A relist hands its objects on in any order, so
+	// the latest version r was handed (mark) can pass an old object of
+	// the relist not yet handed on: told again as added with no record.
+	await map[string]bool
 }
 
 type event int
@@ -233,6 +242,32 @@ func (r *registration) dispatch(ev event, old, obj any, initial bool) {
 	}
 }
 
+// toldBy notes that s tells r of name (deleted, or o), what r was told
+// of it being t: the owner has caught up with it once that is its
+// deletion or a version no older than t.
+func (in *toldIn) toldBy(s *space, name string, t told, deleted bool, o client.Object) {
+	if s == nil || s != in.owner || !in.await[name] || regress.relistOrder {
+		return
+	}
+	if deleted || o != nil && !newerRV(t.rv, o.GetResourceVersion()) {
+		delete(in.await, name)
+	}
+}
+
+// awaits notes, at a handover to an owner holding held (by name, its
+// version), whether the owner is still to tell r of name, told t: told
+// alive at a version it does not hold yet, or told deleted while it still
+// holds it.
+func (in *toldIn) awaits(name string, t told, held map[string]string) {
+	rv, ok := held[name]
+	if t.gone && ok || !t.gone && (!ok || newerRV(t.rv, rv)) {
+		if in.await == nil {
+			in.await = map[string]bool{}
+		}
+		in.await[name] = true
+	}
+}
+
 // checkLocked decides whether an event about ns/name reaches the handler,
 // and as what, from what the handler was told, in a tracked namespace. r.mu
 // is held.
@@ -243,6 +278,7 @@ func (r *registration) checkLocked(s *space, ns, name string, ev event, old, obj
 	}
 	o, _ := objectOf(obj)
 	t, known := in.seen[name]
+	in.toldBy(s, name, t, ev == deleted, o)
 	if s != nil && s == in.from && o != nil {
 		// The space that told the namespace before the switch, still its
 		// owner: its events are the history the handler follows (one
@@ -367,10 +403,10 @@ func (k *kind) handOver(namespace string, to *space) {
 			in = &toldIn{from: from, seen: map[string]told{}}
 			r.told[namespace] = in
 		}
-		in.owner, in.mark = to, mark
-		present := make(map[string]bool, len(held))
+		in.owner, in.mark, in.await = to, mark, nil
+		present := make(map[string]string, len(held))
 		for _, h := range held {
-			present[h.name] = true
+			present[h.name] = h.rv
 			if ev, old, obj, ok := r.checkLocked(nil, namespace, h.name, added, nil, h.obj); ok {
 				// What the handler was never told is told as the initial
 				// list it is: a handler that does work per non-initial Add
@@ -379,9 +415,11 @@ func (k *kind) handOver(namespace string, to *space) {
 			}
 		}
 		for name, t := range in.seen {
-			if t.gone || present[name] || !atOrBeforeRV(t.rv, lastRV) {
+			in.awaits(name, t, present)
+			if _, held := present[name]; t.gone || held || !atOrBeforeRV(t.rv, lastRV) {
 				continue
 			}
+			delete(in.await, name)
 			in.seen[name] = told{rv: t.rv, gone: true}
 			obj := k.heldObject(in.from, namespace, name, t.rv)
 			out = append(out, func() {
@@ -576,4 +614,8 @@ var regress struct {
 	untrackedFirst bool
 	// expandTracked expands every object a switch looks at.
 	expandTracked bool
+	// relistOrder ends the record of a handover once each handler has
+	// been handed the latest version the new owner had applied, as if a
+	// relist handed its objects on in order.
+	relistOrder bool
 }

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -108,6 +109,35 @@ type Options struct {
 	// and the last read (DefaultKeepFor when zero). Tests shorten it to
 	// drive an apiserver outage past it in seconds.
 	KeepFor time.Duration
+	// ClusterWideAbove and PerNamespaceAtMost move the thresholds of the
+	// switch (ClusterWideAbove and PerNamespaceAtMost when zero), for
+	// measuring the designs the switch chooses between (test/bench):
+	// ClusterWideAbove negative holds a kind cluster-wide whatever is
+	// needed (PerNamespaceAtMost is then not looked at); ClusterWideAbove
+	// math.MaxInt holds it per namespace only. Otherwise PerNamespaceAtMost
+	// must be below ClusterWideAbove.
+	ClusterWideAbove   int
+	PerNamespaceAtMost int
+}
+
+// thresholds are the switch's: above how many needed namespaces a kind
+// goes cluster-wide, and at how few it comes back.
+type thresholds struct{ clusterWideAbove, perNamespaceAtMost int }
+
+func (o Options) thresholds() (thresholds, error) {
+	t := thresholds{clusterWideAbove: ClusterWideAbove, perNamespaceAtMost: PerNamespaceAtMost}
+	if o.ClusterWideAbove != 0 {
+		t.clusterWideAbove = o.ClusterWideAbove
+	}
+	if o.PerNamespaceAtMost != 0 {
+		t.perNamespaceAtMost = o.PerNamespaceAtMost
+	}
+	if t.clusterWideAbove < 0 {
+		t.perNamespaceAtMost = math.MinInt
+	} else if t.perNamespaceAtMost >= t.clusterWideAbove {
+		return t, fmt.Errorf("scoped cache: PerNamespaceAtMost (%d) must be below ClusterWideAbove (%d)", t.perNamespaceAtMost, t.clusterWideAbove)
+	}
+	return t, nil
 }
 
 // Cache is a cache.Cache that holds the kinds of its needs per namespace.
@@ -134,6 +164,10 @@ func (o Options) New(needs ...Need) cache.NewCacheFunc {
 		keep = keepFor
 	}
 	return func(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
+		limits, err := o.thresholds()
+		if err != nil {
+			return nil, err
+		}
 		inner, err := cache.New(cfg, opts)
 		if err != nil {
 			return nil, err
@@ -147,6 +181,7 @@ func (o Options) New(needs ...Need) cache.NewCacheFunc {
 			k := c.kinds[gvk]
 			if k == nil {
 				k = newKind(gvk, n.Object, cfg, opts, keep)
+				k.limits = limits
 				c.kinds[gvk] = k
 			}
 			if n.Namespaces != nil {
@@ -323,6 +358,8 @@ type kind struct {
 	informer *fanout
 	// keepFor is how long an unneeded space lives (Options.KeepFor).
 	keepFor time.Duration
+	// limits are the switch's thresholds (Options.ClusterWideAbove).
+	limits thresholds
 	// expand turns a compact object back into the kind's (Need.Expand).
 	expand func(client.Object) (client.Object, bool)
 
@@ -405,7 +442,7 @@ type space struct {
 }
 
 func newKind(gvk schema.GroupVersionKind, obj client.Object, cfg *rest.Config, opts cache.Options, keep time.Duration) *kind {
-	k := &kind{gvk: gvk, obj: obj, scheme: opts.Scheme, keepFor: keep, spaces: map[string]*space{},
+	k := &kind{gvk: gvk, obj: obj, scheme: opts.Scheme, keepFor: keep, limits: thresholds{ClusterWideAbove, PerNamespaceAtMost}, spaces: map[string]*space{},
 		tracking: map[string]time.Time{}, first: sets.New[string](), poke: make(chan struct{}, 1), started: make(chan struct{}), stubbed: sets.New[string]()}
 	k.owners.Store(&owners{})
 	if len(opts.DefaultNamespaces) > 0 {
@@ -545,9 +582,9 @@ func (k *kind) plan(needed sets.Set[string], now time.Time) ([]move, error) {
 	defer k.mu.Unlock()
 	k.neededNow.Store(ptrTo(needed.Clone()))
 	switch {
-	case needed.Len() > ClusterWideAbove:
+	case needed.Len() > k.limits.clusterWideAbove:
 		k.clusterWide = true
-	case needed.Len() <= PerNamespaceAtMost:
+	case needed.Len() <= k.limits.perNamespaceAtMost:
 		k.clusterWide = false
 	}
 	if k.clusterWide {
@@ -659,7 +696,11 @@ func (k *kind) endTrackingLocked(now time.Time) {
 			// ended: the record goes a keepFor from now at the latest.
 			k.tracking[ns] = now.Add(k.keepFor)
 			continue
-		case !until.IsZero() && !now.Before(until) && k.caughtUpLocked(ns):
+		case !until.IsZero() && !now.Before(until) && k.caughtUpLocked(ns, now.Before(until.Add(awaitKeepFors*k.keepFor))):
+			// Caught up; what the owner was still to tell is waited for
+			// awaitKeepFors keepFors at most: an object told that went
+			// while the owner could not watch (its relist after a 410
+			// skips it) is never told by it.
 		default:
 			continue
 		}
@@ -671,27 +712,67 @@ func (k *kind) endTrackingLocked(now time.Time) {
 	}
 }
 
+// awaitKeepFors is how many keepFors after a switch its record waits at
+// most for the owner to tell what it had not caught up with (toldIn.await):
+// a relist behind an outage or a slow list takes longer than a keepFor of
+// the tests (200 ms).
+const awaitKeepFors = 10
+
 // caughtUpLocked reports whether every handler has been handed all that
-// namespace's owner had applied when it was handed the namespace: until
-// then an event still queued for a slow handler (an Add it was told by
-// the handover) could be told again. k.mu is held.
-func (k *kind) caughtUpLocked(namespace string) bool {
+// namespace's owner had applied when it was handed the namespace, and,
+// awaiting, what it had not caught up with then (toldIn.await): until then
+// an event still queued for a slow handler (an Add it was told by the
+// handover) could be told again. k.mu is held.
+func (k *kind) caughtUpLocked(namespace string, awaiting bool) bool {
 	for _, r := range k.handlers {
 		r.mu.Lock()
 		in := r.told[namespace]
 		var mark uint64
 		var owner *space
+		var awaited []heldEntry
 		if in != nil {
 			mark, owner = in.mark, in.owner
+			for name := range in.await {
+				awaited = append(awaited, heldEntry{name: name, rv: in.seen[name].rv})
+			}
 		}
 		pos := r.pos[owner]
 		r.mu.Unlock()
 		if owner == nil {
 			continue
 		}
+		if len(awaited) > 0 && !regress.relistOrder && (awaiting || !k.passedAll(owner, namespace, awaited)) {
+			return false
+		}
 		reg, ok := r.per[owner]
 		if ok && (!reg.HasSynced() || pos < mark) {
 			return false
+		}
+	}
+	return true
+}
+
+// passedAll reports whether s holds none of objects at the version told
+// or later (whole, or a stub while the namespace is needed: it is made
+// whole and told), and its store has caught up past each: it will not
+// tell them. k.mu is held.
+func (k *kind) passedAll(s *space, namespace string, objects []heldEntry) bool {
+	needed := false
+	if n := k.neededNow.Load(); n != nil {
+		needed = n.Has(namespace)
+	}
+	upTo := s.seenUpTo()
+	for _, t := range objects {
+		if !atOrBeforeRV(t.rv, upTo) {
+			return false
+		}
+	}
+	for _, idx := range s.held.all() {
+		for _, t := range objects {
+			item, ok, err := idx.GetByKey(namespace + "/" + t.name)
+			if o, isObj := item.(client.Object); err == nil && ok && isObj && (needed || !isStub(item)) && !newerRV(t.rv, o.GetResourceVersion()) {
+				return false
+			}
 		}
 	}
 	return true

@@ -23,9 +23,16 @@ import (
 // pods[namespace] pods in each namespace, needing needs, with one handler.
 func newScript(t *testing.T, pods map[string]int, needs []string, expand func(client.Object) (client.Object, bool)) *schedule {
 	t.Helper()
+	return newScriptWith(t, Options{}, pods, needs, expand)
+}
+
+// newScriptWith is newScript with a cache of these options (KeepFor
+// 200 ms when zero).
+func newScriptWith(t *testing.T, o Options, pods map[string]int, needs []string, expand func(client.Object) (client.Object, bool)) *schedule {
+	t.Helper()
 	quietKlog(t)
 	s := &schedule{rng: rand.New(rand.NewPCG(1, 1)), api: newFakeAPI(), need: map[string]bool{}, logf: t.Logf,
-		readErrs: make(chan string, 16)}
+		readErrs: make(chan string, 16), options: o}
 	for ns, n := range pods {
 		for i := range n {
 			s.api.write(ns, fmt.Sprintf("p%d", i), false)
