@@ -518,7 +518,7 @@ func forgedReviews(t *testing.T, g Gomega, ns, other string) {
 		b, err := json.Marshal(admissionv1.AdmissionReview{
 			TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
 			Request: &admissionv1.AdmissionRequest{UID: types.UID(uid), Kind: metav1.GroupVersionKind{Group: "batch.deckhand.dev", Version: "v1", Kind: "JobWatcher"},
-				Resource: metav1.GroupVersionResource{Group: "batch.deckhand.dev", Version: "v1", Resource: "jobwatchers"},
+				Resource:  metav1.GroupVersionResource{Group: "batch.deckhand.dev", Version: "v1", Resource: "jobwatchers"},
 				Namespace: other, Name: "forged", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: raw}},
 		})
 		g.Expect(err).NotTo(HaveOccurred())
