@@ -24,36 +24,12 @@ import (
 )
 
 // createFinishedJobs creates n Jobs named prefix-<i> in ns, finished an
-// hour ago, a few at a time.
+// hour ago, a few at a time, and stops the test if one could not be.
 func createFinishedJobs(t *testing.T, ns, prefix string, n int) {
 	t.Helper()
-	finished := time.Now().Add(-time.Hour).Truncate(time.Second)
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	next := make(chan int)
-	for range 16 {
-		wg.Go(func() {
-			for i := range next {
-				job := newJob(ns, fmt.Sprintf("%s-%04d", prefix, i))
-				if err := env.Client.Create(context.Background(), job); err != nil {
-					errs <- err
-					continue
-				}
-				testenv.FinishJob(job, batchv1.JobComplete, finished)
-				if err := env.Client.Status().Update(context.Background(), job); err != nil {
-					errs <- err
-				}
-			}
-		})
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatalf("creating the finished Jobs: %v", err)
+	createJobsFinishedAt(t, ns, prefix, n, time.Now().Add(-time.Hour).Truncate(time.Second))
+	if t.Failed() {
+		t.FailNow()
 	}
 }
 

@@ -233,10 +233,11 @@ func (r *IncidentReconciler) readJobLogs(ctx context.Context, j logJob) logsRead
 	)
 	if j.debugger != "" {
 		wg.Go(func() {
-			out, _, err := logs(ctx, j.pod.Namespace, j.pod.Name, j.debugger, false, j.limit)
+			out, truncated, err := logs(ctx, j.pod.Namespace, j.pod.Name, j.debugger, false, j.limit)
 			if err != nil {
-				out = "(log not readable: " + cut(err.Error(), 256) + ")"
+				out, truncated = "(log not readable: "+cut(err.Error(), 256)+")", false
 			}
+			out, _ = cleanTail(out, truncated, j.limit)
 			got.debug = &debugv1beta1.IncidentDebugContainer{Name: j.debugger, LogTail: out}
 		})
 	}
@@ -252,9 +253,6 @@ func (r *IncidentReconciler) readJobLogs(ctx context.Context, j logJob) logsRead
 	var cutAgain bool
 	got.tail, cutAgain = cleanTail(got.tail, got.truncated, j.limit)
 	got.truncated = got.truncated || cutAgain
-	if got.debug != nil {
-		got.debug.LogTail, _ = cleanTail(got.debug.LogTail, true, j.limit)
-	}
 	return got
 }
 
