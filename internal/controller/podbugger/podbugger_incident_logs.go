@@ -257,9 +257,10 @@ func (r *IncidentReconciler) readJobLogs(ctx context.Context, j logJob) logsRead
 }
 
 // kubeletLogGone is what the kubelet streams, as if it were the log, for a
-// container whose log it has removed already (a pod it evicted, for one):
-// the record says so in logError, not as the container's output.
-var kubeletLogGone = regexp.MustCompile(`\Afailed to try resolving symlinks in path "[^"]*": lstat [^\n]*: no such file or directory\n?\z`)
+// container whose log it has removed already (a pod it evicted, for one),
+// in either of the two forms it has been seen to take: the record says so
+// in logError, not as the container's output.
+var kubeletLogGone = regexp.MustCompile(`\A(?:failed to try resolving symlinks in path "[^"]*": lstat [^\n]*: no such file or directory|unable to retrieve container logs for [^\s]+)\n?\z`)
 
 // where a failed instance is in its container's status.
 type where int

@@ -187,7 +187,9 @@ func TestTheLogQueueIsBoundedAndFair(t *testing.T) {
 // program printing the words amid its output keeps its log.
 func TestARemovedLogIsNoLog(t *testing.T) {
 	gone := `failed to try resolving symlinks in path "/var/log/pods/ns_hog_uid/main/0.log": lstat /var/log/pods/ns_hog_uid: no such file or directory`
-	for out, wantLog := range map[string]bool{gone: false, gone + "\n": false, "filling\n" + gone + "\n": true, "filled\n": true} {
+	// The other form, seen on the real node.
+	unable := "unable to retrieve container logs for containerd://bae5989befa6d4219b8df46fc474029e3d97bc710b68e5e3553bd893636c4d05"
+	for out, wantLog := range map[string]bool{gone: false, gone + "\n": false, unable: false, "filling\n" + gone + "\n": true, "filled\n": true} {
 		r := NewIncidentReconciler(nil, notFoundReader{}, nil, func(context.Context, string, string, string, bool, int) (string, bool, error) {
 			return out, false, nil
 		}, 0)
