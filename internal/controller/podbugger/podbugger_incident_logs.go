@@ -222,8 +222,11 @@ func (r *IncidentReconciler) readJobLogs(ctx context.Context, j logJob) logsRead
 	logs := func(ctx context.Context, ns, pod, container string, previous bool, limit int) (string, bool, error) {
 		out, truncated, err := r.Logs(ctx, ns, pod, container, previous, limit)
 		r.unanswered.observe(j.node, j.pod.Namespace, err, r.Now())
-		if err == nil && kubeletLogGone.MatchString(out) {
+		switch {
+		case err == nil && kubeletLogGone.MatchString(out):
 			return "", false, fmt.Errorf("not read: the kubelet has removed the container's log (%s)", strings.TrimSpace(cut(out, 512)))
+		case err != nil && kubeletTerminated.MatchString(err.Error()):
+			return "", false, fmt.Errorf("not read: the kubelet has removed the container's log (%s)", cut(err.Error(), 512))
 		}
 		return out, truncated, err
 	}
@@ -261,6 +264,11 @@ func (r *IncidentReconciler) readJobLogs(ctx context.Context, j logJob) logsRead
 // in either of the two forms it has been seen to take: the record says so
 // in logError, not as the container's output.
 var kubeletLogGone = regexp.MustCompile(`\A(?:failed to try resolving symlinks in path "[^"]*": lstat [^\n]*: no such file or directory|unable to retrieve container logs for [^\s]+)\n?\z`)
+
+// kubeletTerminated is the apiserver's answer, as an error, for the log of
+// a container the kubelet no longer has (an evicted pod's): a third form of
+// the same loss.
+var kubeletTerminated = regexp.MustCompile(`container "[^"]*" in pod "[^"]*" is terminated`)
 
 // where a failed instance is in its container's status.
 type where int

@@ -2,6 +2,7 @@ package podbugger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -197,5 +198,12 @@ func TestARemovedLogIsNoLog(t *testing.T) {
 		if wantLog && (got.tail != out || got.note != "") || !wantLog && (got.tail != "" || !strings.Contains(got.note, "the kubelet has removed the container's log")) {
 			t.Errorf("the kubelet streamed %q: log %q, note %q", out, got.tail, got.note)
 		}
+	}
+	// The third form, an error seen on the real node for an evicted pod.
+	r := NewIncidentReconciler(nil, notFoundReader{}, nil, func(context.Context, string, string, string, bool, int) (string, bool, error) {
+		return "", false, errors.New(`container "main" in pod "hog" is terminated`)
+	}, 0)
+	if got := r.readJobLogs(context.Background(), logJob{pod: client.ObjectKey{Namespace: "ns", Name: "hog"}, node: "n", container: "main", limit: 4096}); !strings.Contains(got.note, "the kubelet has removed the container's log") {
+		t.Errorf("the apiserver answered that the container is terminated: note %q", got.note)
 	}
 }
