@@ -2,8 +2,10 @@ package jobwatcher
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -103,4 +105,18 @@ func ReconcileSettled(ctx context.Context, r *JobReconciler, req reconcile.Reque
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// JobLists counts the Lists of Jobs read through it: each is one
+// computation of a namespace's history.
+type JobLists struct {
+	client.Client
+	N atomic.Int64
+}
+
+func (c *JobLists) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*batchv1.JobList); ok {
+		c.N.Add(1)
+	}
+	return c.Client.List(ctx, list, opts...)
 }

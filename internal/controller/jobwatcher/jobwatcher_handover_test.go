@@ -1,9 +1,7 @@
 package jobwatcher
 
 import (
-	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,20 +20,6 @@ import (
 
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
 )
-
-// countedJobLists counts the Lists of Jobs read through it: each is one
-// computation of a namespace's history.
-type countedJobLists struct {
-	client.Client
-	n atomic.Int64
-}
-
-func (c *countedJobLists) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if _, ok := list.(*batchv1.JobList); ok {
-		c.n.Add(1)
-	}
-	return c.Client.List(ctx, list, opts...)
-}
 
 // The scoped cache hands a namespace from one informer to another (a
 // switch across its cluster-wide threshold) by telling each handler the
@@ -64,7 +48,7 @@ func TestAHandoverOfJobsComputesNoHistoryPerJob(t *testing.T) {
 		jobs = append(jobs, job)
 		objs = append(objs, job)
 	}
-	c := &countedJobLists{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()}
+	c := &JobLists{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()}
 	r := NewTestJobReconciler(c, c, nil, events.NewFakeRecorder(10))
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer q.ShutDown()
@@ -74,8 +58,8 @@ func TestAHandoverOfJobsComputesNoHistoryPerJob(t *testing.T) {
 	for _, job := range jobs {
 		h.Create(t.Context(), event.CreateEvent{Object: job, IsInInitialList: true}, q)
 	}
-	t.Logf("a handover of %d Jobs: %v in the handler, the history computed %d times", n, time.Since(start).Round(time.Millisecond), c.n.Load())
-	if got := c.n.Load(); got > 1 {
+	t.Logf("a handover of %d Jobs: %v in the handler, the history computed %d times", n, time.Since(start).Round(time.Millisecond), c.N.Load())
+	if got := c.N.Load(); got > 1 {
 		t.Fatalf("a handover of %d Jobs of one namespace computed its history %d times in the handler, want at most once", n, got)
 	}
 	if q.Len() != n {

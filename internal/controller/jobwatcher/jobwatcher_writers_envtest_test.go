@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -122,19 +121,6 @@ func TestHistoryDeletionIsConfirmedPastTheCache(t *testing.T) {
 	g.Expect(env.Exists(older)()).To(BeFalse())
 }
 
-// jobLists counts the lists of Jobs read through it.
-type jobLists struct {
-	client.Client
-	n atomic.Int32
-}
-
-func (c *jobLists) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if _, ok := list.(*batchv1.JobList); ok {
-		c.n.Add(1)
-	}
-	return c.Client.List(ctx, list, opts...)
-}
-
 // A manager starting over N finished Jobs under a watcher with a history
 // limit judges each of them, and each judgement needs the namespace's
 // history: computed from one list of the namespace while no Job of it
@@ -154,12 +140,12 @@ func TestHistoryIsListedOncePerNamespaceWhileNothingChanges(t *testing.T) {
 	for i := range jobs {
 		created = append(created, createJob(t, newJob(ns, fmt.Sprintf("job-%03d", i)), batchv1.JobComplete, time.Now().Add(-time.Minute)))
 	}
-	lists := &jobLists{Client: env.Client}
+	lists := &jobwatchercontroller.JobLists{Client: env.Client}
 	r := jobwatchercontroller.NewTestJobReconciler(lists, env.Client, nil, events.NewFakeRecorder(10))
 	for _, job := range created {
 		res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(job)})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(res.RequeueAfter).To(BeNumerically(">", 50*time.Minute), "%s is judged due in about an hour", job.Name)
 	}
-	g.Expect(lists.n.Load()).To(BeNumerically("<=", 1), "lists of the namespace's Jobs to judge %d Jobs", jobs)
+	g.Expect(lists.N.Load()).To(BeNumerically("<=", 1), "lists of the namespace's Jobs to judge %d Jobs", jobs)
 }
