@@ -6,6 +6,7 @@ package jobwatcher
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -124,6 +125,9 @@ func jobLogs(base logr.Logger) func(*reconcile.Request) logr.Logger {
 		if req == nil {
 			return log
 		}
+		if isHistoryPass(*req) {
+			return log.WithValues("historyPass", req.Namespace, "namespace", req.Namespace)
+		}
 		return log.WithValues("Job", klog.KRef(req.Namespace, req.Name), "namespace", req.Namespace, "name", req.Name)
 	}
 }
@@ -165,6 +169,9 @@ type JobReconciler struct {
 	// specs holds the watchers' compiled specs, shared with the status
 	// controllers.
 	specs *CompiledSpecs
+	// queue is the controller's queue, kept from the first Job event for
+	// the passes of history (historyPass) to queue Jobs into.
+	queue atomic.Pointer[jobQueue]
 }
 
 // NewJobReconciler returns a JobReconciler that reads failed containers' logs
@@ -187,6 +194,9 @@ func NewJobReconciler(c client.Client, apiReader, jobs client.Reader, rec events
 // Reconcile judges one Job from the cache and, once it is due, deletes it
 // (or, in dry run, reports it).
 func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if isHistoryPass(req) {
+		return ctrl.Result{}, r.passHistory(ctx, req.Namespace)
+	}
 	job := &batchv1.Job{}
 	if err := r.Get(ctx, req.NamespacedName, job); err != nil || !job.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -314,10 +324,11 @@ func (r *JobReconciler) eachInReach(ctx context.Context, obj client.Object, fn f
 //     falls due (enqueueListed);
 //   - a governable Job created after the start, or updated, is queued;
 //   - one created after the start, or that becomes governable, may push
-//     older ones beyond a history limit: they are queued too (enqueueHistoryPeers;
-//     not for the initial list: each of its Jobs is judged, its history
-//     included, on its own, and mapping each of N listed Jobs to its peers
-//     would list the namespace N times).
+//     older ones beyond a history limit: a pass over its namespace is
+//     queued, which queues them (historyPass, coalesced by the queue: a
+//     burst of events costs a pass or two, not one each). Not for the
+//     initial list: each of its Jobs is judged, its history included, on
+//     its own, and a pass per listed Job would list the namespace N times.
 //
 // One handler, because the scoped cache hands each handler registration a
 // Job expanded from its compact form (internal/scopedcache/compact.go): four
@@ -335,10 +346,10 @@ func (r *JobReconciler) jobEvents() handler.EventHandler {
 				r.enqueueListed(ctx, job, q)
 			default:
 				q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(job)})
-				r.enqueueHistoryPeers(ctx, job, q)
+				r.queueHistoryPass(job.Namespace, q)
 			}
 		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) {
 			if e.ObjectNew.GetDeletionTimestamp().IsZero() {
 				r.histories.changed(e.ObjectNew.GetNamespace())
 			} else {
@@ -349,7 +360,7 @@ func (r *JobReconciler) jobEvents() handler.EventHandler {
 			}
 			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.ObjectNew)})
 			if !governableObject(e.ObjectOld) {
-				r.enqueueHistoryPeers(ctx, e.ObjectNew, q)
+				r.queueHistoryPass(e.ObjectNew.GetNamespace(), q)
 			}
 		},
 		DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ queue) {

@@ -3,6 +3,7 @@ package jobwatcher
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -10,9 +11,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
@@ -127,22 +125,59 @@ func anyHistoryLimits(watchers []*compiledWatcher) bool {
 	return slices.ContainsFunc(watchers, (*compiledWatcher).hasHistoryLimits)
 }
 
-// enqueueHistoryPeers queues, for the event of a finished Job, the finished
-// Jobs of its namespace that are now beyond a watcher's history limit, so
-// that a newer Job pushes older ones out at once. It reads only the cache,
-// and lists the namespace's Jobs only when a watcher in reach has a history
-// limit. The caller has told the memo of the event (jobEvents): the history
-// counts this Job.
-func (r *JobReconciler) enqueueHistoryPeers(ctx context.Context, obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	ns := obj.GetNamespace()
+// historyPass is the request for a pass over the Jobs of namespace ns that
+// queues those a Job event pushed beyond a history limit (passHistory). No
+// Job is named "", so Reconcile tells it from a Job's request.
+//
+// A pass computes the namespace's history over all its Jobs. It used to run
+// in the handler of each event: a burst of N Job events of one namespace (a
+// relist, a fleet of CronJobs firing together) cost N passes over N Jobs in
+// the cache's delivery path, while every other Job delivery waited. As a
+// request it is coalesced by the workqueue: the events of a burst queue one
+// pass, and those that come in while it runs queue one more, so a burst
+// costs a pass or two, run by the controller's workers under the
+// controller's context (the handler's is cancelled once the watch has
+// started, so work cannot be handed off from the handler to a goroutine).
+func historyPass(ns string) reconcile.Request {
+	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns}}
+}
+
+// isHistoryPass reports whether req is a historyPass.
+func isHistoryPass(req reconcile.Request) bool { return req.Name == "" }
+
+// jobQueue is the controller's queue, as the handler of Job events was given
+// it: a pass queues the Jobs it finds into it.
+type jobQueue struct {
+	workqueue.TypedRateLimitingInterface[reconcile.Request]
+}
+
+// queueHistoryPass queues a pass of namespace ns, and keeps q (the
+// controller's one queue) for the pass to queue Jobs into.
+func (r *JobReconciler) queueHistoryPass(ns string, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if r.queue.Load() == nil {
+		r.queue.CompareAndSwap(nil, &jobQueue{q})
+	}
+	q.Add(historyPass(ns))
+}
+
+// passHistory queues the finished Jobs of namespace ns that are beyond a
+// watcher's history limit, so that a newer Job pushes older ones out at once.
+// It reads only the cache, and lists the namespace's Jobs only when a watcher
+// in reach has a history limit and the memo holds no history of the Jobs as
+// they are: the events that queued the pass told the memo first (jobEvents),
+// so the history counts their Jobs.
+func (r *JobReconciler) passHistory(ctx context.Context, ns string) error {
+	q := r.queue.Load()
+	if q == nil {
+		return nil
+	}
 	watchers, err := r.watchers.get(ctx, ns)
 	var h history
 	if err == nil {
 		h, err = r.historyIn(ctx, ns, watchers)
 	}
 	if err != nil {
-		logf.FromContext(ctx).Error(err, "finding Jobs beyond a history limit", "job", klog.KObj(obj))
-		return
+		return fmt.Errorf("finding the Jobs of namespace %s beyond a history limit: %w", ns, err)
 	}
 	seen := map[types.NamespacedName]bool{}
 	for k := range h {
@@ -151,4 +186,5 @@ func (r *JobReconciler) enqueueHistoryPeers(ctx context.Context, obj client.Obje
 			q.Add(reconcile.Request{NamespacedName: k.job})
 		}
 	}
+	return nil
 }

@@ -10,7 +10,7 @@ import (
 // (historyOf over every Job of the namespace), for as long as neither the
 // namespace's Jobs nor the watchers with history limits changed. Without
 // it every judgement of a Job under a history limit listed its whole
-// namespace, and so did every Job event (jobEvents, enqueueHistoryPeers): a start over N
+// namespace, and so did every Job event (jobEvents, historyPass): a start over N
 // Jobs cost N² copies, minutes of CPU at 10,000. The history is a hint to
 // what to judge; a deletion for a history limit is decided on a list read
 // past the cache (freshHistory), so a memo a moment behind the cache
