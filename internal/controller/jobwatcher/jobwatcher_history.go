@@ -136,8 +136,8 @@ func anyHistoryLimits(watchers []*compiledWatcher) bool {
 // request it is coalesced by the workqueue: the events of a burst queue one
 // pass, and those that come in while it runs queue one more, so a burst
 // costs a pass or two, run by the controller's workers under the
-// controller's context (the handler's is cancelled once the watch has
-// started, so work cannot be handed off from the handler to a goroutine).
+// controller's context (a goroutine started from the handler with the
+// handler's context found it cancelled: every pass failed).
 func historyPass(ns string) reconcile.Request {
 	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns}}
 }
