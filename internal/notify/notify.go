@@ -4,10 +4,10 @@
 //
 // Delivery is at least once: an Outbox retries a notification with
 // exponential backoff until a receiver answers 2xx, or until it is older
-// than MaxAge. Every notification carries an idempotency key (the
-// Idempotency-Key header, and the CloudEvents id), so a receiver that saw it
-// already can drop the repeat. Windows turns a run of failures into one
-// notification when the window opens and a summary when it closes.
+// than MaxAge, and tells its caller once what became of it. Every
+// notification carries an idempotency key (the Idempotency-Key header, and
+// the CloudEvents id), so a receiver that saw it already can drop the
+// repeat. The receivers are Sinks the platform team configures.
 package notify
 
 import (

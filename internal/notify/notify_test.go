@@ -98,7 +98,7 @@ func TestEveryNotificationArrivesThroughFailuresAndTimeouts(t *testing.T) {
 	go o.Run(ctx)
 	const n = 40
 	for i := range n {
-		o.Enqueue("team-a", Target{Name: "hook", URL: r.URL}, message("team-a", i))
+		o.Enqueue("team-a", Target{Name: "hook", URL: r.URL}, message("team-a", i), nil)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -127,9 +127,9 @@ func TestANoisyNamespaceDoesNotDelayAnother(t *testing.T) {
 	o := testOutbox()
 	o.Senders = 1
 	for i := range 100 {
-		o.Enqueue("noisy", Target{URL: r.URL}, message("noisy", i))
+		o.Enqueue("noisy", Target{URL: r.URL}, message("noisy", i), nil)
 	}
-	o.Enqueue("quiet", Target{URL: r.URL}, message("quiet", 0))
+	o.Enqueue("quiet", Target{URL: r.URL}, message("quiet", 0), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go o.Run(ctx)
@@ -157,9 +157,9 @@ func TestANamespacePastItsShareLosesItsOwnOldest(t *testing.T) {
 	o := testOutbox()
 	o.PerNamespace = 3
 	for i := range 5 {
-		o.Enqueue("noisy", Target{}, message("noisy", i))
+		o.Enqueue("noisy", Target{}, message("noisy", i), nil)
 	}
-	o.Enqueue("quiet", Target{}, message("quiet", 0))
+	o.Enqueue("quiet", Target{}, message("quiet", 0), nil)
 	if len(o.queues["noisy"]) != 3 || len(o.queues["quiet"]) != 1 {
 		t.Fatalf("queues: noisy %d, quiet %d; want 3 and 1", len(o.queues["noisy"]), len(o.queues["quiet"]))
 	}
@@ -171,6 +171,54 @@ func TestANamespacePastItsShareLosesItsOwnOldest(t *testing.T) {
 	}
 }
 
+// Whoever queued a notification is told once what became of it: delivered,
+// dropped (its namespace past its share) or expired.
+func TestEachNotificationsOutcomeIsToldOnce(t *testing.T) {
+	ok, failing := newReceiver(t, 0, 0), newReceiver(t, 1<<30, 0)
+	o := testOutbox()
+	o.MaxAge, o.PerNamespace = 300*time.Millisecond, 2
+	var mu sync.Mutex
+	told := map[string][]bool{}
+	then := func(key string) func(bool) {
+		return func(delivered bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			told[key] = append(told[key], delivered)
+		}
+	}
+	// Queued before Run: the third of "crowded" drops its oldest.
+	for i := range 3 {
+		o.Enqueue("crowded", Target{URL: ok.URL}, message("crowded", i), then(fmt.Sprintf("crowded-%d", i)))
+	}
+	o.Enqueue("ns", Target{URL: ok.URL}, message("ns", 0), then("delivered"))
+	o.Enqueue("other", Target{URL: failing.URL}, message("other", 0), then("expired"))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go o.Run(ctx)
+	want := map[string][]bool{"crowded-0": {false}, "crowded-1": {true}, "crowded-2": {true}, "delivered": {true}, "expired": {false}}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		done := fmt.Sprint(told) == fmt.Sprint(want)
+		mu.Unlock()
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			mu.Lock()
+			defer mu.Unlock()
+			t.Fatalf("told %v, want %v", told, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if fmt.Sprint(told) != fmt.Sprint(want) {
+		t.Fatalf("told %v after the outcomes, want each once: %v", told, want)
+	}
+}
+
 // A notification the receiver never takes is given up after MaxAge.
 func TestANotificationExpires(t *testing.T) {
 	r := newReceiver(t, 1<<30, 0)
@@ -179,7 +227,7 @@ func TestANotificationExpires(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go o.Run(ctx)
-	o.Enqueue("ns", Target{URL: r.URL}, message("ns", 0))
+	o.Enqueue("ns", Target{URL: r.URL}, message("ns", 0), nil)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if _, _, expired := o.Counts(); expired == 1 {
@@ -232,71 +280,6 @@ func TestFormats(t *testing.T) {
 	}
 }
 
-// A crash loop is one window: one notification when it opens, one summary
-// when it has been quiet for the window's length, counting every failure.
-func TestACrashLoopIsOneWindow(t *testing.T) {
-	w := &Windows{Length: 10 * time.Minute}
-	start := time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
-	sent := make([]Message, 0, 1)
-	for i := range 10 {
-		m := message("ns", 0)
-		m.LastTime = start.Add(time.Duration(i) * time.Minute)
-		sent = append(sent, w.Observe("uid-0/app/Error", m)...)
-	}
-	if len(sent) != 1 || sent[0].Type != TypeOpened {
-		t.Fatalf("10 failures a minute apart sent %d notifications, want 1 opening", len(sent))
-	}
-	if got := w.Close(start.Add(15 * time.Minute)); len(got) != 0 {
-		t.Fatalf("closed %d windows 6 minutes after the last failure, want none", len(got))
-	}
-	got := w.Close(start.Add(20 * time.Minute))
-	if len(got) != 1 || got[0].Type != TypeClosed || got[0].Count != 10 || got[0].Key != sent[0].Key+"/closed" ||
-		!got[0].FirstTime.Equal(start) || !got[0].LastTime.Equal(start.Add(9*time.Minute)) {
-		t.Fatalf("summary %+v", got)
-	}
-	// After it closed, a failure opens another window, with another key.
-	m := message("ns", 0)
-	m.LastTime = start.Add(time.Hour)
-	again := w.Observe("uid-0/app/Error", m)
-	if len(again) != 1 || again[0].Key == sent[0].Key {
-		t.Fatalf("a failure an hour later sent %+v", again)
-	}
-	// One that comes after a quiet spell nobody closed yet ends that
-	// window with its summary first.
-	m.LastTime = start.Add(2 * time.Hour)
-	both := w.Observe("uid-0/app/Error", m)
-	if len(both) != 2 || both[0].Type != TypeClosed || both[1].Type != TypeOpened {
-		t.Fatalf("got %+v", both)
-	}
-	w.Forget("uid-0/app/Error")
-	if w.Len() != 0 {
-		t.Errorf("%d windows after Forget", w.Len())
-	}
-}
-
-// A replayed failure changes nothing: not the count, not the window's end,
-// and after the window closed it opens none.
-func TestAReplayedFailureChangesNothing(t *testing.T) {
-	w := &Windows{Length: time.Minute}
-	t0 := time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
-	at := func(d time.Duration) Message { m := message("ns", 0); m.LastTime = t0.Add(d); return m }
-	w.Observe("f", at(0))
-	w.Observe("f", at(50*time.Second))
-	if got := w.Observe("f", at(0)); got != nil {
-		t.Fatalf("a replay sent %+v", got)
-	}
-	if got := w.Close(t0.Add(61 * time.Second)); len(got) != 0 {
-		t.Fatalf("closed at 61 s although the last failure was at 50 s: %+v", got)
-	}
-	got := w.Close(t0.Add(111 * time.Second))
-	if len(got) != 1 || got[0].Count != 2 || !got[0].LastTime.Equal(t0.Add(50*time.Second)) {
-		t.Fatalf("summary %+v, want 2 failures, the last at 50 s", got)
-	}
-	if again := w.Observe("f", at(50*time.Second)); again != nil {
-		t.Fatalf("a replay after the close opened a window: %+v", again)
-	}
-}
-
 // A namespace's notifications arrive in order, and one namespace's slow
 // receiver holds one sender, not all.
 func TestANamespacesNotificationsGoInOrderOneAtATime(t *testing.T) {
@@ -321,12 +304,12 @@ func TestANamespacesNotificationsGoInOrderOneAtATime(t *testing.T) {
 	o := testOutbox()
 	o.Client.Transport = headerTransport{}
 	for i := range 6 {
-		o.Enqueue("slow", Target{URL: srv.URL + "?ns=slow"}, message("slow", i))
+		o.Enqueue("slow", Target{URL: srv.URL + "?ns=slow"}, message("slow", i), nil)
 	}
 	first, second := message("a", 0), message("a", 0)
 	second.Type, second.Key = TypeClosed, first.Key+"/closed"
-	o.Enqueue("a", Target{URL: srv.URL + "?ns=a"}, first)
-	o.Enqueue("a", Target{URL: srv.URL + "?ns=a"}, second)
+	o.Enqueue("a", Target{URL: srv.URL + "?ns=a"}, first, nil)
+	o.Enqueue("a", Target{URL: srv.URL + "?ns=a"}, second, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go o.Run(ctx)

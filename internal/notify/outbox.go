@@ -36,7 +36,9 @@ type Outbox struct {
 }
 
 type pending struct {
-	ns       string
+	ns string
+	// then is told, once, whether the notification was delivered.
+	then     func(delivered bool)
 	t        Target
 	m        Message
 	attempts int
@@ -53,8 +55,17 @@ func NewOutbox() *Outbox {
 		MaxAge: time.Hour, PerNamespace: 100, Senders: 4}
 }
 
-// Enqueue queues m for t on behalf of namespace ns.
-func (o *Outbox) Enqueue(ns string, t Target, m Message) {
+// Enqueue queues m for t on behalf of namespace ns; then (unless nil) is
+// told, once, whether it was delivered: false when it expired undelivered
+// or was dropped (its namespace past its share). It is called from the
+// Outbox's own goroutines, and must not block.
+func (o *Outbox) Enqueue(ns string, t Target, m Message, then func(delivered bool)) {
+	var dropped *pending
+	defer func() {
+		if dropped != nil && dropped.then != nil {
+			dropped.then(false)
+		}
+	}()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.queues == nil {
@@ -70,12 +81,13 @@ func (o *Outbox) Enqueue(ns string, t Target, m Message) {
 			if !p.sending {
 				q = append(q[:i], q[i+1:]...)
 				o.dropped++
+				dropped = p
 				break
 			}
 		}
 	}
 	now := time.Now()
-	o.queues[ns] = append(q, &pending{ns: ns, t: t, m: m, first: now, next: now})
+	o.queues[ns] = append(q, &pending{ns: ns, t: t, m: m, then: then, first: now, next: now})
 	o.poke()
 }
 
@@ -153,10 +165,9 @@ func (o *Outbox) nextDue(now time.Time) (*pending, time.Duration) {
 	return nil, wait
 }
 
-// done records the outcome of one attempt.
+// done records the outcome of one attempt, and tells p.then of a last one.
 func (o *Outbox) done(p *pending, err error, now time.Time) {
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	p.sending = false
 	p.attempts++
 	switch {
@@ -168,10 +179,15 @@ func (o *Outbox) done(p *pending, err error, now time.Time) {
 		backoff := o.MinBackoff << min(p.attempts-1, 20)
 		p.next = now.Add(min(backoff, o.MaxBackoff))
 		o.poke()
+		o.mu.Unlock()
 		return
 	}
 	o.remove(p)
 	o.poke() // the namespace's next may go
+	o.mu.Unlock()
+	if p.then != nil {
+		p.then(err == nil)
+	}
 }
 
 func (o *Outbox) remove(p *pending) {
