@@ -19,6 +19,9 @@ type Options struct {
 	// PodBuggerIncidentWritesPerMinute is how many PodIncidents each
 	// PodBugger writes in a minute; 0 means the default.
 	PodBuggerIncidentWritesPerMinute int
+	// PodBuggerIncidentSinksFile is the file of the sinks PodBuggers may
+	// name for notifications of their incidents; none when empty.
+	PodBuggerIncidentSinksFile string
 	// JobWatcherProtectedNamespaces are the namespaces ClusterJobWatchers do
 	// not reach unless a pattern names them exactly (beside the manager's
 	// own and those labelled deckhand.dev/protected=true); nil means the

@@ -4,6 +4,9 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -19,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+	"github.com/deckhand-dev/deckhand/internal/notify/notifytest"
 	"github.com/deckhand-dev/deckhand/test/cluster"
 )
 
@@ -37,7 +41,12 @@ func TestRealNodePodBuggerRecordsIncidents(t *testing.T) {
 	g := rnG(t)
 	ctx := context.Background()
 	ns := c.RealNodeNamespace(t, nil) // no debug.deckhand.dev/enabled: recording needs none
-	c.RunManager(t, "--controllers", "podbugger", "--podbugger-allowed-images", "localhost/deckhand/busybox:*")
+	// Each record opened is told to a receiver on loopback, once.
+	receiver := notifytest.NewReceiver(t)
+	sinks := filepath.Join(t.TempDir(), "sinks.yaml")
+	g.Expect(os.WriteFile(sinks, fmt.Appendf(nil, "sinks:\n- name: oncall\n  url: %s\n", receiver.URL), 0o600)).To(Succeed())
+	c.RunManager(t, "--controllers", "podbugger", "--podbugger-allowed-images", "localhost/deckhand/busybox:*",
+		"--podbugger-incident-sinks-file", sinks)
 
 	pb := &debugv1beta1.PodBugger{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "catch"},
@@ -47,6 +56,7 @@ func TestRealNodePodBuggerRecordsIncidents(t *testing.T) {
 			Triggers: []debugv1beta1.Trigger{debugv1beta1.TriggerError, debugv1beta1.TriggerOOMKilled,
 				debugv1beta1.TriggerCrashLoopBackOff, debugv1beta1.TriggerNotReady, debugv1beta1.TriggerEvicted},
 			NotReadyAfter: &metav1.Duration{Duration: 10 * time.Second},
+			Incidents:     &debugv1beta1.IncidentPolicy{Notify: []string{"oncall"}},
 		},
 	}
 	g.Eventually(func() error { return c.Client.Create(ctx, pb.DeepCopy()) }).WithTimeout(time.Minute).Should(Succeed())
@@ -210,6 +220,23 @@ func TestRealNodePodBuggerRecordsIncidents(t *testing.T) {
 		g.Expect(r).NotTo(BeNil())
 		g.Expect(r.Spec.LogTail).To(Equal("serving\n"))
 	}).Should(Succeed())
+
+	// Every record opened was told once, under its own key, however many
+	// failures it counts; none is closed yet (10 minutes of quiet).
+	g.Eventually(func(g Gomega) {
+		recs, err := records()
+		g.Expect(err).NotTo(HaveOccurred())
+		opened := map[string]int{}
+		for _, r := range recs {
+			opened[string(r.UID)+"/opened"] = 1
+		}
+		g.Expect(receiver.Times()).To(Equal(opened))
+	}).Should(Succeed())
+	g.Consistently(receiver.Times, "5s").Should(HaveEach(1))
+	m := receiver.Last(string(crashLoop.UID) + "/opened")
+	g.Expect(m).To(And(HaveField("Type", "opened"), HaveField("Namespace", ns), HaveField("Source", "catch"),
+		HaveField("Pod", "crasher"), HaveField("Record", crashLoop.Name), HaveField("Reason", string(crashLoop.Spec.Reason))))
+	t.Logf("notification of %s: %+v", crashLoop.Name, m)
 
 	// From the kubelet's finishedAt of each record's first failure to its
 	// creation (both in whole seconds).

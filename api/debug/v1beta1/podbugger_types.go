@@ -209,6 +209,22 @@ type IncidentPolicy struct {
 	// not kept.
 	// +optional
 	KeepLogsAfterPodDeletion bool `json:"keepLogsAfterPodDeletion,omitempty"`
+
+	// notify names the sinks told of this PodBugger's incidents: one
+	// notification when a record opens (a container starts failing) and a
+	// summary when it closes (10 minutes without another failure of its
+	// container and reason), each at least once, with an idempotency key.
+	// The platform team configures the sinks for the manager
+	// (--incident-sinks-file: a JSON webhook, Slack-compatible or
+	// CloudEvents, each perhaps for some namespaces only); a name the
+	// manager does not know, or that this namespace may not use, is told in
+	// an Event on the PodBugger.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=4
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Notify []string `json:"notify,omitempty"`
 }
 
 // DebuggedPod is a pod that carries the PodBugger's container.

@@ -14,6 +14,23 @@ const (
 	IncidentPodUIDLabel = "debug.deckhand.dev/pod-uid"
 )
 
+// NotificationAnnotation is the notification a record still owes the sinks
+// its PodBugger names (spec.incidents.notify): NotificationOpened, then
+// NotificationClosed; a record without it owes none. It is kept on the
+// record, not in the manager's memory, so that a new leader delivers what
+// the last one had not.
+const NotificationAnnotation = "debug.deckhand.dev/notification"
+
+// Notifications a record may owe.
+const (
+	// NotificationOpened: the record opened (its container started
+	// failing).
+	NotificationOpened = "opened"
+	// NotificationClosed: the summary, once the record's container has not
+	// failed for its reason for 10 minutes.
+	NotificationClosed = "closed"
+)
+
 // Bounds of what a PodIncident copies from the pod, its logs and its Events:
 // a tenant writes all of them (its program's output, its pod's messages).
 const (

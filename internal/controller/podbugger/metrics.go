@@ -92,3 +92,16 @@ var writesDeferred = prometheus.NewCounter(prometheus.CounterOpts{
 func init() {
 	metrics.Registry.MustRegister(writesDeferred)
 }
+
+// notifications counts what became of each notification handed to a sink:
+// delivered (a 2xx answer), or undelivered (no 2xx within the Outbox's
+// hour of retries, or dropped: its namespace had too many waiting). By
+// outcome only: a series per namespace or sink would grow with tenants.
+var notifications = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "deckhand_podbugger_notifications_total",
+	Help: "Notifications of PodIncidents handed to a sink, by outcome: delivered (a 2xx answer) or undelivered (no 2xx within an hour of retries, or dropped when its namespace had too many waiting).",
+}, []string{"outcome"})
+
+func init() {
+	metrics.Registry.MustRegister(notifications)
+}

@@ -29,6 +29,7 @@ import (
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
 	"github.com/deckhand-dev/deckhand/internal/eventnote"
+	"github.com/deckhand-dev/deckhand/internal/notify"
 	"github.com/deckhand-dev/deckhand/internal/pace"
 	"github.com/deckhand-dev/deckhand/internal/setupoptions"
 	"github.com/deckhand-dev/deckhand/internal/status"
@@ -58,6 +59,10 @@ func Setup(mgr ctrl.Manager, opts setupoptions.Options) error {
 	if err != nil {
 		return err
 	}
+	sinks, err := notify.LoadSinks(opts.PodBuggerIncidentSinksFile)
+	if err != nil {
+		return fmt.Errorf("--podbugger-incident-sinks-file: %w", err)
+	}
 	cs, err := kubernetes.NewForConfig(mgr.GetConfig())
 	if err != nil {
 		return fmt.Errorf("PodBugger incidents: a client for pod logs: %w", err)
@@ -70,7 +75,8 @@ func Setup(mgr ctrl.Manager, opts setupoptions.Options) error {
 		mgr.Add(writer),
 		NewPodBuggerReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(ControllerName), p).SetupWithManager(mgr),
 		NewIncidentReconciler(mgr.GetClient(), mgr.GetAPIReader(), eventnote.Recorder(writer), ClientsetLogs(cs),
-			opts.PodBuggerIncidentWritesPerMinute).SetupWithManager(mgr))
+			opts.PodBuggerIncidentWritesPerMinute).SetupWithManager(mgr),
+		NewIncidentNotifier(mgr.GetClient(), eventnote.Recorder(writer), sinks, notify.NewOutbox()).SetupWithManager(mgr))
 }
 
 // PodBuggerReconciler adds each PodBugger's ephemeral container to the

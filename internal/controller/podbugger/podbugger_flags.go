@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
+	"github.com/deckhand-dev/deckhand/internal/notify"
 	"github.com/deckhand-dev/deckhand/internal/setupoptions"
 )
 
@@ -29,6 +30,10 @@ func BindFlags(fs *flag.FlagSet, o *setupoptions.Options) {
 	fs.IntVar(&o.PodBuggerIncidentWritesPerMinute, "podbugger-incident-writes-per-minute", DefaultIncidentWritesPerMinute,
 		"How many PodIncidents (new ones, or a failure counted in one) each PodBugger writes in a minute, a sixth of them at once; "+
 			"failures beyond it are recorded when the PodBugger's writes allow, as their pods then show them. 0 or less means the default.")
+	fs.StringVar(&o.PodBuggerIncidentSinksFile, "podbugger-incident-sinks-file", "",
+		"A YAML file of the sinks PodBuggers may name in spec.incidents.notify: a list 'sinks' of {name, format (JSON, Slack or CloudEvents), "+
+			"url, token (optional, sent as a bearer token), namespaces (optional: the namespaces whose PodBuggers may name it)}. "+
+			"Mount it from a Secret; it is read at start. Empty: no sinks.")
 	fs.BoolVar(&o.PodBuggerAllowGeneralProfile, "podbugger-allow-general-profile", false,
 		"Let PodBuggers use the general profile, which gives the debug container the SYS_PTRACE capability.")
 	fs.BoolVar(&o.PodBuggerAllowHostAccess, "podbugger-allow-host-access", false,
@@ -38,10 +43,13 @@ func BindFlags(fs *flag.FlagSet, o *setupoptions.Options) {
 }
 
 // ValidateFlags says what is wrong with the PodBugger flags in o: an
-// allow-list entry that does not compile.
+// allow-list entry that does not compile, a sinks file that cannot be read.
 func ValidateFlags(o setupoptions.Options) error {
 	if _, err := policy.From(o); err != nil {
 		return fmt.Errorf("--podbugger-allowed-images: %w", err)
+	}
+	if _, err := notify.LoadSinks(o.PodBuggerIncidentSinksFile); err != nil {
+		return fmt.Errorf("--podbugger-incident-sinks-file: %w", err)
 	}
 	return nil
 }

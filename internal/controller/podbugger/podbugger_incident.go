@@ -325,6 +325,9 @@ func newIncident(pb *debugv1beta1.PodBugger, pod *corev1.Pod, f failure, c captu
 		Spec: debugv1beta1.PodIncidentSpec{PodBugger: pb.Name, Container: f.container, Reason: f.reason,
 			FirstTime: t, LastTime: t},
 	}
+	if pb.Spec.Incidents != nil && len(pb.Spec.Incidents.Notify) > 0 {
+		inc.Annotations = map[string]string{debugv1beta1.NotificationAnnotation: debugv1beta1.NotificationOpened}
+	}
 	updateIncident(inc, pod, f, c, limitsOf(pb).instances)
 	return inc
 }
