@@ -2,6 +2,7 @@ package manager_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -183,6 +184,13 @@ func TestBadObjectsAreRefusedInBothVersions(t *testing.T) {
 		"PodBugger v1alpha1 as root through its conversion annotation": {&debugv1alpha1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "root",
 			Annotations: map[string]string{debugv1alpha1.ConversionDataAnnotation: `{"runAsUser":0}`}},
 			Spec: debugv1alpha1.PodBuggerSpec{Selector: selector, Image: "docker.io/library/busybox:1.37"}}, "spec.runAsUser"},
+		"PodBugger v1beta1 with a regex bomb to redact": {&debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bomb"},
+			Spec: debugv1beta1.PodBuggerSpec{Selector: selector, Image: "docker.io/library/busybox:1.37", Triggers: []debugv1beta1.Trigger{debugv1beta1.TriggerError},
+				Incidents: &debugv1beta1.IncidentPolicy{Redact: []string{"token-\\w+", "(?:" + strings.Repeat("a", 200) + "){1000}"}}}},
+			"spec.incidents.redact[1]"},
+		"PodBugger v1alpha1 with a regex bomb to redact through its conversion annotation": {&debugv1alpha1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alpha-bomb",
+			Annotations: map[string]string{debugv1alpha1.ConversionDataAnnotation: `{"incidents":{"redact":["(?:aaaaaaaaaaaaaaaaaaaa){1000}"]},"triggers":["Error"]}`}},
+			Spec: debugv1alpha1.PodBuggerSpec{Selector: selector, Image: "docker.io/library/busybox:1.37"}}, "spec.incidents.redact[0]"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -161,14 +161,21 @@ func String(text string) string {
 
 // Tail is the end of a log as Deckhand keeps it: when the read was cut
 // (truncated), its first line, which may begin inside a credential whose
-// key was cut off, is dropped; then credentials are removed (String).
+// key was cut off, is dropped (DropCutLine); then credentials are removed
+// (String).
 func Tail(log string, truncated bool) string {
-	if truncated {
-		if i := strings.IndexByte(log, '\n'); i >= 0 {
-			log = log[i+1:]
-		} else {
-			log = ""
-		}
+	return String(DropCutLine(log, truncated))
+}
+
+// DropCutLine is a log read without its first line when the read was cut
+// (truncated): that line may begin inside a credential whose key was cut
+// off, which no detector would recognise.
+func DropCutLine(log string, truncated bool) string {
+	if !truncated {
+		return log
 	}
-	return String(log)
+	if i := strings.IndexByte(log, '\n'); i >= 0 {
+		return log[i+1:]
+	}
+	return ""
 }

@@ -225,6 +225,20 @@ type IncidentPolicy struct {
 	// +kubebuilder:validation:items:MaxLength=63
 	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Notify []string `json:"notify,omitempty"`
+
+	// redact lists RE2 patterns whose every match is removed, beside the
+	// built-in detectors of credentials, from what a record keeps (log
+	// tails, messages, Events) and a notification sends, replaced by
+	// [REDACTED:pattern]: for secrets of a shape only you know (an internal
+	// token's prefix, a customer number). At most 16, of 256 bytes; each
+	// compiles to at most 2,048 instructions, and all of them together to
+	// 4,096, with at most 16,384 runes of character classes. A record
+	// written while a pattern cannot be used keeps no log and no message.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=256
+	Redact []string `json:"redact,omitempty"`
 }
 
 // DebuggedPod is a pod that carries the PodBugger's container.

@@ -306,6 +306,8 @@ type capture struct {
 	events            []corev1.Event
 	node              *debugv1beta1.IncidentNode
 	debug             *debugv1beta1.IncidentDebugContainer
+	// scrub cleans what the record keeps of the tenant's text.
+	scrub scrub
 }
 
 // newIncident is the record f opens, for pb and pod. It is pure.
@@ -340,19 +342,19 @@ func updateIncident(inc *debugv1beta1.PodIncident, pod *corev1.Pod, f failure, c
 	s.Count++
 	s.LastTime = metav1.NewTime(f.at).Rfc3339Copy()
 	s.Pod = debugv1beta1.IncidentPod{Name: pod.Name, UID: string(pod.UID), Phase: string(pod.Status.Phase),
-		Message: clean(pod.Status.Message, debugv1beta1.MaxIncidentMessage)}
+		Message: c.scrub.clean(pod.Status.Message, debugv1beta1.MaxIncidentMessage)}
 	s.LastFailure = nil
 	if i := f.instance; i != nil {
 		s.LastFailure = &debugv1beta1.FailedInstance{ExitCode: i.ExitCode, Signal: i.Signal, Reason: cut(i.Reason, 128),
-			Message: clean(i.Message, debugv1beta1.MaxIncidentMessage), StartedAt: i.StartedAt, FinishedAt: i.FinishedAt,
+			Message: c.scrub.clean(i.Message, debugv1beta1.MaxIncidentMessage), StartedAt: i.StartedAt, FinishedAt: i.FinishedAt,
 			ContainerID: cut(i.ContainerID, 256), RestartCount: f.restartCount}
 	}
-	s.LogTail, s.LogTruncated, s.LogError = c.logTail, c.logTruncated, clean(c.logError, debugv1beta1.MaxIncidentMessage)
+	s.LogTail, s.LogTruncated, s.LogError = c.logTail, c.logTruncated, c.scrub.clean(c.logError, debugv1beta1.MaxIncidentMessage)
 	if s.LastFailure != nil {
 		s.Instances = keepInstances(s.Instances, debugv1beta1.IncidentInstance{FailedInstance: *s.LastFailure,
 			LogTail: s.LogTail, LogTruncated: s.LogTruncated, LogError: s.LogError}, keep)
 	}
-	s.Events = incidentEvents(c.events)
+	s.Events = incidentEvents(c.events, c.scrub)
 	s.Node = c.node
 	s.QOSClass = string(pod.Status.QOSClass)
 	s.Resources, s.ContainerKind = nil, ""
@@ -381,7 +383,7 @@ func containerKind(pod *corev1.Pod, c corev1.Container) debugv1beta1.ContainerKi
 
 // incidentEvents are the latest MaxIncidentEvents of events, the latest
 // last, each message cut.
-func incidentEvents(events []corev1.Event) []debugv1beta1.IncidentEvent {
+func incidentEvents(events []corev1.Event, sc scrub) []debugv1beta1.IncidentEvent {
 	last := func(e *corev1.Event) time.Time {
 		return cmp.Or(e.LastTimestamp.Time, e.EventTime.Time, e.FirstTimestamp.Time, e.CreationTimestamp.Time)
 	}
@@ -392,7 +394,7 @@ func incidentEvents(events []corev1.Event) []debugv1beta1.IncidentEvent {
 	for i := range sorted {
 		e := &sorted[i]
 		out = append(out, debugv1beta1.IncidentEvent{Time: metav1.NewTime(last(e)).Rfc3339Copy(), Type: cut(e.Type, 32),
-			Reason: cut(e.Reason, 128), Message: clean(e.Message, debugv1beta1.MaxIncidentEventMessage), Count: max(e.Count, 1)})
+			Reason: cut(e.Reason, 128), Message: sc.clean(e.Message, debugv1beta1.MaxIncidentEventMessage), Count: max(e.Count, 1)})
 	}
 	return out
 }
@@ -436,15 +438,39 @@ func keepInstances(instances []debugv1beta1.IncidentInstance, latest debugv1beta
 // the container failed again.
 const lostLogNote = "not read: the container failed again before this instance's log was read; the kubelet keeps only the last instance's log"
 
-// clean is tenant text as a record keeps it: its credentials removed
-// (internal/redact), cut to n bytes.
-func clean(s string, n int) string { return cut(redact.String(s), n) }
+// scrub is how a PodBugger's records are cleaned of secrets: with the
+// built-in detectors and its own patterns (spec.incidents.redact). When one
+// of its patterns cannot be used (the webhook refuses such a PodBugger; with
+// webhooks off one can be stored), a record keeps no tenant text at all
+// rather than what the pattern was to remove. The zero value is the
+// built-in detectors alone.
+type scrub struct {
+	r *redact.Redactor
+	// unusable names the pattern that cannot be used.
+	unusable string
+}
 
-// cleanTail is the end of a log as a record keeps it: its credentials
-// removed (its first line dropped when the read was cut: it may begin
-// inside one), then its last n bytes (and whether that cut it).
-func cleanTail(s string, truncated bool, n int) (string, bool) {
-	return tail(redact.Tail(s, truncated), n)
+// text is s with what scrub removes removed.
+func (sc scrub) text(s string) string {
+	switch {
+	case sc.unusable != "":
+		return redact.Marker("unusable " + sc.unusable)
+	case sc.r != nil:
+		s, _ = sc.r.Redact(s)
+		return s
+	}
+	return redact.String(s)
+}
+
+// clean is tenant text as a record keeps it: its credentials removed, cut
+// to n bytes.
+func (sc scrub) clean(s string, n int) string { return cut(sc.text(s), n) }
+
+// tail is the end of a log as a record keeps it: its credentials removed
+// (its first line dropped when the read was cut: it may begin inside one),
+// then its last n bytes (and whether that cut it).
+func (sc scrub) tail(s string, truncated bool, n int) (string, bool) {
+	return tail(sc.text(redact.DropCutLine(s, truncated)), n)
 }
 
 // cut shortens s to at most n bytes, on a rune boundary, marking the cut.

@@ -114,6 +114,7 @@ type IncidentReconciler struct {
 	unanswered *unansweredNodes
 	logQueue   *logQueue
 	writes     *recordWrites
+	scrubs     *scrubs
 }
 
 // NewIncidentReconciler returns an incident recorder reading through c (the
@@ -126,7 +127,8 @@ func NewIncidentReconciler(c client.Client, apiReader client.Reader, recorder ev
 			last: map[types.NamespacedName]map[string]metav1.Time{}},
 		unanswered: &unansweredNodes{until: map[nodeOfNamespace]silence{}},
 		logQueue:   newLogQueue(maxQueuedLogReads, maxQueuedLogReadsPerNamespace, logReadersPerNamespace),
-		writes:     newRecordWrites(writesPerMinute)}
+		writes:     newRecordWrites(writesPerMinute),
+		scrubs:     &scrubs{byUID: map[types.UID]scrubbing{}}}
 }
 
 // Reconcile records what failed in the pod for every PodBugger of its
@@ -227,6 +229,7 @@ func (r *IncidentReconciler) record(ctx context.Context, pb *debugv1beta1.PodBug
 		}
 		f = refreshed(f, fresh)
 		c := r.capture(ctx, fresh)
+		c.scrub = r.scrubs.of(pb)
 		job, queued := r.planLog(pb, fresh, f, &c)
 		inc, err := r.write(ctx, pb, fresh, f, c, recs)
 		if queued {
@@ -424,7 +427,7 @@ func (r *IncidentReconciler) lostLog(f failure, recs []debugv1beta1.PodIncident)
 // its last failure, unless the node did not answer lately or too many reads
 // wait: then the next event of the pod tries again.
 func (r *IncidentReconciler) readAgain(pb *debugv1beta1.PodBugger, pod *corev1.Pod, f failure, rec *debugv1beta1.PodIncident) {
-	var c capture
+	c := capture{scrub: r.scrubs.of(pb)}
 	job, queued := r.planLog(pb, pod, f, &c)
 	if !queued {
 		return
@@ -457,7 +460,8 @@ func (r *IncidentReconciler) planLog(pb *debugv1beta1.PodBugger, pod *corev1.Pod
 		return logJob{}, false
 	}
 	c.logError = pendingLogNote
-	j := logJob{pod: client.ObjectKeyFromObject(pod), podUID: pod.UID, node: node, container: f.container, limit: limit, slot: -1}
+	j := logJob{pod: client.ObjectKeyFromObject(pod), podUID: pod.UID, node: node, container: f.container, limit: limit, slot: -1,
+		scrub: c.scrub}
 	if j.container == "" && len(pod.Spec.Containers) > 0 {
 		j.container = pod.Spec.Containers[0].Name
 	}

@@ -65,6 +65,8 @@ type logJob struct {
 	// in the pod: its log is read as well.
 	debugger string
 	limit    int
+	// scrub cleans what is read of the tenant's text.
+	scrub scrub
 
 	record   types.NamespacedName
 	count    int32
@@ -183,7 +185,7 @@ func (r *IncidentReconciler) fillLog(ctx context.Context, j logJob) {
 		{opTest, pathLogError, pendingLogNote},
 		{opAdd, "/spec/logTail", got.tail},
 		{opAdd, "/spec/logTruncated", got.truncated},
-		{opAdd, pathLogError, clean(got.note, debugv1beta1.MaxIncidentMessage)},
+		{opAdd, pathLogError, j.scrub.clean(got.note, debugv1beta1.MaxIncidentMessage)},
 	}
 	if got.debug != nil {
 		ops = append(ops, patchOp{opAdd, "/spec/debugContainer", got.debug})
@@ -193,7 +195,7 @@ func (r *IncidentReconciler) fillLog(ctx context.Context, j logJob) {
 		at := fmt.Sprintf("/spec/instances/%d", j.slot)
 		ops = append(ops, patchOp{opTest, at + "/containerID", j.instanceID},
 			patchOp{opAdd, at + "/logTail", got.tail}, patchOp{opAdd, at + "/logTruncated", got.truncated},
-			patchOp{opAdd, at + "/logError", clean(got.note, debugv1beta1.MaxIncidentMessage)})
+			patchOp{opAdd, at + "/logError", j.scrub.clean(got.note, debugv1beta1.MaxIncidentMessage)})
 	}
 	patch, err := json.Marshal(ops)
 	if err != nil {
@@ -240,7 +242,7 @@ func (r *IncidentReconciler) readJobLogs(ctx context.Context, j logJob) logsRead
 			if err != nil {
 				out, truncated = "(log not readable: "+cut(err.Error(), 256)+")", false
 			}
-			out, _ = cleanTail(out, truncated, j.limit)
+			out, _ = j.scrub.tail(out, truncated, j.limit)
 			got.debug = &debugv1beta1.IncidentDebugContainer{Name: j.debugger, LogTail: out}
 		})
 	}
@@ -254,7 +256,7 @@ func (r *IncidentReconciler) readJobLogs(ctx context.Context, j logJob) logsRead
 	// read cut by its limit loses its first, partial line), then cut back
 	// to its bound (a marker can be longer than what it replaced).
 	var cutAgain bool
-	got.tail, cutAgain = cleanTail(got.tail, got.truncated, j.limit)
+	got.tail, cutAgain = j.scrub.tail(got.tail, got.truncated, j.limit)
 	got.truncated = got.truncated || cutAgain
 	return got
 }

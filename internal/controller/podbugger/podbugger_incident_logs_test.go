@@ -227,9 +227,13 @@ func TestARecordKeepsNoCredential(t *testing.T) {
 	ns := env.Namespace(t)
 	const token = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQifQ.c2lnbmF0dXJl"
 	startRecorder(t, ns, func(context.Context, string, string, string, bool, int) (string, bool, error) {
-		return "starting\nAuthorization: Bearer " + token + "\nDB_PASSWORD=hunter2hunter2\nexit 1\n", false, nil
+		return "starting\nAuthorization: Bearer " + token + "\nDB_PASSWORD=hunter2hunter2\nno order for CUST-123456\nexit 1\n", false, nil
 	})
-	recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerCrashLoopBackOff}, nil)
+	// The PodBugger's own pattern, for a secret of a shape only its owner
+	// knows.
+	recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerCrashLoopBackOff}, func(pb *debugv1beta1.PodBugger) {
+		pb.Spec.Incidents = &debugv1beta1.IncidentPolicy{Redact: []string{`CUST-[0-9]{6}`}}
+	})
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app", Labels: web},
 		Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
 	env.Create(t, p)
@@ -241,13 +245,13 @@ func TestARecordKeepsNoCredential(t *testing.T) {
 	fresh.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Image: "pause", ImageID: "pause", RestartCount: 1,
 		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
 		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
-			ContainerID: "containerd://instance-1", StartedAt: at, FinishedAt: at, Message: "login failed: password=hunter2hunter2"}}}}
+			ContainerID: "containerd://instance-1", StartedAt: at, FinishedAt: at, Message: "login failed: password=hunter2hunter2 for CUST-654321"}}}}
 	fresh.Status.Phase = corev1.PodRunning
 	g.Expect(env.Client.Status().Update(ctx, fresh)).To(Succeed())
 	g.Eventually(incidentsIn(ns)).WithTimeout(15 * time.Second).Should(ConsistOf(And(
 		HaveField("Spec.LogTail", ContainSubstring("[REDACTED:")),
-		HaveField("Spec.LogTail", And(Not(ContainSubstring(token)), Not(ContainSubstring("hunter2")))),
-		HaveField("Spec.LastFailure.Message", And(Not(ContainSubstring("hunter2")), ContainSubstring("[REDACTED:"))),
+		HaveField("Spec.LogTail", And(Not(ContainSubstring(token)), Not(ContainSubstring("hunter2")), ContainSubstring("no order for [REDACTED:pattern]"))),
+		HaveField("Spec.LastFailure.Message", And(Not(ContainSubstring("hunter2")), ContainSubstring("[REDACTED:"), ContainSubstring("for [REDACTED:pattern]"))),
 		HaveField("Spec.Pod.Message", Not(ContainSubstring(token))))))
 }
 

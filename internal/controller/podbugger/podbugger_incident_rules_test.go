@@ -178,7 +178,7 @@ func TestTenantTextIsBounded(t *testing.T) {
 		events = append(events, corev1.Event{Reason: "R", Message: long, Count: int32(i),
 			LastTimestamp: metav1.NewTime(time.Unix(int64(1000+i), 0))})
 	}
-	out := incidentEvents(events)
+	out := incidentEvents(events, scrub{})
 	if len(out) != debugv1beta1.MaxIncidentEvents || out[len(out)-1].Count != 29 {
 		t.Fatalf("%d events, the last counting %d", len(out), out[len(out)-1].Count)
 	}

@@ -7,10 +7,10 @@ package policy
 import (
 	"fmt"
 	"regexp"
-	"regexp/syntax"
 	"strings"
 
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
+	"github.com/deckhand-dev/deckhand/internal/regexcost"
 )
 
 // Bounds on what a watcher's patterns may cost once compiled. A pattern's
@@ -20,37 +20,23 @@ import (
 // 100 bytes per instruction, and keeps about as much per instruction. A
 // character class is one instruction but holds its runes, copied for every
 // repeat of it, and case folding makes parsing a class cost time: those are
-// bounded in runes (classes.go).
+// bounded in runes (internal/regexcost).
 const (
 	// MaxPatternProgram bounds one pattern's compiled program, in RE2
-	// instructions: twice what the longest pattern the schema admits (1,024
-	// bytes) compiles to without repeat counts.
-	MaxPatternProgram = 2048
+	// instructions (regexcost.MaxProgram).
+	MaxPatternProgram = regexcost.MaxProgram
 	// MaxWatcherProgram bounds the sum over all of one watcher's patterns
 	// (all four lists), so that one object costs the manager at most about
 	// 1 MB of compiled patterns.
 	MaxWatcherProgram = 8192
 	// MaxPatternRunes bounds the runes one pattern's character classes hold,
-	// or take to parse, whichever is more (64 KB of runes, 0.3 ms): room for
-	// four Unicode classes (each counted as the costliest, 4,096), or ranges
-	// folded by (?i) 16,000 runes wide. Names of Kubernetes objects are
+	// or take to parse (regexcost.MaxRunes). Names of Kubernetes objects are
 	// ASCII (DNS labels), so a class larger than `[a-z0-9.-]` matches
 	// nothing it does not.
-	MaxPatternRunes = 16384
+	MaxPatternRunes = regexcost.MaxRunes
 	// MaxWatcherRunes bounds the same over all of one watcher's patterns.
 	MaxWatcherRunes = 32768
 )
-
-// Cost is what one pattern costs compiled.
-type Cost struct {
-	// Program is the number of instructions of its compiled program.
-	Program int
-	// Runes is the number of runes its character classes hold (a class
-	// once, however often a repeat copies it: the copies share them), or
-	// take to parse (Unicode tables, ranges under case folding), whichever
-	// is more.
-	Runes int
-}
 
 // CompilePattern compiles one of a watcher's RE2 patterns (jobNamePatterns,
 // namespacePatterns and their exclusions) as it is matched: against the
@@ -70,19 +56,9 @@ func CompilePattern(pattern string) (*regexp.Regexp, error) {
 // compilePattern compiles pattern if it costs at most limit (and the
 // per-pattern bounds).
 func compilePattern(pattern string, limit Cost) (*regexp.Regexp, Cost, error) {
-	limit = Cost{Program: min(limit.Program, MaxPatternProgram), Runes: min(limit.Runes, MaxPatternRunes)}
-	if n := parseRunes(pattern, limit.Runes); n > limit.Runes {
-		return nil, Cost{Runes: n}, runesError(limit.Runes, n)
-	}
-	cost, err := parsePattern(pattern)
+	cost, err := regexcost.Check(pattern, limit)
 	if err != nil {
 		return nil, cost, err
-	}
-	if cost.Program > limit.Program {
-		return nil, cost, programError(limit.Program, cost.Program)
-	}
-	if cost.Runes > limit.Runes {
-		return nil, cost, runesError(limit.Runes, cost.Runes)
 	}
 	// Anchored around the pattern as written, not the parse tree's String,
 	// which spells every class out (`\pL` is 4 KB of text, slower to print
@@ -100,101 +76,12 @@ func compilePattern(pattern string, limit Cost) (*regexp.Regexp, Cost, error) {
 	return re, cost, err
 }
 
-func programError(limit, n int) error {
-	return fmt.Errorf("compiles to more than %d instructions (about %d): a repeat count multiplies the size of what it repeats", limit, n)
-}
+// Cost is what one pattern costs compiled.
+type Cost = regexcost.Cost
 
-func runesError(limit, n int) error {
-	return fmt.Errorf("its character classes cost more than %d runes (at least %d): a Unicode class (\\p) counts 4,096, and under (?i) a range costs every rune in it", limit, n)
-}
-
-// PatternProgramSize parses an RE2 pattern and returns how many
-// instructions its compiled program has (an upper bound, counted from the
-// parse tree as Go's compiler expands it, repeats included), without
-// expanding or compiling anything. A pattern RE2 refuses gives its error.
-// It parses whatever the pattern's classes cost to parse: PatternCost
-// refuses what costs too much first.
-func PatternProgramSize(pattern string) (int, error) {
-	c, err := parsePattern(pattern)
-	return c.Program, err
-}
-
-// PatternCost returns what pattern costs compiled, without compiling it; a
-// pattern whose classes would take more than MaxPatternRunes to parse is
-// not parsed, and its error says so.
-func PatternCost(pattern string) (Cost, error) {
-	if n := parseRunes(pattern, MaxPatternRunes); n > MaxPatternRunes {
-		return Cost{Runes: n}, runesError(MaxPatternRunes, n)
-	}
-	c, err := parsePattern(pattern)
-	return c, err
-}
-
-func parsePattern(pattern string) (Cost, error) {
-	tree, err := syntax.Parse(pattern, syntax.Perl)
-	if err != nil {
-		return Cost{}, err
-	}
-	// The program's fail and match instructions, and the anchors
-	// CompilePattern adds.
-	return Cost{
-		Program: sat(programSize(tree), 4),
-		Runes:   max(parseRunes(pattern, sizeCap), heldRunes(tree)),
-	}, nil
-}
-
-// saturation: sizes stop growing here, far above every bound.
-const sizeCap = 1 << 30
-
-func sat(a, b int) int { return min(a+b, sizeCap) }
-
-func mul(a, b int) int {
-	if a != 0 && b > sizeCap/a {
-		return sizeCap
-	}
-	return min(a*b, sizeCap)
-}
-
-// programSize counts re's instructions as regexp/syntax compiles it after
-// Simplify: x{n,m} is n copies of x and m-n nested optional copies.
-func programSize(re *syntax.Regexp) int {
-	sub := func() int { return programSize(re.Sub[0]) }
-	switch re.Op {
-	case syntax.OpNoMatch:
-		return 0
-	case syntax.OpLiteral:
-		return max(len(re.Rune), 1)
-	case syntax.OpCapture:
-		return sat(sub(), 2)
-	case syntax.OpStar:
-		return sat(sub(), 2) // a nullable x* compiles as (x+)?
-	case syntax.OpPlus, syntax.OpQuest:
-		return sat(sub(), 1)
-	case syntax.OpConcat, syntax.OpAlternate:
-		n := 0
-		for _, s := range re.Sub {
-			n = sat(n, programSize(s))
-		}
-		if re.Op == syntax.OpAlternate {
-			n = sat(n, len(re.Sub)-1)
-		}
-		return max(n, 1)
-	case syntax.OpRepeat:
-		s := sub()
-		switch {
-		case re.Max == -1 && re.Min == 0:
-			return sat(s, 2)
-		case re.Max == -1:
-			return sat(mul(re.Min, s), 1)
-		case re.Max == 0:
-			return 1
-		}
-		return sat(mul(re.Min, s), mul(re.Max-re.Min, sat(s, 1)))
-	}
-	// Empty match, character classes, any character, anchors, word
-	// boundaries: one instruction each.
-	return 1
-}
+// PatternCost returns what pattern costs compiled, without compiling it
+// (regexcost.Of).
+func PatternCost(pattern string) (Cost, error) { return regexcost.Of(pattern) }
 
 // PatternList is one of a watcher's pattern lists and the field that holds
 // it, as "jobNamePatterns".

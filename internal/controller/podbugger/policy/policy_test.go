@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -79,4 +80,34 @@ func TestRulesReportEveryViolationInOrder(t *testing.T) {
 func withUser(in Input, user int64) Input {
 	in.PodBugger.Spec.RunAsUser = &user
 	return in
+}
+
+// A PodBugger's redaction patterns compile unanchored, and each one that
+// costs too much, alone or with those before it, is refused before it is
+// compiled, naming its field.
+func TestRedactPatterns(t *testing.T) {
+	pb := func(patterns ...string) *debugv1beta1.PodBugger {
+		return &debugv1beta1.PodBugger{Spec: debugv1beta1.PodBuggerSpec{Incidents: &debugv1beta1.IncidentPolicy{Redact: patterns}}}
+	}
+	res, errs := RedactPatterns(pb(`CUST-[0-9]{6}`, `internal-token-\w+`))
+	if len(errs) != 0 || len(res) != 2 || !res[0].MatchString("order for CUST-123456 failed") {
+		t.Fatalf("got %v, %v", res, errs)
+	}
+	bomb := "(?:" + strings.Repeat("a", 240) + "){100}"
+	half := "(?:" + strings.Repeat("b", 200) + "){9}" // about 1,800 instructions: two fit, the third does not
+	for name, c := range map[string]struct {
+		patterns []string
+		field    string
+		says     string
+	}{
+		"a regex bomb":          {[]string{"ok", bomb}, "spec.incidents.redact[1]", "compiles to more than 2048 instructions"},
+		"too many together":     {[]string{half, half, half}, "spec.incidents.redact[2]", "with the patterns before it"},
+		"Unicode classes":       {[]string{strings.Repeat(`\pL`, 5)}, "spec.incidents.redact[0]", "runes"},
+		"one RE2 does not take": {[]string{`(?<name>x)`, `a(`}, "spec.incidents.redact[1]", "missing closing )"},
+	} {
+		_, errs := RedactPatterns(pb(c.patterns...))
+		if len(errs) != 1 || errs[0].Field != c.field || !strings.Contains(errs[0].Error(), c.says) {
+			t.Errorf("%s: %v, want one error on %s saying %q", name, errs, c.field, c.says)
+		}
+	}
 }

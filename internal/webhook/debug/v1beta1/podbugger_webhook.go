@@ -97,12 +97,14 @@ func (v *PodBuggerValidator) validate(ctx context.Context, pb *debugv1beta1.PodB
 }
 
 // ValidatePodBugger returns every problem of pb, each naming its field: what
-// the schema cannot say about the selector, and the policy's rules.
+// the schema cannot say about the selector, the policy's rules, and the
+// redaction patterns that do not compile within their bounds.
 func ValidatePodBugger(pb *debugv1beta1.PodBugger, namespaceLabels map[string]string, p policy.Policy) field.ErrorList {
 	errs := metav1validation.ValidateLabelSelector(&pb.Spec.Selector,
 		metav1validation.LabelSelectorValidationOptions{}, field.NewPath("spec", "selector"))
 	for _, violation := range p.Violations(pb, namespaceLabels) {
 		errs = append(errs, violation.Err)
 	}
-	return errs
+	_, patternErrs := policy.RedactPatterns(pb)
+	return append(errs, patternErrs...)
 }

@@ -1,4 +1,4 @@
-package policy
+package regexcost
 
 import (
 	"regexp/syntax"
