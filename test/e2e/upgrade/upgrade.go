@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,6 +70,17 @@ func (p Previous) Manager() string { return filepath.Join(p.Dir, "deckhand") }
 // WebhookManifests are the previous release's webhook configurations, as
 // controller-gen wrote them, for RunManagerFrom.
 func (p Previous) WebhookManifests() string { return filepath.Join(p.Dir, "webhook-manifests.yaml") }
+
+// Version is the previous release's version with its "v" (v0.5.0): the
+// first word of the .complete that build-previous writes last.
+func (p Previous) Version() (string, error) {
+	data, err := os.ReadFile(filepath.Join(p.Dir, ".complete"))
+	if err != nil {
+		return "", err
+	}
+	version, _, _ := strings.Cut(strings.TrimSpace(string(data)), " ")
+	return version, nil
+}
 
 // InstallYAML is the previous release's install.yaml.
 func (p Previous) InstallYAML() string { return filepath.Join(p.Dir, "release", "install.yaml") }
@@ -171,6 +183,12 @@ func Check(t *testing.T, c *cluster.Cluster, upgrade func(g Gomega)) {
 	ns := c.Namespace(t, map[string]string{debugv1beta1.NamespaceEnabledLabel: "true"})
 	t.Cleanup(func() { _, _ = c.Kubectl("delete", "clusterjobwatcher", "upgrade-cjw", "--ignore-not-found") })
 
+	// The previous release is what is installed: its manager Deployment
+	// names its image (the tests run its binary on the host).
+	previousVersion, err := previous.Version()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(managerImage(g, c)).To(Equal(image+":"+previousVersion), "the installed release")
+
 	// The previous release runs and keeps its objects.
 	old := c.RunManagerFrom(t, previous.Manager(), previous.WebhookManifests(), flags...)
 	file := filepath.Join(t.TempDir(), "objects.yaml")
@@ -209,6 +227,12 @@ func Check(t *testing.T, c *cluster.Cluster, upgrade func(g Gomega)) {
 			`"service":{"name":"deckhand-webhook-service","namespace":"`+cluster.Namespace+`","path":"/convert"}}}}}}`)).Error().NotTo(HaveOccurred())
 	}
 	upgrade(g)
+	// The upgrade installs the current release's image, by its version.
+	root, err := testenv.RepoRoot()
+	g.Expect(err).NotTo(HaveOccurred())
+	version, err := os.ReadFile(filepath.Join(root, "VERSION"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(managerImage(g, c)).To(Equal(image+":v"+strings.TrimSpace(string(version))), "the upgraded release")
 	// The previous release stored PodSets and PodBuggers as v1beta1, the
 	// v1alpha1 manifests above too: until the new manager serves the
 	// conversion webhook they read only as v1beta1, and nothing needs
@@ -296,6 +320,17 @@ func Check(t *testing.T, c *cluster.Cluster, upgrade func(g Gomega)) {
 	g.Expect(c.Client.Get(ctx, setKey, &appsv1beta1.PodSet{})).To(Succeed())
 	g.Expect(c.Client.Get(ctx, pbKey, &debugv1beta1.PodBugger{})).To(Succeed())
 	g.Expect(c.Client.Get(ctx, setKey, &appsv1alpha1.PodSet{})).NotTo(Succeed(), "read as v1alpha1 without a conversion webhook")
+}
+
+// image is the manager's image repository in the install and the chart.
+const image = "ghcr.io/deckhand-dev/deckhand"
+
+// managerImage is the image of the installed manager Deployment.
+func managerImage(g Gomega, c *cluster.Cluster) string {
+	deployment := &appsv1.Deployment{}
+	g.Expect(c.Client.Get(context.Background(), types.NamespacedName{Namespace: cluster.Namespace, Name: "deckhand-controller-manager"}, deployment)).To(Succeed())
+	g.Expect(deployment.Spec.Template.Spec.Containers).NotTo(BeEmpty())
+	return deployment.Spec.Template.Spec.Containers[0].Image
 }
 
 // convertedCRDs are the CRDs whose versions the manager's webhook converts.

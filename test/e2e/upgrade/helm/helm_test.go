@@ -66,7 +66,7 @@ func TestHelmUpgradeFromPreviousRelease(t *testing.T) {
 		g.Expect(c.Kubectl("apply", "--server-side", "--force-conflicts", "-f", filepath.Join(root, "charts", "deckhand", "crds"))).
 			Error().NotTo(HaveOccurred())
 		out, err := exec.Command(helm, "upgrade", "deckhand", filepath.Join(root, "charts", "deckhand"),
-			"-n", cluster.Namespace, "--kubeconfig", c.Kubeconfig, "--reuse-values").CombinedOutput()
+			"-n", cluster.Namespace, "--kubeconfig", c.Kubeconfig, "--reset-then-reuse-values").CombinedOutput()
 		g.Expect(err).NotTo(HaveOccurred(), "helm upgrade: %s", out)
 	})
 }
