@@ -13,6 +13,7 @@
 #                        tests run the manager on the host)
 #   $3/webhook-manifests.yaml  the commit's config/webhook/manifests.yaml (to
 #                        point its webhooks at that host process)
+#   $3/.complete         "vVERSION COMMIT", written last
 #
 # $3 is keyed by the commit: when it is complete, nothing is built again.
 # Only what the commit's `make release` builds from source is built: the
