@@ -120,18 +120,21 @@ test-rules: $(PROMTOOL) ## Check the alert rules (config/prometheus/alerts.yaml)
 	$(PROMTOOL) test rules config/prometheus/tests/*.yaml
 
 .PHONY: test-e2e
-test-e2e: k8s-tools manifests build build-installer build-previous image node-tools $(HELM) ## End-to-end tests on local clusters (kwok nodes and, as root, a real node) the run starts and removes; first `make release` for this machine's plugin only (dist/release), which test/e2e/readme installs as README.md says.
+test-e2e: k8s-tools manifests build build-installer image build-previous node-tools $(HELM) ## End-to-end tests on local clusters (kwok nodes and, as root, a real node) the run starts and removes; first `make release` for this machine's plugin only (dist/release), which test/e2e/readme installs as README.md says.
 	$(MAKE) release PLUGIN_PLATFORMS=$$(go env GOOS)/$$(go env GOARCH)
-	DECKHAND_BIN=$(LOCALBIN)/deckhand DECKHAND_PLUGIN_BIN=$(LOCALBIN)/kubectl-deckhand DECKHAND_PREVIOUS_BIN=$(LOCALBIN)/deckhand-previous DECKHAND_HELM=$(HELM) go test ./test/e2e/... -p 1 -tags e2e -count=1 -timeout 40m -v
+	DECKHAND_BIN=$(LOCALBIN)/deckhand DECKHAND_PLUGIN_BIN=$(LOCALBIN)/kubectl-deckhand DECKHAND_PREVIOUS_RELEASE=$(PREVIOUS_RELEASE_DIR) DECKHAND_HELM=$(HELM) go test ./test/e2e/... -p 1 -tags e2e -count=1 -timeout 40m -v
 
-# The release the upgrade test starts from: its manager is built from this
-# git ref, its install (test/e2e/upgrade/testdata/previous) was rendered from
-# the same ref's config/.
-PREVIOUS_RELEASE ?= 8bbd4b3
+# The release the upgrade tests start from: v0.5.0 (git tag v0.5.0), pinned
+# by its commit so that a clone without tags (or a shallow one: the commit is
+# fetched) makes it too. `make build-previous` runs that commit's own `make
+# release` for this machine's platform into bin/previous/COMMIT, once.
+PREVIOUS_RELEASE        ?= 0.5.0
+PREVIOUS_RELEASE_COMMIT ?= fbd62e5ca1c3a767843aff2eec0137ead0387f8a
+PREVIOUS_RELEASE_DIR    := $(LOCALBIN)/previous/$(PREVIOUS_RELEASE_COMMIT)
 
 .PHONY: build-previous
-build-previous: ## Build the previous release's manager (git ref PREVIOUS_RELEASE) into bin/deckhand-previous, for the upgrade test.
-	hack/build-previous.sh $(PREVIOUS_RELEASE) $(LOCALBIN)/deckhand-previous
+build-previous: k8s-tools $(HELM) ## Make the previous release (PREVIOUS_RELEASE at PREVIOUS_RELEASE_COMMIT) with its own `make release` into bin/previous/COMMIT, for the upgrade tests; reused once made.
+	K8S_BIN=$(K8S_BIN) HELM=$(HELM) hack/build-previous.sh $(PREVIOUS_RELEASE) $(PREVIOUS_RELEASE_COMMIT) $(PREVIOUS_RELEASE_DIR)
 
 ##@ Benchmarks
 

@@ -96,7 +96,7 @@ func TestSlimPod(t *testing.T) {
 		// size limit, as a namespace editor wrote it) is not held per pod.
 		"a PodSet's pod keeps its status and deletion annotations, not its template": {in: withDeletionAnnotations(full(podSetRef)), want: podSetPod(podSetRef)},
 		"a pod nobody owns keeps what the controllers read":                          {in: full(), want: slim()},
-		// Made by the previous release, whose PodSets were v1alpha1: slimmed,
+		// Made by a build from before v1beta1 (before v0.5.0), whose PodSets were v1alpha1: slimmed,
 		// its PodSet saw it unready and rolled every old pod at once.
 		"a pod of a v1alpha1 PodSet keeps its status":   {in: withDeletionAnnotations(full(v1alpha1Ref)), want: podSetPod(v1alpha1Ref)},
 		"a ReplicaSet's pod is slimmed, its owner kept": {in: full(replicaSetRef), want: slim(replicaSetRef)},

@@ -1,11 +1,12 @@
 //go:build e2e
 
-// Package upgrade tests upgrading Deckhand from the previous release (PodSet
-// and PodBugger in v1alpha1 only; testdata/previous, its manager built by
-// `make build-previous`) to the current build, on a fresh local cluster:
-// objects of every kind created under the previous release, the upgrade
-// done as README.md, "Upgrading", says, then nothing lost or replaced and
-// the stored objects migrated to v1beta1. This package upgrades an
+// Package upgrade tests upgrading Deckhand from the previous release (v0.5.0,
+// made by its own `make release`: `make build-previous`) to the current
+// build, on a fresh local cluster: the previous release installed from its
+// own artifacts, objects of every kind created under it (PodSet and
+// PodBugger in v1alpha1, as manifests written before v1beta1 say), the
+// upgrade done as docs/operations/upgrading.md says, then nothing lost or
+// replaced and the objects stored as v1beta1. This package upgrades an
 // install.yaml install; package helm a Helm release. Check is the flow both
 // run.
 package upgrade
@@ -13,11 +14,12 @@ package upgrade
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,10 +44,70 @@ import (
 	"github.com/deckhand-dev/deckhand/test/cluster"
 )
 
-// Testdata is this package's testdata directory: the previous release.
-func Testdata(elem ...string) string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(append([]string{filepath.Dir(file), "testdata", "previous"}, elem...)...)
+// Previous is the previous release as `make build-previous` made it: a
+// directory (DECKHAND_PREVIOUS_RELEASE) holding what its `make release`
+// wrote and the manager binary of its image.
+type Previous struct{ Dir string }
+
+// PreviousRelease is the previous release `make build-previous` made, or an
+// error saying why there is none.
+func PreviousRelease() (Previous, error) {
+	dir := os.Getenv("DECKHAND_PREVIOUS_RELEASE")
+	if dir == "" {
+		return Previous{}, errors.New("DECKHAND_PREVIOUS_RELEASE is not set: run through 'make test-e2e', whose 'make build-previous' makes the previous release")
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".complete")); err != nil {
+		// make build-previous said why it made none (a clone without the
+		// previous release's commit).
+		return Previous{}, fmt.Errorf("no previous release in %s (%w): 'make build-previous' makes it from git", dir, err)
+	}
+	return Previous{Dir: dir}, nil
+}
+
+// Manager is the manager binary the previous release's image holds.
+func (p Previous) Manager() string { return filepath.Join(p.Dir, "deckhand") }
+
+// WebhookManifests are the previous release's webhook configurations, as
+// controller-gen wrote them, for RunManagerFrom.
+func (p Previous) WebhookManifests() string { return filepath.Join(p.Dir, "webhook-manifests.yaml") }
+
+// Version is the previous release's version with its "v" (v0.5.0): the
+// first word of the .complete that build-previous writes last.
+func (p Previous) Version() (string, error) {
+	data, err := os.ReadFile(filepath.Join(p.Dir, ".complete"))
+	if err != nil {
+		return "", err
+	}
+	version, _, _ := strings.Cut(strings.TrimSpace(string(data)), " ")
+	return version, nil
+}
+
+// InstallYAML is the previous release's install.yaml.
+func (p Previous) InstallYAML() string { return filepath.Join(p.Dir, "release", "install.yaml") }
+
+// Chart is the previous release's chart package, deckhand-VERSION.tgz.
+func (p Previous) Chart() (string, error) {
+	charts, _ := filepath.Glob(filepath.Join(p.Dir, "release", "deckhand-*.tgz"))
+	if len(charts) != 1 {
+		return "", fmt.Errorf("want one chart package in %s, found %v", filepath.Join(p.Dir, "release"), charts)
+	}
+	return charts[0], nil
+}
+
+// missing says why there is no previous release; Check skips with it.
+var missing error
+
+// Main runs the package's tests on a fresh local cluster (package cluster's
+// MainWithInstall) with the previous release installed by install. Without
+// a previous release it starts no cluster and the tests skip, saying why.
+func Main(m *testing.M, c **cluster.Cluster, install func(*cluster.Cluster, Previous) error) {
+	previous, err := PreviousRelease()
+	if err != nil {
+		missing = err
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		os.Exit(m.Run())
+	}
+	cluster.MainWithInstall(m, c, 3, func(c *cluster.Cluster) error { return install(c, previous) })
 }
 
 // HelmBinary is the helm the e2e tests use: DECKHAND_HELM, or bin/helm-*.
@@ -112,23 +174,23 @@ func Check(t *testing.T, c *cluster.Cluster, upgrade func(g Gomega)) {
 	g.SetDefaultEventuallyTimeout(2 * time.Minute)
 	g.SetDefaultEventuallyPollingInterval(250 * time.Millisecond)
 	ctx := context.Background()
-	root, err := testenv.RepoRoot()
+	if missing != nil {
+		t.Skipf("skipped: %v", missing)
+	}
+	previous, err := PreviousRelease()
 	g.Expect(err).NotTo(HaveOccurred())
-	previous := os.Getenv("DECKHAND_PREVIOUS_BIN")
-	if previous == "" {
-		previous = filepath.Join(root, "bin", "deckhand-previous")
-	}
-	if _, err := os.Stat(previous); err != nil {
-		// make build-previous says why it built none (a clone without the
-		// previous release's commit).
-		t.Skipf("skipped: no previous release's manager (%v); 'make build-previous' builds it from git", err)
-	}
 	flags := []string{"--podbugger-allowed-images", "docker.io/library/busybox:*"}
 	ns := c.Namespace(t, map[string]string{debugv1beta1.NamespaceEnabledLabel: "true"})
 	t.Cleanup(func() { _, _ = c.Kubectl("delete", "clusterjobwatcher", "upgrade-cjw", "--ignore-not-found") })
 
+	// The previous release is what is installed: its manager Deployment
+	// names its image (the tests run its binary on the host).
+	previousVersion, err := previous.Version()
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(managerImage(g, c)).To(Equal(image+":"+previousVersion), "the installed release")
+
 	// The previous release runs and keeps its objects.
-	old := c.RunManagerFrom(t, previous, Testdata("webhook-manifests.yaml"), flags...)
+	old := c.RunManagerFrom(t, previous.Manager(), previous.WebhookManifests(), flags...)
 	file := filepath.Join(t.TempDir(), "objects.yaml")
 	g.Expect(os.WriteFile(file, []byte(objects), 0o600)).To(Succeed())
 	g.Expect(c.Kubectl("apply", "-n", ns, "-f", file)).Error().NotTo(HaveOccurred())
@@ -155,15 +217,31 @@ func Check(t *testing.T, c *cluster.Cluster, upgrade func(g Gomega)) {
 	}).Should(Succeed())
 	old.Stop()
 
-	// The upgrade. Until the new manager serves the conversion webhook, the
-	// objects stored as v1alpha1 read only as v1alpha1: proof of where they
-	// are stored. The webhook configuration RunManagerFrom pointed at the
-	// out-of-cluster manager (a URL) goes first: in a real cluster it names
-	// the Service, as the install does, and a URL beside it is refused.
+	// The upgrade. What RunManagerFrom pointed at the out-of-cluster
+	// manager (a URL) is put back as the install had it first: in a real
+	// cluster the webhook configuration and the CRDs' conversion webhook
+	// name the Service, and a URL beside a Service is refused.
 	g.Expect(c.Kubectl("delete", "validatingwebhookconfiguration", "deckhand-validating-webhook-configuration")).Error().NotTo(HaveOccurred())
+	for _, crd := range convertedCRDs {
+		g.Expect(c.Kubectl("patch", "crd", crd, "--type=merge", "-p", `{"spec":{"conversion":{"webhook":{"clientConfig":{"url":null,`+
+			`"service":{"name":"deckhand-webhook-service","namespace":"`+cluster.Namespace+`","path":"/convert"}}}}}}`)).Error().NotTo(HaveOccurred())
+	}
 	upgrade(g)
-	g.Eventually(func() error { return c.Client.Get(ctx, setKey, &appsv1alpha1.PodSet{}) }).Should(Succeed())
-	g.Expect(c.Client.Get(ctx, setKey, &appsv1beta1.PodSet{})).NotTo(Succeed(), "read as v1beta1 without a conversion webhook")
+	// The upgrade installs the current release's image, by its version.
+	root, err := testenv.RepoRoot()
+	g.Expect(err).NotTo(HaveOccurred())
+	version, err := os.ReadFile(filepath.Join(root, "VERSION"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(managerImage(g, c)).To(Equal(image+":v"+strings.TrimSpace(string(version))), "the upgraded release")
+	// The previous release stored PodSets and PodBuggers as v1beta1, the
+	// v1alpha1 manifests above too: until the new manager serves the
+	// conversion webhook they read only as v1beta1, and nothing needs
+	// migrating (storedVersions is v1beta1 alone).
+	g.Eventually(func() error { return c.Client.Get(ctx, setKey, &appsv1beta1.PodSet{}) }).Should(Succeed())
+	g.Expect(c.Client.Get(ctx, setKey, &appsv1alpha1.PodSet{})).NotTo(Succeed(), "read as v1alpha1 without a conversion webhook")
+	for _, crd := range convertedCRDs {
+		g.Expect(c.Kubectl("get", "crd", crd, "-o", "jsonpath={.status.storedVersions}")).To(Equal(`["v1beta1"]`), crd)
+	}
 
 	current := c.RunManager(t, flags...)
 
@@ -208,8 +286,8 @@ func Check(t *testing.T, c *cluster.Cluster, upgrade func(g Gomega)) {
 	// The previous release's pods are seen as they are: Running and Ready,
 	// so the PodSet is Available with 4 ready pods, in a status the new
 	// manager computed (for the generation of the scale-up). Cached slimmed
-	// (their owner reference names v1alpha1), they showed unready: ready 1
-	// of 4 (the new pod), Available=False.
+	// (as when their owner reference named v1alpha1), they showed unready:
+	// ready 1 of 4 (the new pod), Available=False.
 	g.Eventually(func(g Gomega) {
 		g.Expect(c.Client.Get(ctx, setKey, set)).To(Succeed())
 		g.Expect(set.Status.ObservedGeneration).To(Equal(set.Generation))
@@ -236,26 +314,27 @@ func Check(t *testing.T, c *cluster.Cluster, upgrade func(g Gomega)) {
 	g.Consistently(func() error { return c.Client.Get(ctx, client.ObjectKeyFromObject(job), &batchv1.Job{}) }).
 		WithTimeout(5*time.Second).Should(Succeed(), "a Job was deleted before its TTL")
 
-	// The storage migration of README.md, "Upgrading": every object written
-	// back, storedVersions set to v1beta1.
-	for _, crd := range []string{"podsets.apps.deckhand.dev", "podbuggers.debug.deckhand.dev"} {
-		list := filepath.Join(t.TempDir(), crd+".json")
-		out, err := c.Kubectl("get", crd, "-A", "-o", "json")
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(os.WriteFile(list, []byte(out), 0o600)).To(Succeed())
-		g.Expect(c.Kubectl("replace", "-f", list)).Error().NotTo(HaveOccurred())
-		g.Expect(c.Kubectl("patch", "crd", crd, "--subresource=status", "--type=merge",
-			"-p", `{"status":{"storedVersions":["v1beta1"]}}`)).Error().NotTo(HaveOccurred())
-		g.Expect(c.Kubectl("get", "crd", crd, "-o", "jsonpath={.status.storedVersions}")).To(Equal(`["v1beta1"]`))
-	}
-
-	// Migrated: with no manager (no conversion webhook), they read as
-	// v1beta1, so v1beta1 is what is stored.
+	// Still stored as v1beta1 after the new manager wrote them: with no
+	// manager (no conversion webhook), they read as v1beta1 only.
 	current.Stop()
 	g.Expect(c.Client.Get(ctx, setKey, &appsv1beta1.PodSet{})).To(Succeed())
 	g.Expect(c.Client.Get(ctx, pbKey, &debugv1beta1.PodBugger{})).To(Succeed())
 	g.Expect(c.Client.Get(ctx, setKey, &appsv1alpha1.PodSet{})).NotTo(Succeed(), "read as v1alpha1 without a conversion webhook")
 }
+
+// image is the manager's image repository in the install and the chart.
+const image = "ghcr.io/deckhand-dev/deckhand"
+
+// managerImage is the image of the installed manager Deployment.
+func managerImage(g Gomega, c *cluster.Cluster) string {
+	deployment := &appsv1.Deployment{}
+	g.Expect(c.Client.Get(context.Background(), types.NamespacedName{Namespace: cluster.Namespace, Name: "deckhand-controller-manager"}, deployment)).To(Succeed())
+	g.Expect(deployment.Spec.Template.Spec.Containers).NotTo(BeEmpty())
+	return deployment.Spec.Template.Spec.Containers[0].Image
+}
+
+// convertedCRDs are the CRDs whose versions the manager's webhook converts.
+var convertedCRDs = []string{"podsets.apps.deckhand.dev", "podbuggers.debug.deckhand.dev"}
 
 // watchReady polls the ready pods of the PodSet web that are not being
 // deleted, until the returned function is called; it returns the fewest

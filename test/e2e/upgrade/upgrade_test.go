@@ -14,13 +14,15 @@ import (
 
 var c *cluster.Cluster
 
+// TestMain installs the previous release's own install.yaml, as
+// docs/operations/install.md says (kubectl apply --server-side).
 func TestMain(m *testing.M) {
-	cluster.MainWithInstall(m, &c, 3, cluster.InstallFile(Testdata("install.yaml")))
+	Main(m, &c, func(c *cluster.Cluster, previous Previous) error { return c.Install(previous.InstallYAML()) })
 }
 
 // The previous release's install.yaml, then the current one applied over
-// it (kubectl apply --server-side), as README.md, "Upgrading", says.
-func TestUpgradeInstallYAMLFromV1alpha1(t *testing.T) {
+// it (kubectl apply --server-side), as docs/operations/upgrading.md says.
+func TestUpgradeInstallYAMLFromPreviousRelease(t *testing.T) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)

@@ -1,9 +1,10 @@
 //go:build e2e
 
 // Package helm upgrades a Helm release of the previous Deckhand release
-// (testdata/previous/chart of package upgrade) to the current chart as
-// README.md, "Upgrading", says: the CRDs applied first (Helm never upgrades
-// crds/), then helm upgrade. upgrade.Check does the rest.
+// (its own chart package, deckhand-VERSION.tgz, from `make build-previous`)
+// to the current chart as docs/operations/upgrading.md says: the CRDs
+// applied first (Helm never upgrades crds/), then helm upgrade.
+// upgrade.Check does the rest.
 package helm
 
 import (
@@ -31,20 +32,24 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
 		os.Exit(1)
 	}
-	cluster.MainWithInstall(m, &c, 3, installPrevious)
+	upgrade.Main(m, &c, installPrevious)
 }
 
-// installPrevious installs the previous release's chart as README.md says:
-// into deckhand-system, labelled to enforce the restricted Pod Security
-// level.
-func installPrevious(c *cluster.Cluster) error {
+// installPrevious installs the previous release's chart package as
+// docs/operations/install.md says: into deckhand-system, labelled to
+// enforce the restricted Pod Security level.
+func installPrevious(c *cluster.Cluster, previous upgrade.Previous) error {
+	chart, err := previous.Chart()
+	if err != nil {
+		return err
+	}
 	if _, err := c.Kubectl("create", "namespace", cluster.Namespace); err != nil {
 		return err
 	}
 	if _, err := c.Kubectl("label", "namespace", cluster.Namespace, "pod-security.kubernetes.io/enforce=restricted"); err != nil {
 		return err
 	}
-	out, err := exec.Command(helm, "install", "deckhand", upgrade.Testdata("chart"),
+	out, err := exec.Command(helm, "install", "deckhand", chart,
 		"-n", cluster.Namespace, "--kubeconfig", c.Kubeconfig).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("helm install of the previous chart: %w: %s", err, out)
@@ -52,7 +57,7 @@ func installPrevious(c *cluster.Cluster) error {
 	return c.WriteManagerKubeconfig()
 }
 
-func TestHelmUpgradeFromV1alpha1(t *testing.T) {
+func TestHelmUpgradeFromPreviousRelease(t *testing.T) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +66,7 @@ func TestHelmUpgradeFromV1alpha1(t *testing.T) {
 		g.Expect(c.Kubectl("apply", "--server-side", "--force-conflicts", "-f", filepath.Join(root, "charts", "deckhand", "crds"))).
 			Error().NotTo(HaveOccurred())
 		out, err := exec.Command(helm, "upgrade", "deckhand", filepath.Join(root, "charts", "deckhand"),
-			"-n", cluster.Namespace, "--kubeconfig", c.Kubeconfig, "--reuse-values").CombinedOutput()
+			"-n", cluster.Namespace, "--kubeconfig", c.Kubeconfig, "--reset-then-reuse-values").CombinedOutput()
 		g.Expect(err).NotTo(HaveOccurred(), "helm upgrade: %s", out)
 	})
 }
