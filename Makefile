@@ -182,8 +182,8 @@ run: build k8s-tools manifests image node-tools ## Run Deckhand against KUBECONF
 
 .PHONY: build
 build: ## Build the manager binary into bin/deckhand and the kubectl plugin into bin/kubectl-deckhand.
-	go build -trimpath -o $(LOCALBIN)/deckhand ./cmd/deckhand
-	go build -trimpath -ldflags "-X main.version=v$(VERSION)" -o $(LOCALBIN)/kubectl-deckhand ./cmd/kubectl-deckhand
+	go build -trimpath -ldflags "-X github.com/deckhand-dev/deckhand/internal/version.Version=v$(VERSION)" -o $(LOCALBIN)/deckhand ./cmd/deckhand
+	go build -trimpath -ldflags "-X github.com/deckhand-dev/deckhand/internal/version.Version=v$(VERSION)" -o $(LOCALBIN)/kubectl-deckhand ./cmd/kubectl-deckhand
 
 .PHONY: image
 image: ## Build the manager image IMG without Docker: bin/images/deckhand.tar (OCI archive, a linux/amd64 + linux/arm64 index, reproducible) and an SPDX SBOM per platform beside it.
@@ -222,7 +222,7 @@ release: manifests k8s-tools $(HELM) ## Write the release of VERSION into dist/r
 	cp bin/images/deckhand.tar bin/images/deckhand.linux-*.spdx.json $(RELEASE_DIR)/
 	for platform in $(PLUGIN_PLATFORMS); do \
 	  os=$${platform%/*}; arch=$${platform#*/}; out=$$(mktemp -d); \
-	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags "-X main.version=v$(VERSION)" -o $$out/kubectl-deckhand ./cmd/kubectl-deckhand; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags "-X github.com/deckhand-dev/deckhand/internal/version.Version=v$(VERSION)" -o $$out/kubectl-deckhand ./cmd/kubectl-deckhand; \
 	  tar -C $$out --owner=0 --group=0 --mtime=@0 -czf $(RELEASE_DIR)/kubectl-deckhand_$${os}_$${arch}.tar.gz kubectl-deckhand; rm -rf $$out; \
 	done
 	go run ./hack/release krew $(RELEASE_DIR)

@@ -48,7 +48,8 @@ manager() {
     # VCS stamping happens depends on the machine (GOFLAGS, git), so it is
     # off everywhere and the commit is in SOURCE_DATE_EPOCH and the tag.
     (cd "$root" && CGO_ENABLED=0 GOOS=${platform%/*} GOARCH=${platform#*/} \
-      go build -trimpath -buildvcs=false -ldflags "-s -w" -o "bin/image/${platform/\//-}/deckhand" ./cmd/deckhand)
+      go build -trimpath -buildvcs=false -ldflags "-s -w -X github.com/deckhand-dev/deckhand/internal/version.Version=v$(cat VERSION)" \
+        -o "bin/image/${platform/\//-}/deckhand" ./cmd/deckhand)
     flags+=(-platform "$platform")
   done
   image -o "$out/deckhand.tar" -tag "$img" -format oci "${flags[@]}" -sbom /deckhand \

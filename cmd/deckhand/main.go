@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/deckhand-dev/deckhand/internal/manager"
+	"github.com/deckhand-dev/deckhand/internal/version"
 )
 
 func main() {
@@ -26,7 +27,12 @@ func run() error {
 	opts.BindFlags(flag.CommandLine)
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
+	showVersion := flag.Bool("version", false, "Print the release of this build and exit.")
 	flag.Parse()
+	if *showVersion {
+		fmt.Println("deckhand", version.Version)
+		return nil
+	}
 	if colourLevels(flag.Lookup("zap-encoder").Value.String(), isTerminal(os.Stderr), os.Getenv("NO_COLOR")) {
 		zapOpts.EncoderConfigOptions = append(zapOpts.EncoderConfigOptions, func(c *zapcore.EncoderConfig) {
 			c.EncodeLevel = zapcore.CapitalColorLevelEncoder

@@ -21,10 +21,10 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/deckhand-dev/deckhand/internal/version"
 )
 
-// version is the release this binary belongs to (set by make release).
-var version = "dev"
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout); err != nil {
@@ -71,7 +71,7 @@ func run(args []string, out io.Writer) error {
 		return errUsage
 	}
 	if args[0] == "version" {
-		_, err := fmt.Fprintln(out, "kubectl-deckhand", version)
+		_, err := fmt.Fprintln(out, "kubectl-deckhand", version.Version)
 		return err
 	}
 	commands := map[string]command{
@@ -136,7 +136,7 @@ func connect(kubeconfig, context, namespace string) (*cli, error) {
 	if err != nil {
 		return nil, fmt.Errorf("finding the cluster: %w", err)
 	}
-	cfg.UserAgent = "kubectl-deckhand/" + version
+	cfg.UserAgent = "kubectl-deckhand/" + version.Version
 	if namespace == "" {
 		if namespace, _, err = loader.Namespace(); err != nil {
 			return nil, err

@@ -24,6 +24,7 @@ import (
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	modelv1 "github.com/deckhand-dev/deckhand/api/model/v1"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/version"
 )
 
 // The files whose queries name metrics, relative to the repository root.
@@ -108,6 +109,7 @@ func exportedMetrics(t *testing.T) map[string]bool {
 		"deckhand_jobwatcher_expired_jobs":                      {"watcher_namespace": ns},
 		"leader_election_master_status":                         {"name": opts.LeaderElectionID},
 		"deckhand_webhook_certificate_expiry_timestamp_seconds": nil,
+		"deckhand_build_info":                                   {"version": version.Version},
 	} {
 		g.Eventually(func() (int, error) { return testenv.MetricSeries(name, labels) }).Should(BeNumerically(">", 0), name)
 	}

@@ -268,3 +268,27 @@ func TestWebhooksServeTheSelfManagedCertificate(t *testing.T) {
 	g.Expect(err.Error()).To(ContainSubstring("spec.jobNamePatterns[0]"))
 	g.Expect(err.Error()).To(ContainSubstring("error parsing regexp"))
 }
+
+// The manager and the plugin as `make build` makes them say the release
+// they are (VERSION), as --version and `kubectl deckhand version`; the
+// manager's deckhand_build_info says it too (internal/manager's monitoring
+// test).
+func TestTheBinariesSayTheirRelease(t *testing.T) {
+	want, err := os.ReadFile(filepath.Join(repoRoot(), "VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := "v" + strings.TrimSpace(string(want))
+	bin := os.Getenv("DECKHAND_BIN")
+	if bin == "" {
+		bin = filepath.Join(repoRoot(), "bin", "deckhand")
+	}
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil || string(out) != "deckhand "+release+"\n" {
+		t.Errorf("deckhand --version: %q, %v; want %q", out, err, "deckhand "+release)
+	}
+	out2, err := kubectlDeckhand(t, "version")
+	if err != nil || out2 != "kubectl-deckhand "+release+"\n" {
+		t.Errorf("kubectl deckhand version: %q, %v; want %q", out2, err, "kubectl-deckhand "+release)
+	}
+}
