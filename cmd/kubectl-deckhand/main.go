@@ -25,7 +25,6 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/version"
 )
 
-
 func main() {
 	if err := run(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintf(os.Stderr, "kubectl deckhand: %v\n", err)
