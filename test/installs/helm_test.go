@@ -1,0 +1,73 @@
+package installs
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/deckhand-dev/deckhand/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
+
+// A release of the previous chart, whose manager created the certificate
+// Secret itself (kubernetes.io/tls, no Helm ownership), upgrades to this
+// chart, which ships the Secret: Helm cannot adopt a Secret it does not own
+// and would refuse the upgrade, so the chart leaves that one out and the
+// manager goes on with it, its certificate untouched. A fresh install
+// ships it; an upgrade then keeps what the manager wrote into it.
+func TestHelmUpgradeKeepsTheSecretAnEarlierManagerCreated(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	helm := helmBinary(t)
+	kubeconfig := env.AdminKubeconfig(t)
+	const ns = "deckhand-system"
+	g.Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	helmRun := func(args ...string) (string, error) {
+		out, err := exec.Command(helm, append(args, "-n", ns, "--kubeconfig", kubeconfig)...).CombinedOutput()
+		return string(out), err
+	}
+	chart := filepath.Join(root(t), "charts", "deckhand")
+
+	g.Expect(helmRun("install", "deckhand", filepath.Join(root(t), "test", "e2e", "upgrade", "testdata", "previous", "chart"))).Error().NotTo(HaveOccurred())
+	earlier := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deckhand-webhook-server-cert"},
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{"ca.crt": []byte("the earlier CA"), corev1.TLSCertKey: []byte("cert"), corev1.TLSPrivateKeyKey: []byte("key")},
+	}
+	g.Expect(env.Client.Create(ctx, earlier)).To(Succeed())
+
+	for range 2 { // the upgrade, and the one after it
+		out, err := helmRun("upgrade", "deckhand", chart, "--reuse-values")
+		g.Expect(err).NotTo(HaveOccurred(), "helm upgrade: %s", out)
+		secret := &corev1.Secret{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(earlier), secret)).To(Succeed())
+		g.Expect(secret.Data).To(Equal(earlier.Data), "the upgrade changed the earlier manager's certificate")
+		g.Expect(secret.Type).To(Equal(corev1.SecretTypeTLS))
+	}
+
+	// Uninstalled (the earlier Secret stays: no release owned it) and
+	// removed, then installed afresh: the chart ships the Secret, and an
+	// upgrade keeps what the manager wrote into it.
+	g.Expect(helmRun("uninstall", "deckhand", "--wait")).Error().NotTo(HaveOccurred())
+	g.Expect(env.Client.Delete(ctx, earlier)).To(Succeed())
+	g.Expect(helmRun("install", "deckhand", chart)).Error().NotTo(HaveOccurred())
+	shipped := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(earlier), shipped)).To(Succeed())
+	g.Expect(shipped.Data).To(BeEmpty())
+	g.Expect(shipped.Annotations).To(HaveKeyWithValue("meta.helm.sh/release-name", "deckhand"))
+	shipped.Data = map[string][]byte{"ca.crt": []byte("the manager's CA")}
+	g.Expect(env.Client.Update(ctx, shipped)).To(Succeed())
+	out, err := helmRun("upgrade", "deckhand", chart, "--reuse-values")
+	g.Expect(err).NotTo(HaveOccurred(), "helm upgrade: %s", out)
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(earlier), shipped)).To(Succeed())
+	g.Expect(shipped.Data).To(HaveKeyWithValue("ca.crt", []byte("the manager's CA")), "the upgrade emptied the Secret")
+}
