@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -59,14 +60,21 @@ func TestHelmUpgradeKeepsTheSecretAnEarlierManagerCreated(t *testing.T) {
 	// upgrade keeps what the manager wrote into it.
 	g.Expect(helmRun("uninstall", "deckhand", "--wait")).Error().NotTo(HaveOccurred())
 	g.Expect(env.Client.Delete(ctx, earlier)).To(Succeed())
-	g.Expect(helmRun("install", "deckhand", chart)).Error().NotTo(HaveOccurred())
+	out, err := helmRun("install", "deckhand", chart)
+	g.Expect(err).NotTo(HaveOccurred(), "helm install: %s", out)
+	// Its notes say the webhook port is open, and how to narrow it, with
+	// the kubernetes Service's endpoints as a hint.
+	slice := &discoveryv1.EndpointSlice{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "kubernetes"}, slice)).To(Succeed())
+	g.Expect(slice.Endpoints).NotTo(BeEmpty())
+	g.Expect(out).To(ContainSubstring("set\nnetworkPolicy.apiserverCIDRs to those addresses.\nThe kubernetes Service's endpoints here: " + slice.Endpoints[0].Addresses[0]))
 	shipped := &corev1.Secret{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(earlier), shipped)).To(Succeed())
 	g.Expect(shipped.Data).To(BeEmpty())
 	g.Expect(shipped.Annotations).To(HaveKeyWithValue("meta.helm.sh/release-name", "deckhand"))
 	shipped.Data = map[string][]byte{"ca.crt": []byte("the manager's CA")}
 	g.Expect(env.Client.Update(ctx, shipped)).To(Succeed())
-	out, err := helmRun("upgrade", "deckhand", chart, "--reuse-values")
+	out, err = helmRun("upgrade", "deckhand", chart, "--reuse-values")
 	g.Expect(err).NotTo(HaveOccurred(), "helm upgrade: %s", out)
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(earlier), shipped)).To(Succeed())
 	g.Expect(shipped.Data).To(HaveKeyWithValue("ca.crt", []byte("the manager's CA")), "the upgrade emptied the Secret")
