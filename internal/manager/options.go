@@ -185,7 +185,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.WebhookCertMode, "webhook-cert-mode", CertModeSelfSigned,
 		"Where the webhook serving certificate comes from: \"self-signed\" (issued, rotated and injected into the webhook configurations by the manager) or \"external\" (tls.crt/tls.key mounted in --webhook-cert-dir, e.g. by cert-manager).")
 	fs.StringVar(&o.WebhookCertSecret, "webhook-cert-secret", "deckhand-webhook-server-cert",
-		"Secret in --namespace holding the self-signed webhook CA and certificate.")
+		"Secret in --namespace holding the self-signed webhook CA and certificate. The installs ship it empty and the manager fills it; it never creates it (a missing Secret stops the manager, naming it).")
 	fs.Func("webhook-cert-hosts",
 		"Comma-separated DNS names or IPs for the self-signed webhook certificate; default deckhand-webhook-service.<namespace>.svc.",
 		func(v string) error { o.WebhookCertHosts = setupoptions.SplitList(v); return nil })

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,8 +24,10 @@ func TestMain(m *testing.M) { testenv.Main(m, &env) }
 // Secret itself (kubernetes.io/tls, no Helm ownership), upgrades to this
 // chart, which ships the Secret: Helm cannot adopt a Secret it does not own
 // and would refuse the upgrade, so the chart leaves that one out and the
-// manager goes on with it, its certificate untouched. A fresh install
-// ships it; an upgrade then keeps what the manager wrote into it.
+// manager goes on with it, its certificate untouched. Labelled and
+// annotated for Helm (docs/operations/upgrading.md), it is adopted, still
+// untouched. A fresh install ships it; an upgrade then keeps what the
+// manager wrote into it.
 func TestHelmUpgradeKeepsTheSecretAnEarlierManagerCreated(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -55,12 +58,29 @@ func TestHelmUpgradeKeepsTheSecretAnEarlierManagerCreated(t *testing.T) {
 		g.Expect(secret.Type).To(Equal(corev1.SecretTypeTLS))
 	}
 
-	// Uninstalled (the earlier Secret stays: no release owned it) and
-	// removed, then installed afresh: the chart ships the Secret, and an
+	// Labelled and annotated for Helm, as upgrading.md says, the release
+	// adopts it at the next upgrade, keeping what the manager wrote.
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(earlier), earlier)).To(Succeed())
+	earlier.Labels = map[string]string{"app.kubernetes.io/managed-by": "Helm"}
+	earlier.Annotations = map[string]string{"meta.helm.sh/release-name": "deckhand", "meta.helm.sh/release-namespace": ns}
+	g.Expect(env.Client.Update(ctx, earlier)).To(Succeed())
+	out, err := helmRun("upgrade", "deckhand", chart, "--reuse-values")
+	g.Expect(err).NotTo(HaveOccurred(), "helm upgrade: %s", out)
+	out, err = helmRun("get", "manifest", "deckhand")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(ContainSubstring("name: deckhand-webhook-server-cert"), "the release did not adopt the Secret")
+	adopted := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(earlier), adopted)).To(Succeed())
+	g.Expect(adopted.Data).To(Equal(earlier.Data), "the adoption changed the earlier manager's certificate")
+
+	// Uninstalled (the adopted Secret goes with the release), then
+	// installed afresh: the chart ships the Secret, and an
 	// upgrade keeps what the manager wrote into it.
 	g.Expect(helmRun("uninstall", "deckhand", "--wait")).Error().NotTo(HaveOccurred())
-	g.Expect(env.Client.Delete(ctx, earlier)).To(Succeed())
-	out, err := helmRun("install", "deckhand", chart)
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(earlier), &corev1.Secret{}))
+	}).Should(BeTrue(), "helm uninstall left the adopted Secret")
+	out, err = helmRun("install", "deckhand", chart)
 	g.Expect(err).NotTo(HaveOccurred(), "helm install: %s", out)
 	// Its notes say the webhook port is open, and how to narrow it, with
 	// the kubernetes Service's endpoints as a hint.
