@@ -293,4 +293,3 @@ func TestWebhooksDemandingTheApiserversClientCertificateStillAdmit(t *testing.T)
 	_, err = c.Kubectl("get", "podsets.v1alpha1.apps.deckhand.dev", "-A")
 	g.Expect(err).NotTo(HaveOccurred())
 }
-
