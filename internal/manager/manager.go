@@ -75,12 +75,9 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	// HTTP/2 is off on both servers: its stream-reset and rapid-reset flaws
 	// (CVE-2023-44487, CVE-2023-39325) are not worth the gain here.
 	noHTTP2 := func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }
-	var clientCAs *webhookauth.ClientCAs
-	if opts.WebhookClientCAFile != "" && opts.WebhooksEnabled() {
-		var err error
-		if clientCAs, err = webhookauth.Load(opts.WebhookClientCAFile); err != nil {
-			return nil, fmt.Errorf("--webhook-client-ca-file: %w", err)
-		}
+	clientCAs, err := webhookClientCAs(opts)
+	if err != nil {
+		return nil, err
 	}
 	webhookServer, metricsTLS, rotator := servers(opts, clientCAs, noHTTP2)
 
@@ -172,6 +169,19 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 		}
 	}
 	return mgr, nil
+}
+
+// webhookClientCAs are the CAs of --webhook-client-ca-file, nil without it
+// or without webhooks.
+func webhookClientCAs(opts Options) (*webhookauth.ClientCAs, error) {
+	if opts.WebhookClientCAFile == "" || !opts.WebhooksEnabled() {
+		return nil, nil
+	}
+	cas, err := webhookauth.Load(opts.WebhookClientCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("--webhook-client-ca-file: %w", err)
+	}
+	return cas, nil
 }
 
 // servers are the webhook server and the metrics server's TLS options:

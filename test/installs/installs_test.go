@@ -108,29 +108,9 @@ func grants(t testing.TB, objs []*unstructured.Unstructured) []string {
 	t.Helper()
 	verbs := map[string][]string{}
 	for _, b := range objs {
-		if b.GetKind() != "ClusterRoleBinding" && b.GetKind() != "RoleBinding" {
-			continue
-		}
-		subjects, _, _ := unstructured.NestedSlice(b.Object, "subjects")
-		if !slices.ContainsFunc(subjects, func(s any) bool {
-			m := s.(map[string]any)
-			return m["kind"] == "ServiceAccount" && m["name"] == "deckhand-controller-manager"
-		}) {
-			continue
-		}
-		refKind, _, _ := unstructured.NestedString(b.Object, "roleRef", "kind")
-		refName, _, _ := unstructured.NestedString(b.Object, "roleRef", "name")
-		role := find(objs, refKind, refName)
-		if refKind == "Role" {
-			role = nil
-			for _, o := range objs {
-				if o.GetKind() == "Role" && o.GetName() == refName && o.GetNamespace() == b.GetNamespace() {
-					role = o
-				}
-			}
-		}
+		role := boundRole(t, objs, b)
 		if role == nil {
-			t.Fatalf("%s %s/%s binds %s %s, which the install does not have", b.GetKind(), b.GetNamespace(), b.GetName(), refKind, refName)
+			continue
 		}
 		scope := "cluster-wide"
 		if b.GetKind() == "RoleBinding" {
@@ -138,30 +118,7 @@ func grants(t testing.TB, objs []*unstructured.Unstructured) []string {
 		}
 		rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
 		for _, r := range rules {
-			rule := r.(map[string]any)
-			groups, _, _ := unstructured.NestedStringSlice(rule, "apiGroups")
-			resources, _, _ := unstructured.NestedStringSlice(rule, "resources")
-			names, _, _ := unstructured.NestedStringSlice(rule, "resourceNames")
-			vs, _, _ := unstructured.NestedStringSlice(rule, "verbs")
-			urls, _, _ := unstructured.NestedStringSlice(rule, "nonResourceURLs")
-			for _, u := range urls {
-				key := fmt.Sprintf("%s  url %s", scope, u)
-				verbs[key] = append(verbs[key], vs...)
-			}
-			if len(names) == 0 {
-				names = []string{"*"}
-			}
-			for _, g := range groups {
-				for _, res := range resources {
-					if g != "" {
-						res += "." + g
-					}
-					for _, n := range names {
-						key := fmt.Sprintf("%s  %s  %s", scope, res, n)
-						verbs[key] = append(verbs[key], vs...)
-					}
-				}
-			}
+			addRule(verbs, scope, r.(map[string]any))
 		}
 	}
 	lines := make([]string, 0, len(verbs))
@@ -171,6 +128,59 @@ func grants(t testing.TB, objs []*unstructured.Unstructured) []string {
 	}
 	slices.Sort(lines)
 	return lines
+}
+
+// boundRole is the role b binds to the manager's ServiceAccount; nil when b
+// is no binding of it.
+func boundRole(t testing.TB, objs []*unstructured.Unstructured, b *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	if b.GetKind() != "ClusterRoleBinding" && b.GetKind() != "RoleBinding" {
+		return nil
+	}
+	subjects, _, _ := unstructured.NestedSlice(b.Object, "subjects")
+	if !slices.ContainsFunc(subjects, func(s any) bool {
+		m := s.(map[string]any)
+		return m["kind"] == "ServiceAccount" && m["name"] == "deckhand-controller-manager"
+	}) {
+		return nil
+	}
+	refKind, _, _ := unstructured.NestedString(b.Object, "roleRef", "kind")
+	refName, _, _ := unstructured.NestedString(b.Object, "roleRef", "name")
+	for _, o := range objs {
+		if o.GetKind() == refKind && o.GetName() == refName && (refKind == "ClusterRole" || o.GetNamespace() == b.GetNamespace()) {
+			return o
+		}
+	}
+	t.Fatalf("%s %s/%s binds %s %s, which the install does not have", b.GetKind(), b.GetNamespace(), b.GetName(), refKind, refName)
+	return nil
+}
+
+// addRule adds a rule's verbs to verbs, keyed by scope, resource.group and
+// name ("*" for any), or by scope and non-resource URL.
+func addRule(verbs map[string][]string, scope string, rule map[string]any) {
+	groups, _, _ := unstructured.NestedStringSlice(rule, "apiGroups")
+	resources, _, _ := unstructured.NestedStringSlice(rule, "resources")
+	names, _, _ := unstructured.NestedStringSlice(rule, "resourceNames")
+	vs, _, _ := unstructured.NestedStringSlice(rule, "verbs")
+	urls, _, _ := unstructured.NestedStringSlice(rule, "nonResourceURLs")
+	for _, u := range urls {
+		key := fmt.Sprintf("%s  url %s", scope, u)
+		verbs[key] = append(verbs[key], vs...)
+	}
+	if len(names) == 0 {
+		names = []string{"*"}
+	}
+	for _, g := range groups {
+		for _, res := range resources {
+			if g != "" {
+				res += "." + g
+			}
+			for _, n := range names {
+				key := fmt.Sprintf("%s  %s  %s", scope, res, n)
+				verbs[key] = append(verbs[key], vs...)
+			}
+		}
+	}
 }
 
 // The installs of each certificate mode, as a user renders them.
