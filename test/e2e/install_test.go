@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -215,6 +216,17 @@ func specs(objs []*unstructured.Unstructured, kind string) map[string]any {
 			if k != "metadata" {
 				content[k] = v
 			}
+		}
+		if rules, ok := content["rules"].([]any); ok {
+			// In any order: the chart adds the self-signed mode's rules
+			// after the others (hack/helmsync splits them by mode).
+			rules = slices.Clone(rules)
+			slices.SortFunc(rules, func(a, b any) int {
+				ja, _ := json.Marshal(a)
+				jb, _ := json.Marshal(b)
+				return strings.Compare(string(ja), string(jb))
+			})
+			content["rules"] = rules
 		}
 		out[o.GetName()] = content
 	}
