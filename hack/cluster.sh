@@ -68,6 +68,7 @@ up() {
     mapfile -t ports < <(free_ports 6)
     [ "${#ports[@]}" -eq 6 ] || exit 1
     etcd_pki "$KWOK_WORKDIR/clusters/$name/etcd-pki"
+    webhook_client_pki "$KWOK_WORKDIR/clusters/$name/webhook-client-pki"
     kwok_config "$config" "${ports[1]}" "${ports[5]}"
     kwokctl create cluster \
       --config "$config" \
@@ -155,6 +156,48 @@ etcd_pki() {
   chmod 600 "$dir"/*.key
 }
 
+# webhook_client_pki DIR: a client certificate the apiserver presents to
+# every webhook it calls (docs/operations/install.md, "Authenticating the
+# apiserver"), from a CA of its own (ca.crt, what a manager's
+# --webhook-client-ca-file names), through an AdmissionConfiguration
+# (admission.yaml, --admission-control-config-file) whose kubeconfig's user
+# "*" matches every webhook: the manager runs on 127.0.0.1 at ports the tests
+# choose, and in the cluster behind its Service. A manager that does not ask
+# for a client certificate is sent none.
+webhook_client_pki() {
+  local dir=$1 plugin
+  mkdir -p "$dir"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=deckhand-webhook-client-ca" \
+    -keyout "$dir/ca.key" -out "$dir/ca.crt" 2>/dev/null
+  openssl req -new -newkey rsa:2048 -nodes -subj "/CN=kube-apiserver-webhook-client" \
+    -keyout "$dir/apiserver.key" -out "$dir/apiserver.csr" 2>/dev/null
+  openssl x509 -req -in "$dir/apiserver.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial -days 30 \
+    -extfile <(printf 'extendedKeyUsage=clientAuth\n') -out "$dir/apiserver.crt" 2>/dev/null
+  rm -f "$dir/apiserver.csr" "$dir/ca.srl"
+  chmod 600 "$dir"/*.key
+  cat > "$dir/kubeconfig" <<YAML
+apiVersion: v1
+kind: Config
+users:
+  - name: "*"
+    user:
+      client-certificate: $dir/apiserver.crt
+      client-key: $dir/apiserver.key
+YAML
+  {
+    echo "apiVersion: apiserver.config.k8s.io/v1"
+    echo "kind: AdmissionConfiguration"
+    echo "plugins:"
+    for plugin in ValidatingAdmissionWebhook MutatingAdmissionWebhook; do
+      echo "  - name: $plugin"
+      echo "    configuration:"
+      echo "      apiVersion: apiserver.config.k8s.io/v1"
+      echo "      kind: WebhookAdmissionConfiguration"
+      echo "      kubeConfigFile: $dir/kubeconfig"
+    done
+  } > "$dir/admission.yaml"
+}
+
 # kwok_config FILE ETCD_PORT ETCD_PEER_PORT: what kwokctl's flags cannot say.
 #  - kwok manages only the nodes `kwokctl scale node` makes (annotated
 #    kwok.x-k8s.io/node=fake), never the real node or its pods;
@@ -166,6 +209,9 @@ etcd_pki() {
 #    which pods on the real node dial;
 #  - a namespace can send all its pods to the real node with the annotations
 #    of PodNodeSelector and PodTolerationRestriction (test/cluster does);
+#  - it presents a client certificate to the webhooks it calls
+#    (webhook_client_pki), which a manager run with
+#    --webhook-client-ca-file=<cluster dir>/webhook-client-pki/ca.crt demands;
 #  - owner references are checked as OpenShift checks them
 #    (OwnerReferencesPermissionEnforcement: blockOwnerDeletion needs update
 #    on the owner's finalizers), so every e2e test runs under that rule;
@@ -188,6 +234,7 @@ etcd_pki() {
 kwok_config() {
   local service_range=10.96.0.0/16
   local pki=$KWOK_WORKDIR/clusters/$name/pki etcd=$KWOK_WORKDIR/clusters/$name/etcd-pki
+  local webhook_client=$KWOK_WORKDIR/clusters/$name/webhook-client-pki
   cat > "$1" <<YAML
 apiVersion: config.kwok.x-k8s.io/v1alpha1
 kind: KwokctlConfiguration
@@ -228,6 +275,7 @@ componentsPatches:
       - {key: enable-aggregator-routing, value: "true"}
       - {key: enable-admission-plugins, value: "PodNodeSelector,PodTolerationRestriction,OwnerReferencesPermissionEnforcement"}
       - {key: service-cluster-ip-range, value: "$service_range"}
+      - {key: admission-control-config-file, value: "$webhook_client/admission.yaml"}
   - name: kube-controller-manager
     extraArgs:
       - {key: leader-elect, value: "false"}

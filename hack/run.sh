@@ -77,7 +77,8 @@ On context '$context', make run would:
     conversion webhook pointed at https://127.0.0.1:$webhook_port/convert,
     which only this machine's manager answers;
   - $webhook_change;
-  - create the namespace $namespace if missing.
+  - create the namespace $namespace, and in it the empty webhook
+    certificate Secret deckhand-webhook-server-cert, if missing.
 An installed Deckhand there would stop converting and validating through
 its own Service until it is installed again.
 MSG
@@ -101,6 +102,11 @@ fi
 # namespace that holds the leader-election Lease.
 DECKHAND_CONVERSION_HOST=127.0.0.1 DECKHAND_CONVERSION_PORT=$webhook_port "$root/hack/install.sh"
 "$kubectl" create namespace "$namespace" --dry-run=client -o yaml | "$kubectl" apply -f - >/dev/null
+# The webhook certificate Secret, empty, as the installs ship it: the
+# manager fills it and may not create it (an existing one is kept).
+if [ "$webhooks" = true ] && ! "$kubectl" -n "$namespace" get secret deckhand-webhook-server-cert >/dev/null 2>&1; then
+  "$kubectl" -n "$namespace" create secret generic deckhand-webhook-server-cert >/dev/null
+fi
 
 if [ "${local_cluster:-}" = true ]; then
   cat >&2 <<MSG

@@ -262,9 +262,13 @@ func withConversion(data []byte) ([]byte, error) {
 }
 
 // syncRBAC writes the rules of the generated ClusterRole and (namespaced)
-// Role, and the ClusterRole's rules split for a namespaced install: those on
-// cluster-scoped resources (granted cluster-wide) and the others (granted by
-// a Role in each watched namespace).
+// Role, split by certificate mode and, for a namespaced install, by scope.
+// The Role (the certificate Secret) and the ClusterRole's rules on webhook
+// configurations and CRDs (CA injection) are the self-signed mode's alone:
+// with cert-manager, its CA injector fills caBundle and it writes the
+// Secret, so the manager needs none of them. The ClusterRole's other rules
+// are split into those on cluster-scoped resources (granted cluster-wide)
+// and the others (granted by a Role in each watched namespace).
 func syncRBAC() error {
 	objs, err := readAll("config/rbac/role.yaml")
 	if err != nil {
@@ -272,21 +276,36 @@ func syncRBAC() error {
 	}
 	for _, o := range objs {
 		rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
-		name := map[string]string{"ClusterRole": "cluster-role-rules.yaml", "Role": "role-rules.yaml"}[o.GetKind()]
-		if name == "" {
+		switch o.GetKind() {
+		case "Role":
+			if err := writeYAMLFrom(filepath.Join(chart, "files", "role-rules.yaml"), rules,
+				"config/rbac/role.yaml (the self-signed mode's Role)"); err != nil {
+				return err
+			}
+			continue
+		case kindClusterRole:
+		default:
 			return fmt.Errorf("unexpected %s in role.yaml", o.GetKind())
 		}
-		if err := writeYAML(filepath.Join(chart, "files", name), rules); err != nil {
+		common, selfSigned := splitCertificateRules(rules)
+		if err := writeYAMLFrom(filepath.Join(chart, "files", "cluster-role-rules.yaml"), common,
+			"config/rbac/role.yaml (the rules of every certificate mode)"); err != nil {
 			return err
 		}
-		if o.GetKind() != kindClusterRole {
-			continue
+		if err := writeYAMLFrom(filepath.Join(chart, "files", "self-signed-cluster-rules.yaml"), selfSigned,
+			"config/rbac/role.yaml (the self-signed mode's CA injection)"); err != nil {
+			return err
+		}
+		if err := writeYAMLFrom(filepath.Join(CertManagerOverlay, "manager_role.yaml"),
+			rbacObject(kindClusterRole, "deckhand-manager-role", "", common), "config/rbac/role.yaml (without the self-signed mode's rules)"); err != nil {
+			return err
 		}
 		cluster, namespaced, err := splitRules(rules)
 		if err != nil {
 			return err
 		}
-		if err := writeYAML(filepath.Join(chart, "files", "cluster-scoped-rules.yaml"), cluster); err != nil {
+		clusterCommon, _ := splitCertificateRules(cluster)
+		if err := writeYAML(filepath.Join(chart, "files", "cluster-scoped-rules.yaml"), clusterCommon); err != nil {
 			return err
 		}
 		if err := writeYAML(filepath.Join(chart, "files", "namespaced-rules.yaml"), namespaced); err != nil {
@@ -297,6 +316,47 @@ func syncRBAC() error {
 		}
 	}
 	return nil
+}
+
+// CertManagerOverlay is config/overlays/cert-manager, whose ClusterRole
+// (the rules of every mode, without CA injection) syncRBAC writes.
+const CertManagerOverlay = "config/overlays/cert-manager"
+
+// certificateResources are what only the self-signed mode's CA injection
+// touches: the manager's webhook configuration and the CRDs it converts.
+var certificateResources = map[string]bool{
+	"validatingwebhookconfigurations": true,
+	"mutatingwebhookconfigurations":   true,
+	"customresourcedefinitions":       true,
+}
+
+// splitCertificateRules splits rules into those every mode grants and those
+// on certificateResources; a rule naming both is split in two.
+func splitCertificateRules(rules []any) (common, selfSigned []any) {
+	for _, r := range rules {
+		rule := r.(map[string]any)
+		resources, _, _ := unstructured.NestedStringSlice(rule, "resources")
+		var c, s []any
+		for _, res := range resources {
+			if certificateResources[res] {
+				s = append(s, res)
+			} else {
+				c = append(c, res)
+			}
+		}
+		for _, part := range []struct {
+			resources []any
+			into      *[]any
+		}{{c, &common}, {s, &selfSigned}} {
+			if len(part.resources) == 0 {
+				continue
+			}
+			copied := runtime.DeepCopyJSON(rule)
+			copied["resources"] = part.resources
+			*part.into = append(*part.into, copied)
+		}
+	}
+	return common, selfSigned
 }
 
 // clusterScoped are the cluster-scoped resources the manager's rules name. A

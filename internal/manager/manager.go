@@ -32,6 +32,7 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/eventnote"
 	"github.com/deckhand-dev/deckhand/internal/metricsauth"
 	"github.com/deckhand-dev/deckhand/internal/scopedcache"
+	"github.com/deckhand-dev/deckhand/internal/webhookauth"
 	"github.com/deckhand-dev/deckhand/internal/webhookcert"
 )
 
@@ -74,7 +75,11 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	// HTTP/2 is off on both servers: its stream-reset and rapid-reset flaws
 	// (CVE-2023-44487, CVE-2023-39325) are not worth the gain here.
 	noHTTP2 := func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }
-	webhookServer, metricsTLS, rotator := servers(opts, noHTTP2)
+	clientCAs, err := webhookClientCAs(opts)
+	if err != nil {
+		return nil, err
+	}
+	webhookServer, metricsTLS, rotator := servers(opts, clientCAs, noHTTP2)
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: Scheme,
@@ -166,12 +171,30 @@ func New(ctx context.Context, cfg *rest.Config, opts Options) (ctrl.Manager, err
 	return mgr, nil
 }
 
+// webhookClientCAs are the CAs of --webhook-client-ca-file, nil without it
+// or without webhooks.
+func webhookClientCAs(opts Options) (*webhookauth.ClientCAs, error) {
+	if opts.WebhookClientCAFile == "" || !opts.WebhooksEnabled() {
+		return nil, nil
+	}
+	cas, err := webhookauth.Load(opts.WebhookClientCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("--webhook-client-ca-file: %w", err)
+	}
+	return cas, nil
+}
+
 // servers are the webhook server and the metrics server's TLS options:
 // certificates read from their directories (cert-manager's, envtest's), or,
 // with self-signed certificates, the ones the rotator (returned) issued,
-// none before its first pass has injected the CA (issuingServer).
-func servers(opts Options, tlsOpts ...func(*tls.Config)) (webhook.Server, []func(*tls.Config), *webhookcert.Rotator) {
+// none before its first pass has injected the CA (issuingServer). With
+// clientCAs, the webhook server admits only reviews whose sender presented
+// a certificate they verify (conversion excepted: webhookauth).
+func servers(opts Options, clientCAs *webhookauth.ClientCAs, tlsOpts ...func(*tls.Config)) (webhook.Server, []func(*tls.Config), *webhookcert.Rotator) {
 	webhookTLS, metricsTLS := slices.Clone(tlsOpts), slices.Clone(tlsOpts)
+	if clientCAs != nil {
+		webhookTLS = append(webhookTLS, clientCAs.TLSOption)
+	}
 	var rotator *webhookcert.Rotator
 	if opts.WebhooksEnabled() && opts.WebhookCertMode == CertModeSelfSigned {
 		rotator = newRotator(opts)
@@ -186,7 +209,7 @@ func servers(opts Options, tlsOpts ...func(*tls.Config)) (webhook.Server, []func
 		Port:    opts.WebhookPort,
 		CertDir: opts.WebhookCertDir,
 		TLSOpts: webhookTLS,
-	}))
+	}), clientCAs != nil)
 	if rotator == nil {
 		return server, metricsTLS, nil
 	}

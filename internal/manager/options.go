@@ -76,6 +76,11 @@ type Options struct {
 	// WebhookCertHosts are the names the self-signed certificate is valid
 	// for; empty means the webhook Service's DNS name.
 	WebhookCertHosts []string
+	// WebhookClientCAFile, when set, is a PEM bundle of the CAs whose
+	// client certificates the webhook server accepts: admission reviews
+	// sent without one are refused (internal/webhookauth). Conversion stays
+	// open: the apiserver calls it without a client certificate.
+	WebhookClientCAFile string
 
 	// GracefulShutdownTimeout bounds how long running reconciles may take to
 	// finish when the manager is stopped.
@@ -180,10 +185,13 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.WebhookCertMode, "webhook-cert-mode", CertModeSelfSigned,
 		"Where the webhook serving certificate comes from: \"self-signed\" (issued, rotated and injected into the webhook configurations by the manager) or \"external\" (tls.crt/tls.key mounted in --webhook-cert-dir, e.g. by cert-manager).")
 	fs.StringVar(&o.WebhookCertSecret, "webhook-cert-secret", "deckhand-webhook-server-cert",
-		"Secret in --namespace holding the self-signed webhook CA and certificate.")
+		"Secret in --namespace holding the self-signed webhook CA and certificate. The installs ship it empty and the manager fills it; it never creates it (a missing Secret stops the manager, naming it).")
 	fs.Func("webhook-cert-hosts",
 		"Comma-separated DNS names or IPs for the self-signed webhook certificate; default deckhand-webhook-service.<namespace>.svc.",
 		func(v string) error { o.WebhookCertHosts = setupoptions.SplitList(v); return nil })
+	fs.StringVar(&o.WebhookClientCAFile, "webhook-client-ca-file", "",
+		"PEM file of the CAs whose client certificates the webhook server accepts; set, an admission review sent without such a certificate is refused unread, and one from another CA fails the TLS handshake. "+
+			"For an apiserver given a client certificate for the webhook Service (--admission-control-config-file). Conversion (/convert) stays open: the apiserver calls it without one. Empty accepts any client.")
 	o.DisableWebhooks = os.Getenv("ENABLE_WEBHOOKS") == "false"
 	fs.BoolFunc("enable-webhooks",
 		"Serve the admission webhooks (default true, or false when the environment has ENABLE_WEBHOOKS=false). "+

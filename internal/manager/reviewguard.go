@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/deckhand-dev/deckhand/internal/webhookauth"
 )
 
 // What one admission review may cost the manager, whoever sent it. The
@@ -31,19 +33,26 @@ const (
 // in size, in how many run at once and in time. Conversion (/convert) is
 // left to controller-runtime's own limit: the apiserver converts a list
 // page in one review, which may be larger than any one object.
+// With clientCerts (--webhook-client-ca-file), every path but conversion's
+// first refuses, unread, a request sent without a verified client
+// certificate.
 type guardedServer struct {
 	webhook.Server
-	slots chan struct{}
+	slots       chan struct{}
+	clientCerts bool
 }
 
-func newGuardedServer(s webhook.Server) guardedServer {
-	return guardedServer{Server: s, slots: make(chan struct{}, maxReviewsAtOnce)}
+func newGuardedServer(s webhook.Server, clientCerts bool) guardedServer {
+	return guardedServer{Server: s, slots: make(chan struct{}, maxReviewsAtOnce), clientCerts: clientCerts}
 }
 
 // Register registers hook at path, guarded when it validates.
 func (s guardedServer) Register(path string, hook http.Handler) {
 	if strings.HasPrefix(path, "/validate-") {
 		hook = guardReview(hook, s.slots, maxReviewBytes, reviewDeadline)
+	}
+	if s.clientCerts && path != webhookauth.ConversionPath {
+		hook = webhookauth.Require(hook)
 	}
 	s.Server.Register(path, hook)
 }

@@ -41,6 +41,8 @@ func restartOptions(t *testing.T) manager.Options {
 	opts.WebhookCertSecret = "deckhand-webhook-server-cert"
 	opts.WebhookCertHosts = []string{opts.WebhookHost}
 	opts.WebhookCertDir = t.TempDir()
+	// The installs ship the Secret empty; the manager fills it.
+	env.Create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: opts.Namespace, Name: opts.WebhookCertSecret}})
 	keepCABundles(t, manager.ConvertedCRDs()...)
 	installWebhookConfiguration(t, opts.WebhookHost, opts.WebhookPort)
 
@@ -212,14 +214,16 @@ func TestStartDiscoversTheAPIOnce(t *testing.T) {
 	g.Expect(discovery).To(Equal(map[string]int{"/api": 1, "/apis": 1}), "requests:\n%s", log)
 }
 
-// A certificate that cannot be issued (here: the Secret's namespace does
-// not exist) stops the manager with the reason, as it stopped New when New
-// issued it: a replica never runs on without a certificate.
+// A certificate that cannot be issued (here: the certificate Secret, which
+// the installs ship and the manager may not create, is missing) stops the
+// manager with the reason, naming the Secret, as it stopped New when New
+// issued it: a replica never runs on without a certificate, and does not
+// crash either.
 func TestAManagerWithoutACertificateStops(t *testing.T) {
 	g := NewWithT(t)
 	opts := env.ManagerOptions()
 	opts.WebhookCertMode = manager.CertModeSelfSigned
-	opts.Namespace = "no-such-namespace"
+	opts.Namespace = env.Namespace(t)
 	opts.WebhookCertSecret = "deckhand-webhook-server-cert"
 	opts.WebhookCertHosts = []string{opts.WebhookHost}
 	opts.WebhookCertDir = t.TempDir()
@@ -231,4 +235,7 @@ func TestAManagerWithoutACertificateStops(t *testing.T) {
 		g.Expect(ctx.Err()).NotTo(HaveOccurred(), "the manager ran on")
 	}
 	g.Expect(err).To(MatchError(ContainSubstring("issuing the webhook serving certificate")))
+	g.Expect(err).To(MatchError(ContainSubstring("Secret " + opts.Namespace + "/deckhand-webhook-server-cert is missing")))
+	g.Expect(apierrors.IsNotFound(env.Client.Get(context.Background(),
+		client.ObjectKey{Namespace: opts.Namespace, Name: opts.WebhookCertSecret}, &corev1.Secret{}))).To(BeTrue(), "the manager created its Secret")
 }

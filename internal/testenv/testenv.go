@@ -57,8 +57,12 @@ type Env struct {
 }
 
 // Main starts a control plane, runs the package's tests, stops it, and exits.
-func Main(m *testing.M, env **Env) {
-	e, err := Start()
+func Main(m *testing.M, env **Env) { MainWith(m, env, nil) }
+
+// MainWith is Main with the control plane changed by configure before it
+// starts (say, an apiserver flag), when configure is not nil.
+func MainWith(m *testing.M, env **Env, configure func(*envtest.Environment)) {
+	e, err := StartWith(configure)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
 		os.Exit(1)
@@ -77,7 +81,11 @@ func Main(m *testing.M, env **Env) {
 // PodSet, PodBugger) a conversion webhook pointing at the test webhook
 // server, with its CA, so a manager started with ManagerOptions converts
 // them as the installed manager does.
-func Start() (*Env, error) {
+func Start() (*Env, error) { return StartWith(nil) }
+
+// StartWith is Start with the control plane changed by configure before it
+// starts, when configure is not nil.
+func StartWith(configure func(*envtest.Environment)) (*Env, error) {
 	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true), zap.Level(logLevel())))
 	root, err := RepoRoot()
 	if err != nil {
@@ -108,6 +116,9 @@ func Start() (*Env, error) {
 	// them: setting blockOwnerDeletion needs update on the owner's
 	// finalizers, so a missing rule shows here, not on the user's cluster.
 	e.ControlPlane.GetAPIServer().Configure().Append("enable-admission-plugins", "OwnerReferencesPermissionEnforcement")
+	if configure != nil {
+		configure(e)
+	}
 	cfg, err := e.Start()
 	if err != nil {
 		// envtest may fail after its processes started (installing CRDs or

@@ -69,7 +69,7 @@ func TestCARotationFailsNoRequest(t *testing.T) {
 	a, b, cfg := twoReplicas(t, ctx, ns)
 
 	load := startLoad(ctx, ns)
-	g.Expect(env.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "webhook-cert"}})).To(Succeed())
+	g.Expect(emptySecret(ctx, ns)).To(Succeed())
 	g.Expect(a.Ensure(ctx)).To(Succeed()) // a new CA; b still serves the old one
 	time.Sleep(2 * time.Second)
 	g.Expect(b.Ensure(ctx)).To(Succeed())
@@ -211,7 +211,7 @@ func TestOldCAStaysUntilTheNewOneWasInjected(t *testing.T) {
 	a.Client = refusing
 
 	refusing.refuse.Store(true)
-	g.Expect(env.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "webhook-cert"}})).To(Succeed())
+	g.Expect(emptySecret(ctx, ns)).To(Succeed())
 	g.Expect(a.Ensure(ctx)).NotTo(Succeed(), "the injection was refused")
 	g.Consistently(func() error { return createConfigMap(ctx, ns) }).WithTimeout(time.Second).Should(Succeed(),
 		"a replica served a certificate whose CA was not injected")
@@ -253,7 +253,7 @@ func TestReplicaTakesTheNewCertificateOnceAnotherInjectedItsCA(t *testing.T) {
 	refusing.refuse.Store(true)
 	a.Client = refusing
 
-	g.Expect(env.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "webhook-cert"}})).To(Succeed())
+	g.Expect(emptySecret(ctx, ns)).To(Succeed())
 	g.Expect(b.Ensure(ctx)).To(Succeed()) // a new CA, in every caBundle beside the old one
 	// a would prune the old CA (the overlap is over by its clock) and
 	// cannot: the new CA is in every caBundle all the same.

@@ -29,7 +29,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -38,12 +37,16 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// The manager reads and writes only its own certificate Secret (by name: the
-// default of --webhook-cert-secret; create cannot be limited by name, the
-// apiserver authorizes it before the object has one), and patches only its
-// own webhook configuration and the CRDs it converts. Deckhand has no
-// mutating webhook, so it has no right on mutating configurations.
-// +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=create
+// The manager reads and writes only its own certificate Secret, by name
+// (the default of --webhook-cert-secret), and patches only its own webhook
+// configuration and the CRDs it converts. It never creates the Secret: a
+// create cannot be limited by name (the apiserver authorizes it before the
+// object has one), and a manager that may create Secrets in its namespace
+// may mint a token for any ServiceAccount there. Both installs ship the
+// Secret empty; the manager fills it. Deckhand has no mutating webhook, so
+// it has no right on mutating configurations. These rights are the
+// self-signed mode's alone: with cert-manager the installs grant none of
+// them (hack/helmsync splits them off; test/installs checks each mode).
 // +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=get;update,resourceNames=deckhand-webhook-server-cert
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;patch,resourceNames=deckhand-validating-webhook-configuration
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;patch,resourceNames=podsets.apps.deckhand.dev
@@ -262,26 +265,22 @@ func (r *Rotator) now() time.Time {
 	return time.Now()
 }
 
-// ensureSecret returns the certificate Secret, creating or renewing it when
-// it is missing, invalid, close to expiry or not valid for Hosts. Two
-// replicas racing both retry on conflict and end with the same Secret.
+// ensureSecret returns the certificate Secret, filling or renewing it when
+// it is empty, invalid, close to expiry or not valid for Hosts. The Secret
+// must exist: the installs ship it empty, and the manager may not create
+// Secrets (ErrNoSecret). Any type will do (the installs ship an Opaque one;
+// a Secret an earlier release created is kubernetes.io/tls): only its data
+// is written. Two replicas racing both retry on conflict and end with the
+// same Secret.
 func (r *Rotator) ensureSecret(ctx context.Context) (*corev1.Secret, error) {
 	for attempt := 0; attempt < 5; attempt++ {
 		secret := &corev1.Secret{}
 		err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.SecretNamespace, Name: r.SecretName}, secret)
 		switch {
 		case apierrors.IsNotFound(err):
-			secret = &corev1.Secret{
-				ObjectMeta: metav1.ObjectMeta{Namespace: r.SecretNamespace, Name: r.SecretName},
-				Type:       corev1.SecretTypeTLS,
-			}
-			if secret.Data, err = r.issue(nil); err != nil {
-				return nil, err
-			}
-			if err = r.Client.Create(ctx, secret); apierrors.IsAlreadyExists(err) {
-				continue
-			}
-			return secret, wrap(err, "creating Secret %s/%s", r.SecretNamespace, r.SecretName)
+			return nil, fmt.Errorf("%w: Secret %s/%s is missing; the install ships it empty for the manager to fill "+
+				"(kubectl create secret generic %s -n %s, or apply the install again)",
+				ErrNoSecret, r.SecretNamespace, r.SecretName, r.SecretName, r.SecretNamespace)
 		case err != nil:
 			return nil, fmt.Errorf("reading Secret %s/%s: %w", r.SecretNamespace, r.SecretName, err)
 		}
@@ -301,11 +300,15 @@ func (r *Rotator) ensureSecret(ctx context.Context) (*corev1.Secret, error) {
 		} else if err != nil {
 			return nil, fmt.Errorf("updating Secret %s/%s: %w", r.SecretNamespace, r.SecretName, err)
 		}
-		logf.FromContext(ctx).Info("renewed the webhook serving certificate", "secret", client.ObjectKeyFromObject(secret))
+		logf.FromContext(ctx).Info("issued the webhook serving certificate", "secret", client.ObjectKeyFromObject(secret))
 		return secret, nil
 	}
 	return nil, fmt.Errorf("secret %s/%s kept changing under us", r.SecretNamespace, r.SecretName)
 }
+
+// ErrNoSecret is why a pass fails when the certificate Secret does not
+// exist: the manager does not create it.
+var ErrNoSecret = errors.New("no webhook certificate Secret")
 
 // fresh reports whether data holds a CA and a serving certificate signed by
 // it, valid for every host, valid now (not only later: a certificate issued

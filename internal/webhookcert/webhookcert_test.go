@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -54,6 +55,7 @@ func webhookConfig(t *testing.T) *admissionregistrationv1.ValidatingWebhookConfi
 }
 
 func rotator(t *testing.T, ns, cfgName string) *webhookcert.Rotator {
+	shipSecret(t, ns)
 	return &webhookcert.Rotator{
 		Client:                   env.Client,
 		SecretNamespace:          ns,
@@ -63,6 +65,27 @@ func rotator(t *testing.T, ns, cfgName string) *webhookcert.Rotator {
 		ValidatingConfigurations: []string{cfgName},
 		MutatingConfigurations:   []string{"does-not-exist"},
 	}
+}
+
+// shipSecret creates the certificate Secret empty, as both installs ship
+// it, unless it exists.
+func shipSecret(t *testing.T, ns string) {
+	t.Helper()
+	err := env.Client.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "webhook-cert"}})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// emptySecret empties the certificate Secret, as an install re-applied
+// from scratch or an administrator would: the next pass issues a new CA.
+func emptySecret(ctx context.Context, ns string) error {
+	secret := &corev1.Secret{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "webhook-cert"}, secret); err != nil {
+		return err
+	}
+	secret.Data = nil
+	return env.Client.Update(ctx, secret)
 }
 
 func TestEnsureIssuesWritesAndInjects(t *testing.T) {
@@ -287,4 +310,68 @@ func TestACertificateNotYetValidIsReplaced(t *testing.T) {
 	leaf, err := x509.ParseCertificate(pair.Certificate[0])
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(leaf.NotBefore).To(BeTemporally("<=", time.Now()), "the served certificate is valid now")
+}
+
+// The manager never creates its certificate Secret (it has no right to:
+// create cannot be limited by name, and a manager that may create Secrets
+// can mint ServiceAccount tokens): the installs ship it empty. Missing, a
+// pass fails naming it and creates nothing; empty (the installs' Opaque
+// one, with what Helm puts on it), it is filled, its type and metadata
+// kept; filled by an earlier release (kubernetes.io/tls, created by that
+// release's manager), it is used as it is, nothing rewritten.
+func TestTheShippedSecretIsFilledNeverCreated(t *testing.T) {
+	ctx := context.Background()
+
+	t.Run("missing", func(t *testing.T) {
+		g := NewWithT(t)
+		ns := env.Namespace(t)
+		r := &webhookcert.Rotator{Client: env.Client, SecretNamespace: ns, SecretName: "webhook-cert",
+			Hosts: []string{"127.0.0.1"}, CertDir: t.TempDir()}
+		err := r.Ensure(ctx)
+		g.Expect(err).To(MatchError(webhookcert.ErrNoSecret))
+		g.Expect(err.Error()).To(ContainSubstring("Secret " + ns + "/webhook-cert is missing"))
+		err = env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "webhook-cert"}, &corev1.Secret{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the rotator created the Secret: %v", err)
+		// Start, as the manager runs it, stops with that error.
+		g.Expect(r.Start(ctx)).To(MatchError(ContainSubstring("Secret " + ns + "/webhook-cert is missing")))
+		_, err = r.GetCertificate(nil)
+		g.Expect(err).To(MatchError(webhookcert.ErrNotIssued))
+	})
+
+	t.Run("empty", func(t *testing.T) {
+		g := NewWithT(t)
+		ns := env.Namespace(t)
+		shipped := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "webhook-cert",
+			Labels:      map[string]string{"app.kubernetes.io/managed-by": "Helm"},
+			Annotations: map[string]string{"meta.helm.sh/release-name": "deckhand"}}}
+		g.Expect(env.Client.Create(ctx, shipped)).To(Succeed())
+		r := rotator(t, ns, webhookConfig(t).Name)
+		g.Expect(r.Ensure(ctx)).To(Succeed())
+		secret := &corev1.Secret{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(shipped), secret)).To(Succeed())
+		g.Expect(secret.Type).To(Equal(corev1.SecretTypeOpaque))
+		g.Expect(secret.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "Helm"))
+		g.Expect(secret.Annotations).To(HaveKeyWithValue("meta.helm.sh/release-name", "deckhand"))
+		g.Expect(secret.Data).To(HaveKey(webhookcert.CAKey))
+		g.Expect(os.ReadFile(filepath.Join(r.CertDir, webhookcert.CertKey))).To(Equal(secret.Data[webhookcert.CertKey]))
+	})
+
+	t.Run("filled by an earlier release", func(t *testing.T) {
+		g := NewWithT(t)
+		ns := env.Namespace(t)
+		earlier := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "webhook-cert"}, Type: corev1.SecretTypeTLS,
+			Data: map[string][]byte{corev1.TLSCertKey: nil, corev1.TLSPrivateKeyKey: nil}}
+		g.Expect(env.Client.Create(ctx, earlier)).To(Succeed())
+		cfg := webhookConfig(t)
+		g.Expect(rotator(t, ns, cfg.Name).Ensure(ctx)).To(Succeed())
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(earlier), earlier)).To(Succeed())
+
+		r := rotator(t, ns, cfg.Name) // the new release's manager, a new pod
+		g.Expect(r.Ensure(ctx)).To(Succeed())
+		secret := &corev1.Secret{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(earlier), secret)).To(Succeed())
+		g.Expect(secret.ResourceVersion).To(Equal(earlier.ResourceVersion), "the Secret was rewritten")
+		g.Expect(secret.Type).To(Equal(corev1.SecretTypeTLS))
+		g.Expect(os.ReadFile(filepath.Join(r.CertDir, webhookcert.CertKey))).To(Equal(secret.Data[webhookcert.CertKey]))
+	})
 }

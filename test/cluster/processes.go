@@ -54,6 +54,13 @@ func (c *Cluster) Processes() (map[int]string, error) {
 	return procs, nil
 }
 
+// WebhookClientCA is the CA of the client certificate the cluster's
+// apiserver presents to every webhook it calls (hack/cluster.sh,
+// webhook_client_pki): what a manager's --webhook-client-ca-file names.
+func (c *Cluster) WebhookClientCA() string {
+	return filepath.Join(c.root, "bin", "kwok", "clusters", c.Name, "webhook-client-pki", "ca.crt")
+}
+
 // EtcdPKI is the directory of etcd's own CA and certificates
 // (hack/cluster.sh): ca.crt, and apiserver-etcd-client.crt and .key, the
 // one client certificate etcd answers.

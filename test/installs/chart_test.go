@@ -1,0 +1,83 @@
+package installs
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// webhookFrom is the peers of the NetworkPolicy's rule for the webhook port.
+func webhookFrom(t *testing.T, objs []*unstructured.Unstructured) []any {
+	t.Helper()
+	np := find(objs, "NetworkPolicy", "deckhand-controller-manager")
+	if np == nil {
+		t.Fatal("no NetworkPolicy deckhand-controller-manager")
+	}
+	rules, _, _ := unstructured.NestedSlice(np.Object, "spec", "ingress")
+	for _, r := range rules {
+		rule := r.(map[string]any)
+		ports, _, _ := unstructured.NestedSlice(rule, "ports")
+		if len(ports) == 1 && fmt.Sprint(ports[0].(map[string]any)["port"]) == "9443" {
+			from, _, _ := unstructured.NestedSlice(rule, "from")
+			return from
+		}
+	}
+	t.Fatal("the NetworkPolicy has no rule for the webhook port")
+	return nil
+}
+
+// The chart cannot know where the apiserver calls webhooks from, so by
+// default the webhook port admits every address, as config/network-policy
+// does; networkPolicy.apiserverCIDRs narrows it to those CIDRs alone, and
+// leaves the other ports' rules as they were.
+func TestTheWebhookPortAdmitsOnlyTheApiserverOnceItsAddressIsGiven(t *testing.T) {
+	g := NewWithT(t)
+	open := []any{
+		map[string]any{"ipBlock": map[string]any{"cidr": "0.0.0.0/0"}},
+		map[string]any{"ipBlock": map[string]any{"cidr": "::/0"}},
+	}
+	g.Expect(webhookFrom(t, helmTemplate(t))).To(Equal(open))
+	g.Expect(webhookFrom(t, kustomize(t, "config/default"))).To(Equal(open))
+
+	defaults := find(helmTemplate(t), "NetworkPolicy", "deckhand-controller-manager")
+	narrowed := helmTemplate(t, "--set", "networkPolicy.apiserverCIDRs={10.0.0.2/32,fd00::2/128}")
+	g.Expect(webhookFrom(t, narrowed)).To(Equal([]any{
+		map[string]any{"ipBlock": map[string]any{"cidr": "10.0.0.2/32"}},
+		map[string]any{"ipBlock": map[string]any{"cidr": "fd00::2/128"}},
+	}))
+	others := func(np *unstructured.Unstructured) []any {
+		rules, _, _ := unstructured.NestedSlice(np.Object, "spec", "ingress")
+		return slices.DeleteFunc(rules, func(r any) bool {
+			ports, _, _ := unstructured.NestedSlice(r.(map[string]any), "ports")
+			return fmt.Sprint(ports[0].(map[string]any)["port"]) == "9443"
+		})
+	}
+	g.Expect(others(find(narrowed, "NetworkPolicy", "deckhand-controller-manager"))).To(Equal(others(defaults)))
+}
+
+// webhook.clientCA.configMap mounts that ConfigMap into the manager and
+// points --webhook-client-ca-file at its key; unset, neither.
+func TestTheWebhookClientCAReachesTheManager(t *testing.T) {
+	g := NewWithT(t)
+	manager := func(objs []*unstructured.Unstructured) (args []string, volumes, mounts string) {
+		d := find(objs, "Deployment", "deckhand-controller-manager")
+		containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+		c := containers[0].(map[string]any)
+		args, _, _ = unstructured.NestedStringSlice(c, "args")
+		v, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "volumes")
+		m, _, _ := unstructured.NestedSlice(c, "volumeMounts")
+		return args, fmt.Sprint(v), fmt.Sprint(m)
+	}
+	args, volumes, mounts := manager(helmTemplate(t))
+	g.Expect(strings.Join(args, " ")).NotTo(ContainSubstring("--webhook-client-ca-file"))
+	g.Expect(volumes + mounts).NotTo(ContainSubstring("webhook-client-ca"))
+
+	args, volumes, mounts = manager(helmTemplate(t, "--set", "webhook.clientCA.configMap=apiserver-webhook-ca", "--set", "webhook.clientCA.key=ca.pem"))
+	g.Expect(args).To(ContainElement("--webhook-client-ca-file=/etc/deckhand/webhook-client-ca/ca.pem"))
+	g.Expect(volumes).To(ContainSubstring("map[configMap:map[name:apiserver-webhook-ca] name:webhook-client-ca]"))
+	g.Expect(mounts).To(ContainSubstring("map[mountPath:/etc/deckhand/webhook-client-ca name:webhook-client-ca readOnly:true]"))
+}
