@@ -3,7 +3,8 @@
 // with the comment `kubectl explain` shows), and docs/reference/flags.md from
 // the manager's own flag set (every flag, its default and its usage). `make
 // manifests` runs it; docs/reference/helm-values.md from the chart's
-// values.yaml and its comments; `make verify` fails when a page is stale.
+// values.yaml and its comments; docs/reference/metrics.md and events.md from
+// the source (source.go); `make verify` fails when a page is stale.
 package main
 
 import (
@@ -53,7 +54,21 @@ func run(crdDir, outDir string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", valuesFile, err)
 	}
-	return os.WriteFile(filepath.Join(outDir, "helm-values.md"), page, 0o644)
+	if err := os.WriteFile(filepath.Join(outDir, "helm-values.md"), page, 0o644); err != nil {
+		return err
+	}
+	ms, err := readMetrics("internal")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(outDir, "metrics.md"), metricsPage(ms), 0o644); err != nil {
+		return err
+	}
+	events, err := eventsPage(".")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(outDir, "events.md"), events, 0o644)
 }
 
 const valuesFile = "charts/deckhand/values.yaml"

@@ -21,7 +21,7 @@ func TestTheReferencePagesAreFresh(t *testing.T) {
 	if err := run("config/crd/bases", out); err != nil {
 		t.Fatal(err)
 	}
-	for _, page := range []string{"api.md", "flags.md", "helm-values.md"} {
+	for _, page := range []string{"api.md", "flags.md", "helm-values.md", "metrics.md", "events.md"} {
 		want, err := os.ReadFile(filepath.Join(out, page))
 		if err != nil {
 			t.Fatal(err)
@@ -46,5 +46,47 @@ func TestValuesPage(t *testing.T) {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("values page lacks %q:\n%s", want, page)
 		}
+	}
+}
+
+// An Event reason, condition or reason without a comment stops docgen,
+// naming it; a metric's name, type, labels (a shared list, concatenated)
+// and help reach its row.
+func TestSourcePages(t *testing.T) {
+	dir := t.TempDir()
+	src := `package x
+
+import (
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Event reasons.
+const (
+	// EventDone: the work is done.
+	EventDone = "Done"
+	EventLost = "Lost"
+)
+
+var shared = []string{"namespace"}
+
+var m = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "deckhand_x_total",
+	Help: "Things " + "done.",
+}, slices.Concat(shared, []string{"result"}))
+`
+	if err := os.WriteFile(filepath.Join(dir, "x.go"), []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readConstants(dir, eventConst); err == nil || !strings.Contains(err.Error(), "EventLost has no comment") {
+		t.Errorf("an Event reason without a comment: %v", err)
+	}
+	ms, err := readMetrics(dir)
+	if err != nil || len(ms) != 1 {
+		t.Fatalf("%v, %v", ms, err)
+	}
+	if row := string(metricsPage(ms)); !strings.Contains(row, "| `deckhand_x_total` | counter | `namespace`, `result` | Things done. |") {
+		t.Errorf("the page:\n%s", row)
 	}
 }

@@ -40,6 +40,18 @@ const (
 // exports and compares names.
 func TestAlertsAndDashboardQueryExportedMetrics(t *testing.T) {
 	exported := exportedMetrics(t)
+	// The metrics reference (generated from where metrics are declared)
+	// names each of Deckhand's the manager exports.
+	reference, err := os.ReadFile(filepath.Join("..", "..", "docs", "reference", "metrics.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range exported {
+		if strings.HasPrefix(name, "deckhand_") && !strings.HasSuffix(name, "_bucket") && !strings.HasSuffix(name, "_sum") &&
+			!strings.HasSuffix(name, "_count") && !strings.Contains(string(reference), "| `"+name+"` |") {
+			t.Errorf("docs/reference/metrics.md does not name %s, which the manager exports", name)
+		}
+	}
 	queries := map[string][]string{alertsFile: alertQueries(t), dashboardFile: dashboardQueries(t)}
 	for file, exprs := range queries {
 		if len(exprs) == 0 {

@@ -178,15 +178,24 @@ const (
 
 // Condition reasons of a PodSet.
 const (
-	ReasonMinimumReplicasAvailable   = "MinimumReplicasAvailable"
+	// ReasonMinimumReplicasAvailable: Available: at least replicas - maxUnavailable pods are available.
+	ReasonMinimumReplicasAvailable = "MinimumReplicasAvailable"
+	// ReasonMinimumReplicasUnavailable: Available is False: fewer pods are available than replicas - maxUnavailable.
 	ReasonMinimumReplicasUnavailable = "MinimumReplicasUnavailable"
-	ReasonScalingUp                  = "ScalingUp"
-	ReasonScalingDown                = "ScalingDown"
-	ReasonUpdating                   = "Updating"
-	ReasonWaitingForReady            = "WaitingForReady"
-	ReasonUpToDate                   = "UpToDate"
-	ReasonFailedCreate               = "FailedCreate"
-	ReasonFailedDelete               = "FailedDelete"
+	// ReasonScalingUp: Progressing: fewer pods exist than wanted; more are being created.
+	ReasonScalingUp = "ScalingUp"
+	// ReasonScalingDown: Progressing: more pods exist than wanted; some are being deleted.
+	ReasonScalingDown = "ScalingDown"
+	// ReasonUpdating: Progressing: pods that do not run the current template are being replaced.
+	ReasonUpdating = "Updating"
+	// ReasonWaitingForReady: Progressing: every pod runs the current template; some are not ready yet.
+	ReasonWaitingForReady = "WaitingForReady"
+	// ReasonUpToDate: Progressing is False: every pod runs the current template and is ready.
+	ReasonUpToDate = "UpToDate"
+	// ReasonFailedCreate: ReplicaFailure: creating pods failed.
+	ReasonFailedCreate = "FailedCreate"
+	// ReasonFailedDelete: ReplicaFailure: deleting pods failed.
+	ReasonFailedDelete = "FailedDelete"
 )
 
 // PodSet keeps a number of pods of a template running, replaces pods that end or are

@@ -261,16 +261,26 @@ const (
 
 // Condition reasons of a ModelBox.
 const (
+	// ReasonMinimumReplicasAvailable: Available: the Deployment has its minimum of pods available.
 	ReasonMinimumReplicasAvailable = "MinimumReplicasAvailable"
-	ReasonReplicasUnavailable      = "ReplicasUnavailable"
-	ReasonServiceMissing           = "ServiceMissing"
-	ReasonDeploymentMissing        = "DeploymentMissing"
-	ReasonRollingOut               = "RollingOut"
-	ReasonRolloutComplete          = "RolloutComplete"
-	ReasonAsExpected               = "AsExpected"
-	ReasonApplyFailed              = "ApplyFailed"
+	// ReasonReplicasUnavailable: Available is False: fewer pods are available than the Deployment needs.
+	ReasonReplicasUnavailable = "ReplicasUnavailable"
+	// ReasonServiceMissing: Available is False: the ModelBox has ports and its Service does not exist yet.
+	ReasonServiceMissing = "ServiceMissing"
+	// ReasonDeploymentMissing: Available is False: the Deployment does not exist yet.
+	ReasonDeploymentMissing = "DeploymentMissing"
+	// ReasonRollingOut: Progressing: the Deployment is being created, or pods are being updated, added or removed.
+	ReasonRollingOut = "RollingOut"
+	// ReasonRolloutComplete: Progressing is False: every pod runs the current template and is available.
+	ReasonRolloutComplete = "RolloutComplete"
+	// ReasonAsExpected: Degraded is False: the children match the spec.
+	ReasonAsExpected = "AsExpected"
+	// ReasonApplyFailed: Degraded: writing a child failed (the message says which and why).
+	ReasonApplyFailed = "ApplyFailed"
+	// ReasonProgressDeadlineExceeded: Degraded: the Deployment's rollout passed its progress deadline.
 	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
-	ReasonReplicaFailure           = "ReplicaFailure"
+	// ReasonReplicaFailure: Degraded: the Deployment cannot create or delete pods (a quota, an admission webhook).
+	ReasonReplicaFailure = "ReplicaFailure"
 )
 
 // NodePort is a node port the Service was given.

@@ -33,8 +33,11 @@ const ControllerName = "modelbox"
 
 // Event reasons on a ModelBox, one Event per child written.
 const (
+	// EventCreated: a child (Deployment, Service, HorizontalPodAutoscaler or PodDisruptionBudget) was created.
 	EventCreated = "Created"
+	// EventUpdated: a child was changed back to what the spec says.
 	EventUpdated = "Updated"
+	// EventDeleted: a child the spec no longer asks for was deleted.
 	EventDeleted = "Deleted"
 )
 

@@ -46,10 +46,14 @@ const (
 
 // Event reasons on a PodSet, as the ReplicaSet controller names them.
 const (
+	// EventSuccessfulCreate: pods were created (one Event per round, naming them).
 	EventSuccessfulCreate = "SuccessfulCreate"
-	EventFailedCreate     = "FailedCreate"
+	// EventFailedCreate: creating pods failed (Warning, the first error).
+	EventFailedCreate = "FailedCreate"
+	// EventSuccessfulDelete: pods were deleted (one Event per round, naming them).
 	EventSuccessfulDelete = "SuccessfulDelete"
-	EventFailedDelete     = "FailedDelete"
+	// EventFailedDelete: deleting pods failed (Warning, the first error).
+	EventFailedDelete = "FailedDelete"
 	// EventFinishedPod says why a pod ended (phase, reason, each
 	// container's exit code), when the PodSet replaces and deletes it.
 	EventFinishedPod = "FinishedPod"
