@@ -84,6 +84,20 @@ func TestRealNodePodBuggerRecordsIncidents(t *testing.T) {
 	evictee := flaky("evictee", func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](30) },
 		"sh", "-c", "echo serving; sleep 3600")
 
+	// What ended each instance, as the record classes it: a signal (the
+	// shell reports its child's SIGSEGV as 139), a child process killed for
+	// the memory limit while the main process goes on (this node's cgroup
+	// v1 kills the one process), and a liveness probe's kill.
+	flaky("segv", nil, "sh", "-c", `echo "start $(date +%s)"; sleep 1; sh -c 'kill -SEGV $$'; exit $?`)
+	flaky("childoom", func(p *corev1.Pod) {
+		p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("24Mi")}
+	}, "sh", "-c", `echo "start $(date +%s)"; sleep 1; dd if=/dev/zero of=/dev/null bs=64M count=1; echo "dd: $?"; exit 3`)
+	flaky("liveness", func(p *corev1.Pod) {
+		p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1)
+		p.Spec.Containers[0].LivenessProbe = &corev1.Probe{PeriodSeconds: 1, FailureThreshold: 1, InitialDelaySeconds: 2,
+			ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"false"}}}}
+	}, "sleep", "3600")
+
 	// An init container that fails holds the pod back; the kubelet retries
 	// it in its backoff.
 	flaky("initfail", func(p *corev1.Pod) {
@@ -208,6 +222,19 @@ func TestRealNodePodBuggerRecordsIncidents(t *testing.T) {
 		g.Expect(of(recs, "unready", debugv1beta1.IncidentNotReady)).To(HaveField("Spec.Container", "main"))
 	}).Should(Succeed())
 
+	// Each failure is classed as it was caused: every record of a pod says
+	// the class its program was made to fail with.
+	classes := map[string]debugv1beta1.IncidentClass{
+		"crasher": debugv1beta1.ClassExitCode, "oom": debugv1beta1.ClassOOMKilled, "childoom": debugv1beta1.ClassOOMKilledChild,
+		"segv": debugv1beta1.ClassSignal, "liveness": debugv1beta1.ClassProbeFailed, "initfail": debugv1beta1.ClassExitCode,
+		"unready": debugv1beta1.ClassNotReady,
+	}
+	g.Eventually(func(g Gomega) {
+		recs, err := records()
+		g.Expect(err).NotTo(HaveOccurred())
+		expectClasses(g, recs, classes)
+	}).WithTimeout(2 * time.Minute).Should(Succeed())
+
 	// Evicted through the eviction API, the record is written while the pod
 	// shuts down, with its log.
 	g.Eventually(func(g Gomega) { runningOnRealNode(g, c.RealNode(t), ns, "evictee") }).Should(Succeed())
@@ -219,6 +246,7 @@ func TestRealNodePodBuggerRecordsIncidents(t *testing.T) {
 		r := of(recs, "evictee", debugv1beta1.IncidentEvicted)
 		g.Expect(r).NotTo(BeNil())
 		g.Expect(r.Spec.LogTail).To(Equal("serving\n"))
+		g.Expect(r.Spec.Class).To(Equal(debugv1beta1.ClassEvictionAPI))
 	}).Should(Succeed())
 
 	// Every record opened was told once, under its own key, however many
@@ -353,4 +381,27 @@ func TestRealNodeKubeletEvictionIsRecorded(t *testing.T) {
 	out, err := c.Kubectl("get", "podincidents", "-n", ns, "-o", "yaml")
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Logf("the eviction's record:\n%s", out)
+}
+
+// expectClasses checks that every record of each pod of classes (its
+// NotReady records only for "unready", which fails no other way) says the
+// pod's class, in each instance too, and that a SIGSEGV is named.
+func expectClasses(g Gomega, recs []debugv1beta1.PodIncident, classes map[string]debugv1beta1.IncidentClass) {
+	for pod, want := range classes {
+		var found bool
+		for _, r := range recs {
+			if r.Spec.Pod.Name != pod || (pod == "unready") != (r.Spec.Reason == debugv1beta1.IncidentNotReady) {
+				continue
+			}
+			found = true
+			g.Expect(r.Spec.Class).To(Equal(want), "%s: %s (%+v)", pod, r.Name, r.Spec.LastFailure)
+			for _, in := range r.Spec.Instances {
+				g.Expect(in.Class).To(Equal(want), "%s: instance %s", pod, in.ContainerID)
+			}
+			if pod == "segv" && r.Spec.LastFailure != nil {
+				g.Expect(r.Spec.LastFailure.Explanation).To(ContainSubstring("SIGSEGV"))
+			}
+		}
+		g.Expect(found).To(BeTrue(), "no record of %s", pod)
+	}
 }

@@ -104,6 +104,10 @@ type PodIncidentSpec struct {
 	// Evicted.
 	// +required
 	Reason IncidentReason `json:"reason"`
+	// class is what ended the last failure (lastFailure's class), or the
+	// pod for an eviction or NotReady.
+	// +optional
+	Class IncidentClass `json:"class,omitempty"`
 	// count is how many failures of this pod, container and reason the
 	// record stands for: a crash loop is one record, counting repeats, while
 	// each failure follows the last within the backoff window (10 minutes).
@@ -232,7 +236,57 @@ type FailedInstance struct {
 	// restartCount is the container's restart count when it was recorded.
 	// +optional
 	RestartCount int32 `json:"restartCount,omitempty"`
+	// class is what ended the instance, as far as its status and its pod's
+	// Events tell (docs/guides/podbugger.md has the table).
+	// +optional
+	Class IncidentClass `json:"class,omitempty"`
+	// explanation says the class in a sentence: the signal's name, the
+	// probe that failed, the code the program chose.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Explanation string `json:"explanation,omitempty"`
 }
+
+// IncidentClass is what ended a failed instance, or a pod.
+// +kubebuilder:validation:Enum=ExitCode;Signal;OOMKilled;OOMKilledChild;ProbeFailed;StartError;NodePressure;LimitExceeded;EvictionAPI;NotReady;Unknown
+type IncidentClass string
+
+// Classes of a failure.
+const (
+	// ClassExitCode: the program exited with a non-zero code of its own
+	// choosing (1 to 128).
+	ClassExitCode IncidentClass = "ExitCode"
+	// ClassSignal: a signal ended it (a crash such as SIGSEGV or SIGABRT,
+	// or a SIGKILL or SIGTERM from outside the container), not its memory
+	// limit and not a probe.
+	ClassSignal IncidentClass = "Signal"
+	// ClassOOMKilled: the kernel killed the container's main process for
+	// the container's memory limit (exit 137).
+	ClassOOMKilled IncidentClass = "OOMKilled"
+	// ClassOOMKilledChild: the kernel killed another process of the
+	// container for its memory limit; the main process went on and exited
+	// by itself (the kubelet still says OOMKilled).
+	ClassOOMKilledChild IncidentClass = "OOMKilledChild"
+	// ClassProbeFailed: its kubelet killed it because its liveness or
+	// startup probe failed.
+	ClassProbeFailed IncidentClass = "ProbeFailed"
+	// ClassStartError: the container could not start (its command not
+	// found, a mount refused).
+	ClassStartError IncidentClass = "StartError"
+	// ClassNodePressure: its kubelet evicted the pod because the node ran
+	// low on memory, disk or PIDs.
+	ClassNodePressure IncidentClass = "NodePressure"
+	// ClassLimitExceeded: its kubelet evicted the pod for using more
+	// ephemeral storage than its limits.
+	ClassLimitExceeded IncidentClass = "LimitExceeded"
+	// ClassEvictionAPI: the pod was evicted through the eviction API (a
+	// drain, a descheduler).
+	ClassEvictionAPI IncidentClass = "EvictionAPI"
+	// ClassNotReady: the pod stayed not Ready beyond notReadyAfter.
+	ClassNotReady IncidentClass = "NotReady"
+	// ClassUnknown: none of the above can be told.
+	ClassUnknown IncidentClass = "Unknown"
+)
 
 // IncidentEvent is one Event of the pod.
 type IncidentEvent struct {
@@ -298,6 +352,7 @@ type IncidentDebugContainer struct {
 // +kubebuilder:printcolumn:name="Pod",type=string,JSONPath=`.spec.pod.name`
 // +kubebuilder:printcolumn:name="Container",type=string,JSONPath=`.spec.container`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.spec.reason`
+// +kubebuilder:printcolumn:name="Class",type=string,JSONPath=`.spec.class`
 // +kubebuilder:printcolumn:name="Exit",type=integer,JSONPath=`.spec.lastFailure.exitCode`
 // +kubebuilder:printcolumn:name="Count",type=integer,JSONPath=`.spec.count`
 // +kubebuilder:printcolumn:name="Last",type=date,JSONPath=`.spec.lastTime`

@@ -156,7 +156,7 @@ func containerFailures(pod *corev1.Pod, on func(debugv1beta1.Trigger) bool) []fa
 			inst, previous = last, true
 		}
 		f := failure{container: cs.Name, instance: inst, previous: previous, restartCount: cs.RestartCount, at: inst.FinishedAt.Time}
-		oom := inst.Reason == "OOMKilled"
+		oom := inst.Reason == kubeletOOMKilled
 		switch {
 		case oom && on(debugv1beta1.TriggerOOMKilled):
 			f.reason = debugv1beta1.IncidentOOMKilled
@@ -187,7 +187,7 @@ func deletionRequested(pod *corev1.Pod) (bool, time.Time) {
 // child process (the container's shell goes on and exits 0) is reported
 // with the reason OOMKilled and exit code 0: it is a failure all the same.
 func failedTerm(t *corev1.ContainerStateTerminated) bool {
-	return t != nil && (t.ExitCode != 0 || t.Signal != 0 || t.Reason == "OOMKilled")
+	return t != nil && (t.ExitCode != 0 || t.Signal != 0 || t.Reason == kubeletOOMKilled)
 }
 
 // failedInstance is the container's instance that failed last: its current
@@ -344,10 +344,13 @@ func updateIncident(inc *debugv1beta1.PodIncident, pod *corev1.Pod, f failure, c
 	s.Pod = debugv1beta1.IncidentPod{Name: pod.Name, UID: string(pod.UID), Phase: string(pod.Status.Phase),
 		Message: c.scrub.clean(pod.Status.Message, debugv1beta1.MaxIncidentMessage)}
 	s.LastFailure = nil
+	class, explanation := classify(pod, f, c.events)
+	s.Class = class
 	if i := f.instance; i != nil {
 		s.LastFailure = &debugv1beta1.FailedInstance{ExitCode: i.ExitCode, Signal: i.Signal, Reason: cut(i.Reason, 128),
 			Message: c.scrub.clean(i.Message, debugv1beta1.MaxIncidentMessage), StartedAt: i.StartedAt, FinishedAt: i.FinishedAt,
-			ContainerID: cut(i.ContainerID, 256), RestartCount: f.restartCount}
+			ContainerID: cut(i.ContainerID, 256), RestartCount: f.restartCount,
+			Class: class, Explanation: c.scrub.clean(explanation, 256)}
 	}
 	s.LogTail, s.LogTruncated, s.LogError = c.logTail, c.logTruncated, c.scrub.clean(c.logError, debugv1beta1.MaxIncidentMessage)
 	if s.LastFailure != nil {
