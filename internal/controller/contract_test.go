@@ -20,8 +20,14 @@ import (
 //
 //   - ControllerName is the package's name;
 //   - status and health are pure: computeStatus, health and every
-//     <name>Condition, with every function of the package they call, read
-//     no clock and call no client;
+//     <name>Condition, with every function of the package they call or take
+//     as a value, read no clock and call no client. A clock is read by using
+//     (calling, or taking as a value) time.Now, Since, Until, After, Tick,
+//     NewTimer, NewTicker, Sleep or AfterFunc, or metav1.Now or NowMicro, or
+//     by calling a func value (a variable, field or parameter, such as a
+//     reconciler's Now) or an interface method that takes nothing and
+//     returns a time.Time, metav1.Time or metav1.MicroTime; a client is
+//     called by using a method of controller-runtime's client package;
 //   - every struct holding a *status.Writer writes its status through it;
 //   - no package-level variable is written after its declaration (no
 //     package-level mutable state: a setting is a field a constructor sets);
@@ -70,6 +76,7 @@ import (
 	"context"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
@@ -82,6 +89,7 @@ func plantedSet(n int) { plantedSetting = n }
 
 type plantedReconciler struct {
 	status *status.Writer[appsv1beta1.PodSetStatus]
+	Now    func() time.Time
 }
 
 type plantedDependency struct{}
@@ -93,6 +101,26 @@ func plantedHelper() time.Time { return time.Now() }
 func plantedCondition(c client.Reader) bool {
 	_ = c.Get(context.Background(), client.ObjectKey{}, &appsv1beta1.PodSet{})
 	return plantedHelper().IsZero()
+}
+
+// A clock read through a value, not a call of time.Now by name.
+
+func plantedNowValueCondition() bool {
+	now := time.Now
+	return now().IsZero()
+}
+
+func plantedMetaNowCondition() bool { return metav1.Now().Time.IsZero() }
+
+func plantedNewTimeCondition() bool { return metav1.NewTime(time.Now()).Time.IsZero() }
+
+func plantedFieldClockCondition(r *plantedReconciler) bool { return r.Now().IsZero() }
+
+func plantedElapsed(t time.Time) time.Duration { return time.Since(t) }
+
+func plantedHelperValueCondition(t time.Time) bool {
+	elapsed := plantedElapsed
+	return elapsed(t) > 0
 }
 `
 	dir, err := filepath.Abs("podset")
@@ -107,15 +135,24 @@ func plantedCondition(c client.Reader) bool {
 	for _, v := range contractViolations(pkgs[0]) {
 		found[v.rule] = append(found[v.rule], v.what)
 	}
-	for rule, want := range map[string]string{
-		rulePure:      "time.Now",
-		ruleWriter:    "plantedReconciler",
-		ruleGlobal:    "plantedSetting",
-		ruleSignature: "plantedDependency",
+	for _, want := range []struct{ rule, names string }{
+		{rulePure, "time.Now"},
+		{ruleWriter, "plantedReconciler"},
+		{ruleGlobal, "plantedSetting"},
+		{ruleSignature, "plantedDependency"},
+		// Clocks read through values.
+		{rulePure, "plantedNowValueCondition"},
+		{rulePure, "plantedMetaNowCondition"},
+		{rulePure, "plantedNewTimeCondition"},
+		{rulePure, "plantedFieldClockCondition"},
+		{rulePure, "plantedHelperValueCondition → plantedElapsed"},
 	} {
-		if !slices.ContainsFunc(found[rule], func(s string) bool { return strings.Contains(s, want) }) {
-			t.Errorf("rule %q did not name %s in the planted file; it found %q", rule, want, found[rule])
+		if !slices.ContainsFunc(found[want.rule], func(s string) bool { return strings.Contains(s, want.names) }) {
+			t.Errorf("rule %q did not name %s in the planted file", want.rule, want.names)
 		}
+	}
+	for rule, what := range found {
+		t.Logf("rule %q found %q", rule, what)
 	}
 	if !slices.ContainsFunc(found[rulePure], func(s string) bool { return strings.Contains(s, "Get") }) {
 		t.Errorf("rule %q did not name the client call in plantedCondition; it found %q", rulePure, found[rulePure])
@@ -208,12 +245,21 @@ func isStatusFunc(fd *ast.FuncDecl) bool {
 	return fd.Recv == nil && (n == "computeStatus" || n == "health" || (strings.HasSuffix(n, "Condition") && n != "Condition"))
 }
 
-// clockFuncs are the functions of package time that read the clock.
-var clockFuncs = []string{"Now", "Since", "Until", "After", "Tick", "NewTimer", "NewTicker", "Sleep", "AfterFunc"}
+// clockFuncs are the functions, by package, that read the clock.
+var clockFuncs = map[string][]string{
+	"time":                                 {"Now", "Since", "Until", "After", "Tick", "NewTimer", "NewTicker", "Sleep", "AfterFunc"},
+	"k8s.io/apimachinery/pkg/apis/meta/v1": {"Now", "NowMicro"},
+}
+
+// importName is how the packages of clockFuncs are imported.
+var importName = map[string]string{"time": "time", "k8s.io/apimachinery/pkg/apis/meta/v1": "metav1"}
 
 // purityViolations follows every status and health function, and the
-// functions of the package they call, and names each clock read and client
-// call.
+// functions of the package they use (called or taken as a value), and names
+// each clock read and client call. A clock is read by using a clock
+// function (called, or taken as a value to call later) or by calling a
+// func value or an interface method that takes nothing and returns a time:
+// a status function takes now, not a way to ask for it.
 func purityViolations(p *packages.Package) []violation {
 	decls := funcs(p)
 	var vs []violation
@@ -230,21 +276,25 @@ func purityViolations(p *packages.Package) []violation {
 			}
 			seen[f] = true
 			ast.Inspect(d.Body, func(n ast.Node) bool {
-				call, ok := n.(*ast.CallExpr)
-				if !ok {
-					return true
-				}
-				callee := typeutilCallee(p.TypesInfo, call)
-				if callee == nil || callee.Pkg() == nil {
-					return true
-				}
-				switch pkg := callee.Pkg().Path(); {
-				case pkg == "time" && slices.Contains(clockFuncs, callee.Name()) && callee.Signature().Recv() == nil:
-					vs = append(vs, violation{rulePure, p.Fset.Position(call.Pos()).String(), fmt.Sprintf("%s calls time.%s: a status function takes now", path, callee.Name())})
-				case pkg == "sigs.k8s.io/controller-runtime/pkg/client" && callee.Signature().Recv() != nil:
-					vs = append(vs, violation{rulePure, p.Fset.Position(call.Pos()).String(), fmt.Sprintf("%s calls the client (%s): a status function takes what was observed", path, callee.Name())})
-				case pkg == p.PkgPath:
-					walk(callee, path+" → "+callee.Name())
+				switch n := n.(type) {
+				case *ast.Ident:
+					used, ok := p.TypesInfo.Uses[n].(*types.Func)
+					if !ok || used.Pkg() == nil {
+						return true
+					}
+					used = used.Origin()
+					switch pkg := used.Pkg().Path(); {
+					case slices.Contains(clockFuncs[pkg], used.Name()) && used.Signature().Recv() == nil:
+						vs = append(vs, violation{rulePure, p.Fset.Position(n.Pos()).String(), fmt.Sprintf("%s uses %s.%s: a status function takes now", path, importName[pkg], used.Name())})
+					case pkg == "sigs.k8s.io/controller-runtime/pkg/client" && used.Signature().Recv() != nil:
+						vs = append(vs, violation{rulePure, p.Fset.Position(n.Pos()).String(), fmt.Sprintf("%s calls the client (%s): a status function takes what was observed", path, used.Name())})
+					case pkg == p.PkgPath:
+						walk(used, path+" → "+used.Name())
+					}
+				case *ast.CallExpr:
+					if asksTheTime(p.TypesInfo, n) {
+						vs = append(vs, violation{rulePure, p.Fset.Position(n.Pos()).String(), fmt.Sprintf("%s calls %s, a clock (a func value or interface method returning a time): a status function takes now", path, types.ExprString(n.Fun))})
+					}
 				}
 				return true
 			})
@@ -252,6 +302,44 @@ func purityViolations(p *packages.Package) []violation {
 		walk(fn, fn.Name())
 	}
 	return vs
+}
+
+// asksTheTime says whether call calls a func value (a variable, a field, a
+// parameter, a call's result) or an interface method that takes nothing
+// and returns a time: a clock, whatever its name. A declared function or a
+// concrete method is not one by its shape alone (time.Time's UTC and Local
+// have it); the clock functions are named in clockFuncs and the package's
+// own are followed.
+func asksTheTime(info *types.Info, call *ast.CallExpr) bool {
+	tv, ok := info.Types[call.Fun]
+	if !ok || tv.IsType() || tv.IsBuiltin() {
+		return false
+	}
+	sig, ok := tv.Type.Underlying().(*types.Signature)
+	if !ok || sig.Params().Len() != 0 || sig.Results().Len() != 1 || !isTime(sig.Results().At(0).Type()) {
+		return false
+	}
+	if f := typeutilCallee(info, call); f != nil {
+		recv := f.Signature().Recv()
+		return recv != nil && types.IsInterface(recv.Type())
+	}
+	return true
+}
+
+// isTime says whether t is a time.Time, a metav1.Time or metav1.MicroTime,
+// or a pointer to one.
+func isTime(t types.Type) bool {
+	named, ok := derefNamed(types.Unalias(t))
+	if !ok || named.Obj().Pkg() == nil {
+		return false
+	}
+	switch named.Obj().Pkg().Path() {
+	case "time":
+		return named.Obj().Name() == "Time"
+	case "k8s.io/apimachinery/pkg/apis/meta/v1":
+		return named.Obj().Name() == "Time" || named.Obj().Name() == "MicroTime"
+	}
+	return false
 }
 
 // typeutilCallee is the function or method a call calls, if static.
