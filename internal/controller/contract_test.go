@@ -30,7 +30,11 @@ import (
 //     called by using a method of controller-runtime's client package;
 //   - every struct holding a *status.Writer writes its status through it;
 //   - no package-level variable is written after its declaration (no
-//     package-level mutable state: a setting is a field a constructor sets);
+//     package-level mutable state: a setting is a field a constructor sets):
+//     assigned (whole, an element or a field), incremented, its address
+//     taken, or a pointer-receiver method called on it, anywhere in the
+//     package's non-test files: in functions, and in the initialisers of
+//     var declarations (a closure there writes when it is called);
 //   - an exported function takes and returns no unexported type of its own
 //     package (a constructor a caller outside the package cannot call is
 //     not one).
@@ -122,6 +126,19 @@ func plantedHelperValueCondition(t time.Time) bool {
 	elapsed := plantedElapsed
 	return elapsed(t) > 0
 }
+
+// Package state written inside a closure of a var declaration.
+
+var plantedCounter int
+
+var plantedBump = func() { plantedCounter++ }
+
+var plantedLocalCounter int
+
+func plantedLocal() {
+	var bump = func() { plantedLocalCounter++ }
+	bump()
+}
 `
 	dir, err := filepath.Abs("podset")
 	if err != nil {
@@ -146,6 +163,9 @@ func plantedHelperValueCondition(t time.Time) bool {
 		{rulePure, "plantedNewTimeCondition"},
 		{rulePure, "plantedFieldClockCondition"},
 		{rulePure, "plantedHelperValueCondition → plantedElapsed"},
+		// Writes in closures of var declarations.
+		{ruleGlobal, "plantedCounter"},
+		{ruleGlobal, "plantedLocalCounter"},
 	} {
 		if !slices.ContainsFunc(found[want.rule], func(s string) bool { return strings.Contains(s, want.names) }) {
 			t.Errorf("rule %q did not name %s in the planted file", want.rule, want.names)
@@ -472,8 +492,11 @@ func globalWrites(p *packages.Package) map[*types.Var]token.Pos {
 			switch n := n.(type) {
 			case *ast.FuncDecl:
 				return n.Body != nil
-			case *ast.GenDecl:
-				return n.Tok != token.VAR // a declaration is not a write
+			// A var declaration, at package level or in a function, is
+			// not a write of what it declares, but its initialiser is
+			// code like any other: a closure in it may write package
+			// state when called, and an address taken there is taken.
+			// Its names are never marked, so it is walked whole.
 			case *ast.AssignStmt:
 				if n.Tok != token.DEFINE {
 					for _, l := range n.Lhs {
