@@ -31,10 +31,14 @@ import (
 //   - every struct holding a *status.Writer writes its status through it;
 //   - no package-level variable is written after its declaration (no
 //     package-level mutable state: a setting is a field a constructor sets):
-//     assigned (whole, an element or a field), incremented, its address
-//     taken, or a pointer-receiver method called on it, anywhere in the
-//     package's non-test files: in functions, and in the initialisers of
-//     var declarations (a closure there writes when it is called);
+//     assigned (whole, an element or a field, also as a range loop's key or
+//     value), incremented, its address taken, a pointer-receiver method
+//     called on it, or changed in place by delete, clear, copy or one of
+//     the sort, slices and maps functions named in inPlace (Sort, Reverse,
+//     maps.Copy, …), anywhere in the package's non-test files: in
+//     functions, and in the initialisers of var declarations (a closure
+//     there writes when it is called); Prometheus collectors and compiled
+//     regular expressions are exempt;
 //   - an exported function takes and returns no unexported type of its own
 //     package (a constructor a caller outside the package cannot call is
 //     not one).
@@ -78,6 +82,7 @@ func TestTheContractCheckFindsEachPlantedViolation(t *testing.T) {
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -139,6 +144,27 @@ func plantedLocal() {
 	var bump = func() { plantedLocalCounter++ }
 	bump()
 }
+
+// Package state changed other than by assigning the variable.
+
+var (
+	plantedIndex  = map[string]int{}
+	plantedSeen   = map[string]bool{}
+	plantedByName = map[string]int{}
+	plantedOrder  []string
+	plantedBuf    = make([]byte, 8)
+	plantedLast   string
+)
+
+func plantedForget(k string)      { delete(plantedIndex, k) }
+func plantedReset()               { clear(plantedSeen) }
+func plantedName(k string, v int) { plantedByName[k] = v }
+func plantedSort()                { slices.Sort(plantedOrder) }
+func plantedFill(b []byte)        { copy(plantedBuf, b) }
+func plantedRange(names []string) {
+	for _, plantedLast = range names {
+	}
+}
 `
 	dir, err := filepath.Abs("podset")
 	if err != nil {
@@ -166,6 +192,13 @@ func plantedLocal() {
 		// Writes in closures of var declarations.
 		{ruleGlobal, "plantedCounter"},
 		{ruleGlobal, "plantedLocalCounter"},
+		// Mutations that are not assignments of the variable.
+		{ruleGlobal, "plantedIndex"},
+		{ruleGlobal, "plantedSeen"},
+		{ruleGlobal, "plantedByName"},
+		{ruleGlobal, "plantedOrder"},
+		{ruleGlobal, "plantedBuf"},
+		{ruleGlobal, "plantedLast"},
 	} {
 		if !slices.ContainsFunc(found[want.rule], func(s string) bool { return strings.Contains(s, want.names) }) {
 			t.Errorf("rule %q did not name %s in the planted file", want.rule, want.names)
@@ -437,8 +470,10 @@ func isStatusWriter(t types.Type) bool {
 }
 
 // globalViolations names every package-level variable written after its
-// declaration: assigned (whole, an element or a field), incremented, its
-// address taken, or a pointer-receiver method called on it.
+// declaration: assigned (whole, an element or a field, also as a range
+// loop's key or value), incremented, its address taken, a pointer-receiver
+// method called on it, or changed by delete, clear, copy or a sort, slices
+// or maps function that changes its first argument in place (inPlace).
 func globalViolations(p *packages.Package) []violation {
 	var vs []violation
 	for v, at := range globalWrites(p) {
@@ -505,6 +540,18 @@ func globalWrites(p *packages.Package) map[*types.Var]token.Pos {
 				}
 			case *ast.IncDecStmt:
 				mark(n.X, n.Pos())
+			case *ast.RangeStmt:
+				if n.Tok == token.ASSIGN {
+					for _, e := range []ast.Expr{n.Key, n.Value} {
+						if e != nil {
+							mark(e, n.Pos())
+						}
+					}
+				}
+			case *ast.CallExpr:
+				if len(n.Args) > 0 && mutatesFirstArgument(p.TypesInfo, n) {
+					mark(n.Args[0], n.Pos())
+				}
 			case *ast.UnaryExpr:
 				if n.Op == token.AND {
 					mark(n.X, n.Pos())
@@ -520,6 +567,46 @@ func globalWrites(p *packages.Package) map[*types.Var]token.Pos {
 		})
 	}
 	return written
+}
+
+// inPlace are the functions of the standard library, by package, that
+// change what their first argument refers to (delete, clear and copy are
+// the builtins').
+var inPlace = map[string][]string{
+	"sort":   {"Strings", "Ints", "Float64s", "Slice", "SliceStable", "Sort", "Stable"},
+	"slices": {"Sort", "SortFunc", "SortStableFunc", "Reverse", "Delete", "DeleteFunc", "Compact", "CompactFunc", "Replace"},
+	"maps":   {"Copy", "DeleteFunc"},
+}
+
+// mutatesFirstArgument says whether call changes the map, slice or value
+// its first argument refers to: the builtins delete, clear and copy, or one
+// of inPlace.
+func mutatesFirstArgument(info *types.Info, call *ast.CallExpr) bool {
+	var id *ast.Ident
+	switch fun := ast.Unparen(call.Fun).(type) {
+	case *ast.Ident:
+		id = fun
+	case *ast.SelectorExpr:
+		id = fun.Sel
+	case *ast.IndexExpr: // an explicitly instantiated slices.SortFunc[…]
+		if sel, ok := fun.X.(*ast.SelectorExpr); ok {
+			id = sel.Sel
+		}
+	case *ast.IndexListExpr:
+		if sel, ok := fun.X.(*ast.SelectorExpr); ok {
+			id = sel.Sel
+		}
+	}
+	if id == nil {
+		return false
+	}
+	switch obj := info.Uses[id].(type) {
+	case *types.Builtin:
+		return obj.Name() == "delete" || obj.Name() == "clear" || obj.Name() == "copy"
+	case *types.Func:
+		return obj.Pkg() != nil && obj.Signature().Recv() == nil && slices.Contains(inPlace[obj.Pkg().Path()], obj.Name())
+	}
+	return false
 }
 
 // signatureViolations names every exported function or method of an
