@@ -39,9 +39,12 @@ import (
 //     functions, and in the initialisers of var declarations (a closure
 //     there writes when it is called); Prometheus collectors and compiled
 //     regular expressions are exempt;
-//   - an exported function takes and returns no unexported type of its own
-//     package (a constructor a caller outside the package cannot call is
-//     not one).
+//   - an exported function, or exported method of an exported type, takes
+//     and returns no unexported type of its own package, bare or inside
+//     another: behind a pointer, as the element of a slice, array, map or
+//     channel or a map's key, as a func's parameter or result, in an
+//     anonymous struct or interface, or as a generic type's argument (a
+//     constructor a caller outside the package cannot call is not one).
 const (
 	ruleName      = "ControllerName"
 	rulePure      = "pure"
@@ -165,6 +168,13 @@ func plantedRange(names []string) {
 	for _, plantedLast = range names {
 	}
 }
+
+// Unexported types of the package inside exported signatures.
+
+func PlantedSlice(ds []plantedDependency)       {}
+func PlantedMap() map[string]*plantedDependency { return nil }
+func PlantedFunc(f func(plantedDependency))     {}
+func PlantedChan() <-chan []plantedDependency   { return nil }
 `
 	dir, err := filepath.Abs("podset")
 	if err != nil {
@@ -199,6 +209,11 @@ func plantedRange(names []string) {
 		{ruleGlobal, "plantedOrder"},
 		{ruleGlobal, "plantedBuf"},
 		{ruleGlobal, "plantedLast"},
+		// Unexported types inside exported signatures.
+		{ruleSignature, "PlantedSlice"},
+		{ruleSignature, "PlantedMap"},
+		{ruleSignature, "PlantedFunc"},
+		{ruleSignature, "PlantedChan"},
 	} {
 		if !slices.ContainsFunc(found[want.rule], func(s string) bool { return strings.Contains(s, want.names) }) {
 			t.Errorf("rule %q did not name %s in the planted file", want.rule, want.names)
@@ -611,7 +626,7 @@ func mutatesFirstArgument(info *types.Info, call *ast.CallExpr) bool {
 
 // signatureViolations names every exported function or method of an
 // exported type whose parameters or results use an unexported type of the
-// package.
+// package, bare or inside another (unexportedIn).
 func signatureViolations(p *packages.Package) []violation {
 	var vs []violation
 	for fn, fd := range funcs(p) {
@@ -626,13 +641,85 @@ func signatureViolations(p *packages.Package) []violation {
 		}
 		for _, tuple := range []*types.Tuple{sig.Params(), sig.Results()} {
 			for v := range tuple.Variables() {
-				if named, ok := derefNamed(v.Type()); ok && named.Obj().Pkg() == p.Types && !named.Obj().Exported() {
-					vs = append(vs, violation{ruleSignature, p.Fset.Position(fd.Pos()).String(), fmt.Sprintf("%s takes or returns %s, unexported: a caller outside the package cannot supply it", fn.Name(), named.Obj().Name())})
+				if tn := unexportedIn(v.Type(), p.Types); tn != nil {
+					in := ""
+					if named, ok := derefNamed(v.Type()); !ok || named.Obj() != tn {
+						in = " (in " + types.TypeString(v.Type(), types.RelativeTo(p.Types)) + ")"
+					}
+					vs = append(vs, violation{ruleSignature, p.Fset.Position(fd.Pos()).String(), fmt.Sprintf("%s takes or returns %s%s, unexported: a caller outside the package cannot supply it", fn.Name(), tn.Name(), in)})
 				}
 			}
 		}
 	}
 	return vs
+}
+
+// unexportedIn is the first unexported type of pkg that t is or is built
+// from: the element of a pointer, slice, array or channel, a map's key or
+// element, a func's parameter or result, an anonymous struct's field, an
+// anonymous interface's method or embedded type, or a type argument of a
+// generic type. A named type's own definition is not looked into: a caller
+// needs only its name.
+func unexportedIn(t types.Type, pkg *types.Package) *types.TypeName {
+	var in func(t types.Type) *types.TypeName
+	ofTuple := func(tuple *types.Tuple) *types.TypeName {
+		for v := range tuple.Variables() {
+			if tn := in(v.Type()); tn != nil {
+				return tn
+			}
+		}
+		return nil
+	}
+	in = func(t types.Type) *types.TypeName {
+		switch t := types.Unalias(t).(type) {
+		case *types.Named:
+			if t.Obj().Pkg() == pkg && !t.Obj().Exported() {
+				return t.Obj()
+			}
+			for a := range t.TypeArgs().Types() {
+				if tn := in(a); tn != nil {
+					return tn
+				}
+			}
+		case *types.Pointer:
+			return in(t.Elem())
+		case *types.Slice:
+			return in(t.Elem())
+		case *types.Array:
+			return in(t.Elem())
+		case *types.Chan:
+			return in(t.Elem())
+		case *types.Map:
+			if tn := in(t.Key()); tn != nil {
+				return tn
+			}
+			return in(t.Elem())
+		case *types.Signature:
+			if tn := ofTuple(t.Params()); tn != nil {
+				return tn
+			}
+			return ofTuple(t.Results())
+		case *types.Struct:
+			for f := range t.Fields() {
+				if tn := in(f.Type()); tn != nil {
+					return tn
+				}
+			}
+		case *types.Interface:
+			for m := range t.ExplicitMethods() {
+				if tn := in(m.Type()); tn != nil {
+					return tn
+				}
+			}
+			for e := range t.EmbeddedTypes() {
+				if tn := in(e); tn != nil {
+					return tn
+				}
+			}
+		}
+		return nil
+	}
+	return in(t)
 }
 
 // immutableGlobal says whether a package-level variable is one of the two
