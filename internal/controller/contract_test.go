@@ -135,6 +135,12 @@ func plantedHelperValueCondition(t time.Time) bool {
 	return elapsed(t) > 0
 }
 
+// Pure, though shaped like a clock read: a method of time.Time, and a
+// func literal called where it is written.
+func plantedPureCondition(now time.Time) bool {
+	return func() time.Time { return now.UTC() }().IsZero()
+}
+
 // Package state written inside a closure of a var declaration.
 
 var plantedCounter int
@@ -221,6 +227,9 @@ func PlantedChan() <-chan []plantedDependency   { return nil }
 	}
 	for rule, what := range found {
 		t.Logf("rule %q found %q", rule, what)
+	}
+	if slices.ContainsFunc(found[rulePure], func(s string) bool { return strings.HasPrefix(s, "plantedPureCondition") }) {
+		t.Errorf("rule %q named plantedPureCondition, which reads no clock; it found %q", rulePure, found[rulePure])
 	}
 	if !slices.ContainsFunc(found[rulePure], func(s string) bool { return strings.Contains(s, "Get") }) {
 		t.Errorf("rule %q did not name the client call in plantedCondition; it found %q", rulePure, found[rulePure])
@@ -373,12 +382,16 @@ func purityViolations(p *packages.Package) []violation {
 }
 
 // asksTheTime says whether call calls a func value (a variable, a field, a
-// parameter, a call's result) or an interface method that takes nothing
+// parameter, a call's result; not a func literal called where it is
+// written, whose body is walked) or an interface method that takes nothing
 // and returns a time: a clock, whatever its name. A declared function or a
 // concrete method is not one by its shape alone (time.Time's UTC and Local
 // have it); the clock functions are named in clockFuncs and the package's
 // own are followed.
 func asksTheTime(info *types.Info, call *ast.CallExpr) bool {
+	if _, lit := ast.Unparen(call.Fun).(*ast.FuncLit); lit {
+		return false // its body is walked with the rest
+	}
 	tv, ok := info.Types[call.Fun]
 	if !ok || tv.IsType() || tv.IsBuiltin() {
 		return false
