@@ -6,6 +6,7 @@ import (
 	"go/constant"
 	"go/token"
 	"go/types"
+	"iter"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -540,54 +541,19 @@ func globalOf(p *packages.Package, e ast.Expr) *types.Var {
 // is written after its declaration to where it first is.
 func globalWrites(p *packages.Package) map[*types.Var]token.Pos {
 	written := map[*types.Var]token.Pos{}
-	mark := func(e ast.Expr, at token.Pos) {
-		if v := globalOf(p, e); v != nil {
-			if _, ok := written[v]; !ok {
-				written[v] = at
-			}
-		}
-	}
 	for _, f := range p.Syntax {
 		if strings.HasSuffix(p.Fset.File(f.Pos()).Name(), "_test.go") {
 			continue
 		}
+		// Every node is looked at, var declarations too: what one declares
+		// is never among what a node writes, but its initialiser is code
+		// like any other (a closure in it writes when it is called, an
+		// address taken there is taken).
 		ast.Inspect(f, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.FuncDecl:
-				return n.Body != nil
-			// A var declaration, at package level or in a function, is
-			// not a write of what it declares, but its initialiser is
-			// code like any other: a closure in it may write package
-			// state when called, and an address taken there is taken.
-			// Its names are never marked, so it is walked whole.
-			case *ast.AssignStmt:
-				if n.Tok != token.DEFINE {
-					for _, l := range n.Lhs {
-						mark(l, n.Pos())
-					}
-				}
-			case *ast.IncDecStmt:
-				mark(n.X, n.Pos())
-			case *ast.RangeStmt:
-				if n.Tok == token.ASSIGN {
-					for _, e := range []ast.Expr{n.Key, n.Value} {
-						if e != nil {
-							mark(e, n.Pos())
-						}
-					}
-				}
-			case *ast.CallExpr:
-				if len(n.Args) > 0 && mutatesFirstArgument(p.TypesInfo, n) {
-					mark(n.Args[0], n.Pos())
-				}
-			case *ast.UnaryExpr:
-				if n.Op == token.AND {
-					mark(n.X, n.Pos())
-				}
-			case *ast.SelectorExpr:
-				if s := p.TypesInfo.Selections[n]; s != nil && s.Kind() == types.MethodVal {
-					if _, ptr := s.Obj().(*types.Func).Signature().Recv().Type().(*types.Pointer); ptr {
-						mark(n.X, n.Pos())
+			for _, e := range writtenBy(p.TypesInfo, n) {
+				if v := globalOf(p, e); v != nil {
+					if _, ok := written[v]; !ok {
+						written[v] = n.Pos()
 					}
 				}
 			}
@@ -595,6 +561,40 @@ func globalWrites(p *packages.Package) map[*types.Var]token.Pos {
 		})
 	}
 	return written
+}
+
+// writtenBy lists what node n writes, or may through a pointer: the left
+// of an assignment, what is incremented, a range loop's key and value
+// assigned, what an address is taken of, what a pointer-receiver method is
+// selected on, and the first argument of a call that changes it in place.
+func writtenBy(info *types.Info, n ast.Node) []ast.Expr {
+	switch n := n.(type) {
+	case *ast.AssignStmt:
+		if n.Tok != token.DEFINE {
+			return n.Lhs
+		}
+	case *ast.IncDecStmt:
+		return []ast.Expr{n.X}
+	case *ast.RangeStmt:
+		if n.Tok == token.ASSIGN {
+			return slices.DeleteFunc([]ast.Expr{n.Key, n.Value}, func(e ast.Expr) bool { return e == nil })
+		}
+	case *ast.CallExpr:
+		if len(n.Args) > 0 && mutatesFirstArgument(info, n) {
+			return n.Args[:1]
+		}
+	case *ast.UnaryExpr:
+		if n.Op == token.AND {
+			return []ast.Expr{n.X}
+		}
+	case *ast.SelectorExpr:
+		if s := info.Selections[n]; s != nil && s.Kind() == types.MethodVal {
+			if _, ptr := s.Obj().(*types.Func).Signature().Recv().Type().(*types.Pointer); ptr {
+				return []ast.Expr{n.X}
+			}
+		}
+	}
+	return nil
 }
 
 // inPlace are the functions of the standard library, by package, that
@@ -674,65 +674,44 @@ func signatureViolations(p *packages.Package) []violation {
 // generic type. A named type's own definition is not looked into: a caller
 // needs only its name.
 func unexportedIn(t types.Type, pkg *types.Package) *types.TypeName {
-	var in func(t types.Type) *types.TypeName
-	ofTuple := func(tuple *types.Tuple) *types.TypeName {
-		for v := range tuple.Variables() {
-			if tn := in(v.Type()); tn != nil {
-				return tn
-			}
-		}
-		return nil
+	if named, ok := types.Unalias(t).(*types.Named); ok && named.Obj().Pkg() == pkg && !named.Obj().Exported() {
+		return named.Obj()
 	}
-	in = func(t types.Type) *types.TypeName {
-		switch t := types.Unalias(t).(type) {
-		case *types.Named:
-			if t.Obj().Pkg() == pkg && !t.Obj().Exported() {
-				return t.Obj()
-			}
-			for a := range t.TypeArgs().Types() {
-				if tn := in(a); tn != nil {
-					return tn
-				}
-			}
-		case *types.Pointer:
-			return in(t.Elem())
-		case *types.Slice:
-			return in(t.Elem())
-		case *types.Array:
-			return in(t.Elem())
-		case *types.Chan:
-			return in(t.Elem())
-		case *types.Map:
-			if tn := in(t.Key()); tn != nil {
-				return tn
-			}
-			return in(t.Elem())
-		case *types.Signature:
-			if tn := ofTuple(t.Params()); tn != nil {
-				return tn
-			}
-			return ofTuple(t.Results())
-		case *types.Struct:
-			for f := range t.Fields() {
-				if tn := in(f.Type()); tn != nil {
-					return tn
-				}
-			}
-		case *types.Interface:
-			for m := range t.ExplicitMethods() {
-				if tn := in(m.Type()); tn != nil {
-					return tn
-				}
-			}
-			for e := range t.EmbeddedTypes() {
-				if tn := in(e); tn != nil {
-					return tn
-				}
-			}
+	for _, part := range typeParts(t) {
+		if tn := unexportedIn(part, pkg); tn != nil {
+			return tn
 		}
-		return nil
 	}
-	return in(t)
+	return nil
+}
+
+// typeParts are the types t is built from, as unexportedIn reads them.
+func typeParts(t types.Type) []types.Type {
+	var parts []types.Type
+	vars := func(vs iter.Seq[*types.Var]) {
+		for v := range vs {
+			parts = append(parts, v.Type())
+		}
+	}
+	switch t := types.Unalias(t).(type) {
+	case *types.Named:
+		parts = slices.Collect(t.TypeArgs().Types())
+	case *types.Map:
+		parts = []types.Type{t.Key(), t.Elem()}
+	case interface{ Elem() types.Type }: // pointer, slice, array, channel
+		parts = []types.Type{t.Elem()}
+	case *types.Signature:
+		vars(t.Params().Variables())
+		vars(t.Results().Variables())
+	case *types.Struct:
+		vars(t.Fields())
+	case *types.Interface:
+		for m := range t.ExplicitMethods() {
+			parts = append(parts, m.Type())
+		}
+		parts = append(parts, slices.Collect(t.EmbeddedTypes())...)
+	}
+	return parts
 }
 
 // immutableGlobal says whether a package-level variable is one of the two
