@@ -26,7 +26,8 @@ import (
 //     (calling, or taking as a value) time.Now, Since, Until, After, Tick,
 //     NewTimer, NewTicker, Sleep or AfterFunc, or metav1.Now or NowMicro, or
 //     by calling a func value (a variable, field or parameter, such as a
-//     reconciler's Now) or an interface method that takes nothing and
+//     reconciler's Now; not a func literal called where it is written,
+//     whose body is checked) or an interface method that takes nothing and
 //     returns a time.Time, metav1.Time or metav1.MicroTime; a client is
 //     called by using a method of controller-runtime's client package;
 //   - every struct holding a *status.Writer writes its status through it;
@@ -43,9 +44,10 @@ import (
 //   - an exported function, or exported method of an exported type, takes
 //     and returns no unexported type of its own package, bare or inside
 //     another: behind a pointer, as the element of a slice, array, map or
-//     channel or a map's key, as a func's parameter or result, in an
-//     anonymous struct or interface, or as a generic type's argument (a
-//     constructor a caller outside the package cannot call is not one).
+//     channel or a map's key, as a func's parameter or result, as a field
+//     of an anonymous struct, a method or embedded type of an anonymous
+//     interface, or as a generic type's argument (a constructor a caller
+//     outside the package cannot call is not one).
 const (
 	ruleName      = "ControllerName"
 	rulePure      = "pure"
