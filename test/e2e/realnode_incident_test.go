@@ -88,7 +88,8 @@ func TestRealNodePodBuggerRecordsIncidents(t *testing.T) {
 	// shell reports its child's SIGSEGV as 139), a child process killed for
 	// the memory limit while the main process goes on (this node's cgroup
 	// v1 kills the one process), and a liveness probe's kill.
-	flaky("segv", nil, "sh", "-c", `echo "start $(date +%s)"; sleep 1; sh -c 'kill -SEGV $$'; exit $?`)
+	// ($$$$: the kubelet turns $$ into $ in a command.)
+	flaky("segv", nil, "sh", "-c", `echo "start $(date +%s)"; sleep 1; sh -c 'kill -SEGV $$$$'; exit $?`)
 	flaky("childoom", func(p *corev1.Pod) {
 		p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("24Mi")}
 	}, "sh", "-c", `echo "start $(date +%s)"; sleep 1; dd if=/dev/zero of=/dev/null bs=64M count=1; echo "dd: $?"; exit 3`)
