@@ -192,6 +192,20 @@ func runOne(tree string, m Mutant, timeout time.Duration) (result, error) {
 	if err := apply(tree, m); err != nil {
 		return result{}, err
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout+time.Minute)
+	defer cancel()
+	// A mutant that does not compile is a mistake of the catalogue, not a
+	// bug the tests caught: compiling its packages and their tests (no test
+	// run) must succeed before a failure counts as a kill.
+	compile := []string{"test", "-count=1", "-run", "^$"}
+	if m.Tags != "" {
+		compile = append(compile, "-tags", m.Tags)
+	}
+	build := exec.CommandContext(ctx, "go", append(compile, m.Tests...)...)
+	build.Dir = tree
+	if out, err := build.CombinedOutput(); err != nil {
+		return result{}, fmt.Errorf("mutant %s does not compile (%s): fix its replace in the catalogue", m.ID, firstFailure(out))
+	}
 	args := []string{"test", "-count=1", "-failfast", "-timeout", timeout.String()}
 	if m.Tags != "" {
 		args = append(args, "-tags", m.Tags)
@@ -199,8 +213,6 @@ func runOne(tree string, m Mutant, timeout time.Duration) (result, error) {
 	if m.Run != "" {
 		args = append(args, "-run", m.Run)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout+time.Minute)
-	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", append(args, m.Tests...)...)
 	cmd.Dir = tree
 	cmd.Env = append(os.Environ(), "KUBEBUILDER_ASSETS="+filepath.Join(tree, "bin", "k8s"))

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // check names a mutant whose code moved (found no longer, or twice) and one
@@ -48,5 +49,35 @@ func TestTheCatalogueApplies(t *testing.T) {
 	}
 	if err := check(filepath.Join("..", ".."), c); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A mutant that does not compile is refused as the catalogue's mistake,
+// not counted as killed; one the tests catch is killed.
+func TestAStillbornMutantIsNoKill(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{
+		"go.mod":    "module example.com/m\n\ngo 1.22\n",
+		"m.go":      "package m\n\nfunc Add(a, b int) int { return a + b }\n",
+		"m_test.go": "package m\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Fatal(\"1+2\")\n\t}\n}\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(root, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restore := func() {
+		if err := os.WriteFile(filepath.Join(root, "m.go"), []byte(files["m.go"]), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := runOne(root, Mutant{ID: "stillborn", File: "m.go", Find: "a + b", Replace: "a + c", Tests: []string{"./..."}}, time.Minute)
+	if err == nil || !strings.Contains(err.Error(), "mutant stillborn does not compile") {
+		t.Fatalf("a mutant that does not compile: %v", err)
+	}
+	restore()
+	r, err := runOne(root, Mutant{ID: "caught", File: "m.go", Find: "a + b", Replace: "a - b", Tests: []string{"./..."}}, time.Minute)
+	if err != nil || !r.killed {
+		t.Fatalf("a mutant the test catches: %+v, %v", r, err)
 	}
 }
