@@ -63,21 +63,39 @@ func TestTheWebhookPortAdmitsOnlyTheApiserverOnceItsAddressIsGiven(t *testing.T)
 // points --webhook-client-ca-file at its key; unset, neither.
 func TestTheWebhookClientCAReachesTheManager(t *testing.T) {
 	g := NewWithT(t)
-	manager := func(objs []*unstructured.Unstructured) (args []string, volumes, mounts string) {
-		d := find(objs, "Deployment", "deckhand-controller-manager")
-		containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
-		c := containers[0].(map[string]any)
-		args, _, _ = unstructured.NestedStringSlice(c, "args")
-		v, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "volumes")
-		m, _, _ := unstructured.NestedSlice(c, "volumeMounts")
-		return args, fmt.Sprint(v), fmt.Sprint(m)
-	}
-	args, volumes, mounts := manager(helmTemplate(t))
+	args, volumes, mounts := managerOf(helmTemplate(t))
 	g.Expect(strings.Join(args, " ")).NotTo(ContainSubstring("--webhook-client-ca-file"))
 	g.Expect(volumes + mounts).NotTo(ContainSubstring("webhook-client-ca"))
 
-	args, volumes, mounts = manager(helmTemplate(t, "--set", "webhook.clientCA.configMap=apiserver-webhook-ca", "--set", "webhook.clientCA.key=ca.pem"))
+	args, volumes, mounts = managerOf(helmTemplate(t, "--set", "webhook.clientCA.configMap=apiserver-webhook-ca", "--set", "webhook.clientCA.key=ca.pem"))
 	g.Expect(args).To(ContainElement("--webhook-client-ca-file=/etc/deckhand/webhook-client-ca/ca.pem"))
 	g.Expect(volumes).To(ContainSubstring("map[configMap:map[name:apiserver-webhook-ca] name:webhook-client-ca]"))
 	g.Expect(mounts).To(ContainSubstring("map[mountPath:/etc/deckhand/webhook-client-ca name:webhook-client-ca readOnly:true]"))
+}
+
+// managerOf is the rendered manager's arguments, and its volumes and mounts
+// as text.
+func managerOf(objs []*unstructured.Unstructured) (args []string, volumes, mounts string) {
+	d := find(objs, "Deployment", "deckhand-controller-manager")
+	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	c := containers[0].(map[string]any)
+	args, _, _ = unstructured.NestedStringSlice(c, "args")
+	v, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "volumes")
+	m, _, _ := unstructured.NestedSlice(c, "volumeMounts")
+	return args, fmt.Sprint(v), fmt.Sprint(m)
+}
+
+// The platform team's Secret of notification sinks reaches the manager as
+// the file its flag names, read only, when podBugger.incidentSinks names
+// one; by default there is none.
+func TestTheIncidentSinksSecretReachesTheManager(t *testing.T) {
+	g := NewWithT(t)
+	args, volumes, mounts := managerOf(helmTemplate(t))
+	g.Expect(strings.Join(args, " ")).NotTo(ContainSubstring("--podbugger-incident-sinks-file"))
+	g.Expect(volumes + mounts).NotTo(ContainSubstring("incident-sinks"))
+
+	args, volumes, mounts = managerOf(helmTemplate(t, "--set", "podBugger.incidentSinks.secretName=deckhand-sinks"))
+	g.Expect(args).To(ContainElement("--podbugger-incident-sinks-file=/etc/deckhand/incident-sinks/sinks.yaml"))
+	g.Expect(volumes).To(ContainSubstring("map[name:incident-sinks secret:map[items:[map[key:sinks.yaml path:sinks.yaml]] secretName:deckhand-sinks]]"))
+	g.Expect(mounts).To(ContainSubstring("map[mountPath:/etc/deckhand/incident-sinks name:incident-sinks readOnly:true]"))
 }
