@@ -47,6 +47,29 @@ func TestStaleChildIsNotMistakenForTheUsersObjectOfItsName(t *testing.T) {
 	g.Expect(apierrors.IsConflict(err)).To(BeTrue(), "reconcile: %v", err)
 }
 
+// A cache that still shows a child the user has since replaced with an
+// object of their own, of the same name, must not make the ModelBox delete
+// the user's object when it stops wanting the child: the delete carries
+// the UID of the child it means.
+func TestStaleChildIsNotDeletedInPlaceOfTheUsersObject(t *testing.T) {
+	g, box, child := boxWithStaleCache(t, 30033)
+	ns, key := box.Namespace, client.ObjectKeyFromObject(box)
+
+	// The user replaces the child by a Service of their own, and the
+	// ModelBox stops wanting a Service (no ports).
+	g.Expect(env.Client.Delete(ctx, child)).To(Succeed())
+	users := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "mine"}, Ports: []corev1.ServicePort{{Port: 8080}}}}
+	env.Create(t, users)
+	g.Expect(env.Update(box, func() { box.Spec.Ports = nil })).To(Succeed())
+
+	stale := faultinject.StaleGets(env.Client, child)
+	_, err := modelboxcontroller.NewModelBoxReconciler(stale, env.Client, events.NewFakeRecorder(100)).
+		Reconcile(ctx, ctrl.Request{NamespacedName: key})
+	g.Expect(get(key, &corev1.Service{})()).To(HaveField("UID", users.UID), "the user's Service was deleted")
+	g.Expect(apierrors.IsConflict(err)).To(BeTrue(), "reconcile: %v", err)
+}
+
 // Every kind of child can name the object it means by UID.
 func TestSetUIDNamesEveryKindOfChild(t *testing.T) {
 	box := seedBox("ns", 30000)
