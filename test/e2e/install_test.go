@@ -268,6 +268,13 @@ func TestWebhooksServeTheSelfManagedCertificate(t *testing.T) {
 	}
 
 	// Only the webhook compiles regular expressions: the schema cannot.
+	expectTheWebhookRefusesABadPattern(t, g)
+}
+
+// expectTheWebhookRefusesABadPattern dry-runs a JobWatcher whose pattern
+// does not compile: only the webhook can refuse it, naming the field.
+func expectTheWebhookRefusesABadPattern(t *testing.T, g Gomega) {
+	t.Helper()
 	bad := &deckhandbatchv1.JobWatcher{
 		ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace(t, nil), Name: "bad-regex"},
 		Spec: deckhandbatchv1.JobWatcherSpec{JobPolicy: deckhandbatchv1.JobPolicy{
@@ -275,7 +282,7 @@ func TestWebhooksServeTheSelfManagedCertificate(t *testing.T) {
 			JobNamePatterns:          []string{"([a-z"},
 		}},
 	}
-	err := c.Client.Create(ctx, bad, client.DryRunAll)
+	err := c.Client.Create(context.Background(), bad, client.DryRunAll)
 	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid from the webhook, got %v", err)
 	g.Expect(err.Error()).To(ContainSubstring("spec.jobNamePatterns[0]"))
 	g.Expect(err.Error()).To(ContainSubstring("error parsing regexp"))
@@ -312,20 +319,10 @@ func TestTheBinariesSayTheirRelease(t *testing.T) {
 // internal/webhookauth shows a review written by hand refused.
 func TestWebhooksDemandingTheApiserversClientCertificateStillAdmit(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	c.RunManager(t, "--webhook-client-ca-file", c.WebhookClientCA())
 
-	bad := &deckhandbatchv1.JobWatcher{
-		ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace(t, nil), Name: "bad-regex"},
-		Spec: deckhandbatchv1.JobWatcherSpec{JobPolicy: deckhandbatchv1.JobPolicy{
-			TTLSecondsAfterSucceeded: ptr.To[int32](10),
-			JobNamePatterns:          []string{"([a-z"},
-		}},
-	}
-	err := c.Client.Create(ctx, bad, client.DryRunAll)
-	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid from the webhook, got %v", err)
-	g.Expect(err.Error()).To(ContainSubstring("error parsing regexp"))
+	expectTheWebhookRefusesABadPattern(t, g)
 	// PodSets read as v1alpha1: each one there is goes through /convert.
-	_, err = c.Kubectl("get", "podsets.v1alpha1.apps.deckhand.dev", "-A")
+	_, err := c.Kubectl("get", "podsets.v1alpha1.apps.deckhand.dev", "-A")
 	g.Expect(err).NotTo(HaveOccurred())
 }
