@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -633,6 +634,9 @@ func describeTracking(k *kind) string {
 			own := k.ownerOf(ns)
 			out += fmt.Sprintf(" handler %d: %s (%d, owner %s synced %v, own space %v, stubbed %v)", i, ns, len(in.seen), describeSpace(own),
 				own != nil && isClosed(own.synced), k.spaces[ns] != nil, k.isStubbed(ns))
+			if in.owner != nil {
+				out += fmt.Sprintf(" handed to %s (stopped %v), awaiting %v;", in.owner.describe(), isClosed(in.owner.dropped), slices.Sorted(maps.Keys(in.await)))
+			}
 		}
 		r.mu.Unlock()
 	}
