@@ -44,6 +44,7 @@ import (
 //	go test ./internal/scopedcache/ -run TestSchedules (a bounded slice: defaultSchedules)
 //	SCHEDULES=10000 go test ./internal/scopedcache/ -run TestSchedules -timeout 60m
 //	go test ./internal/scopedcache/ -run TestSchedules -seed N -v   (one schedule, replayed)
+//	SCHEDULES=10000 SCHEDULES_FROM=10001 go test ./internal/scopedcache/ -run '^TestSchedules$'   (other seeds)
 
 var (
 	seedFlag      = flag.Uint64("seed", 0, "run only the schedule of this seed (TestSchedules)")
@@ -53,6 +54,15 @@ var (
 	// be told an object added twice (some 1 schedule in 1,500 finds it).
 	lateHandlersFlag = flag.Bool("late-handlers", false, "add handlers while schedules run (TestSchedules)")
 )
+
+// firstSeed is the seed TestSchedules starts from (SCHEDULES_FROM, else 1):
+// another run of as many schedules meets other seeds.
+func firstSeed() uint64 {
+	if n, err := strconv.ParseUint(os.Getenv("SCHEDULES_FROM"), 10, 64); err == nil && n > 0 {
+		return n
+	}
+	return 1
+}
 
 func scheduleCount() int {
 	if *schedulesFlag > 0 {
@@ -85,16 +95,16 @@ func TestSchedules(t *testing.T) {
 	}
 	n := scheduleCount()
 	start := time.Now()
-	failed := runSchedules(n, func(seed uint64, err error) {
+	failed := runSchedules(firstSeed(), n, func(seed uint64, err error) {
 		t.Errorf("schedule of seed %d: %v\n\treplay: go test ./internal/scopedcache/ -run 'TestSchedules$' -seed %d -v", seed, err, seed)
 	})
-	t.Logf("%d schedules in %v (%.1f a second), %d failed", n, time.Since(start).Round(time.Millisecond), float64(n)/time.Since(start).Seconds(), failed)
+	t.Logf("%d schedules from seed %d in %v (%.1f a second), %d failed", n, firstSeed(), time.Since(start).Round(time.Millisecond), float64(n)/time.Since(start).Seconds(), failed)
 }
 
-// runSchedules runs the schedules of seeds 1..n, some at once (they wait
-// more than they compute), and reports each failure; it stops early after
-// the first.
-func runSchedules(n int, fail func(uint64, error)) (failed int) {
+// runSchedules runs the n schedules of seeds from first on, some at once
+// (they wait more than they compute), and reports each failure; it stops
+// early after the first.
+func runSchedules(first uint64, n int, fail func(uint64, error)) (failed int) {
 	var next atomic.Uint64
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -102,10 +112,11 @@ func runSchedules(n int, fail func(uint64, error)) (failed int) {
 	for range 8 * runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
 			for !stop.Load() {
-				seed := next.Add(1)
-				if seed > uint64(n) {
+				i := next.Add(1)
+				if i > uint64(n) {
 					return
 				}
+				seed := first + i - 1
 				if err := runSchedule(seed, nil); err != nil {
 					stop.Store(true)
 					mu.Lock()
