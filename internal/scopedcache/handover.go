@@ -146,10 +146,10 @@ func (d delivery) OnDelete(obj any)            { d.r.deliver(d.s, deleted, nil, 
 
 func (r *registration) deliver(s *space, ev event, old, obj any, initial bool) {
 	s.saw(obj)
+	r.mu.Lock()
+	r.advance(s, obj)
+	r.mu.Unlock()
 	if isStub(obj) {
-		r.mu.Lock()
-		r.advance(s, obj)
-		r.mu.Unlock()
 		return // the namespace is nothing's (stubs.go)
 	}
 	if ev == updated && isStub(old) {
@@ -160,11 +160,6 @@ func (r *registration) deliver(s *space, ev event, old, obj any, initial bool) {
 	k := r.k
 	k.deliverMu.RLock()
 	defer k.deliverMu.RUnlock()
-	// Handed once delivering, not while a handover waits: what r was
-	// handed is what a handover sees told or dropped (queuedFor).
-	r.mu.Lock()
-	r.advance(s, obj)
-	r.mu.Unlock()
 	ns, name := keyOf(obj)
 	if k.ownerOf(ns) != s {
 		return
@@ -369,21 +364,14 @@ func (r *registration) untrack(namespace string) {
 // handOver makes to the owner of namespace once every delivery has stopped,
 // telling each handler how what to holds differs from what it was told.
 // An object told and missing from to is told deleted only if to has seen
-// past it (else to lags and will tell it). Unless forced, it reports
-// false, handing nothing over, while a handler has still to be handed a
-// version the old owner holds of an object the record of what it was told
-// lacks (queuedFor).
-func (k *kind) handOver(namespace string, to *space, force bool) bool {
+// past it (else to lags and will tell it).
+func (k *kind) handOver(namespace string, to *space) {
 	k.deliverMu.Lock()
 	defer k.deliverMu.Unlock()
 	// Every handler of now: one added since the move was planned may have
 	// been told the namespace by the old owner.
 	k.mu.Lock()
 	regs := slices.Clone(k.handlers)
-	if from := k.ownerOf(namespace); from != nil && from != to && !force && k.queuedFor(regs, from, namespace) {
-		k.mu.Unlock()
-		return false
-	}
 	if from := k.ownerOf(namespace); from != nil && from != to && !regress.untrackedFirst {
 		// A move back to a space that joined long ago (the cluster-wide
 		// one, needed again before it went): what handlers were told is
@@ -446,50 +434,6 @@ func (k *kind) handOver(namespace string, to *space, force bool) bool {
 		}
 	}
 	k.setOwner(namespace, to)
-	return true
-}
-
-// queuedFor reports whether a handler's queue on from still holds a
-// version from holds of an object of namespace that the record of what
-// the handler was told lacks: the record, taken as the move began, leaves
-// out what the handler had not been handed then (trackLocked), for from
-// to tell before the handover, and a handover before it (its event then
-// dropped) would tell the object as never told, though the handler may
-// hold an older version. Every delivery has stopped; k.mu is held.
-func (k *kind) queuedFor(regs []*registration, from *space, namespace string) bool {
-	held := k.objectsIn(from, namespace)
-	if len(held) == 0 {
-		return false
-	}
-	for _, r := range regs {
-		if _, ok := r.per[from]; !ok {
-			continue
-		}
-		r.mu.Lock()
-		in, pos := r.told[namespace], r.pos[from]
-		for _, h := range held {
-			v, err := strconv.ParseUint(h.rv, 10, 64)
-			if err != nil || v <= pos {
-				continue
-			}
-			if _, known := in.seenOf(h.name); !known {
-				r.mu.Unlock()
-				return true
-			}
-		}
-		r.mu.Unlock()
-	}
-	return false
-}
-
-// seenOf is what the record says the handler was told of name (nothing
-// for no record).
-func (in *toldIn) seenOf(name string) (told, bool) {
-	if in == nil {
-		return told{}, false
-	}
-	t, ok := in.seen[name]
-	return t, ok
 }
 
 // heldEntry is an object a space holds: its name and resourceVersion, and

@@ -367,9 +367,6 @@ type kind struct {
 	// namespaces needed at start have synced.
 	poke    chan struct{}
 	started chan struct{}
-	// postponed holds the namespaces whose handover waits for a handler's
-	// queue (handOver), since when; run's own.
-	postponed map[string]time.Time
 
 	mu       sync.Mutex
 	ctx      context.Context // the cache's, once it runs
@@ -558,34 +555,12 @@ func (k *kind) resync(ctx context.Context, inner client.Reader, now time.Time) e
 	if err != nil {
 		return err
 	}
-	for ns := range k.postponed {
-		if !slices.ContainsFunc(moves, func(m move) bool { return m.namespace == ns }) {
-			delete(k.postponed, ns) // no longer due
-		}
-	}
-	done := moves[:0]
 	for _, m := range moves {
-		// A handler's queue still holding what the handover needs told
-		// first puts it off, for a keepFor at most: a namespace where
-		// pods are made faster than a slow handler is handed them would
-		// never switch.
-		since, waited := k.postponed[m.namespace]
-		if k.handOver(m.namespace, m.to, waited && now.Sub(since) >= k.keepFor) {
-			done = append(done, m)
-			delete(k.postponed, m.namespace)
-			continue
-		}
-		if !waited {
-			if k.postponed == nil {
-				k.postponed = map[string]time.Time{}
-			}
-			k.postponed[m.namespace] = now
-		}
-		time.AfterFunc(10*time.Millisecond, k.pokeRun)
+		k.handOver(m.namespace, m.to)
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	for _, m := range done {
+	for _, m := range moves {
 		k.tracking[m.namespace] = now.Add(k.keepFor)
 		k.first.Delete(m.namespace)
 		m.to.claimed = false
