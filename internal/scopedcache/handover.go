@@ -34,7 +34,9 @@ import (
 // A namespace the cluster-wide space holds stubs of is the exception: that
 // space would tell only what changed since the namespace was needed, so
 // the namespace's own space tells it (and answers its reads) from its start,
-// and is handed it, the difference told, once it has synced.
+// and is handed it, the difference told, once it has synced. An own space
+// that started before the cluster-wide space stubbed its namespace claims
+// it so at the first read (claimLocked).
 
 // owners maps each namespace to the space whose events reach handlers.
 // It is replaced, never changed, and read without a lock.

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -43,6 +44,7 @@ import (
 //	go test ./internal/scopedcache/ -run TestSchedules (a bounded slice: defaultSchedules)
 //	SCHEDULES=10000 go test ./internal/scopedcache/ -run TestSchedules -timeout 60m
 //	go test ./internal/scopedcache/ -run TestSchedules -seed N -v   (one schedule, replayed)
+//	SCHEDULES=10000 SCHEDULES_FROM=10001 go test ./internal/scopedcache/ -run '^TestSchedules$'   (other seeds)
 
 var (
 	seedFlag      = flag.Uint64("seed", 0, "run only the schedule of this seed (TestSchedules)")
@@ -53,6 +55,15 @@ var (
 	lateHandlersFlag = flag.Bool("late-handlers", false, "add handlers while schedules run (TestSchedules)")
 )
 
+// firstSeed is the seed TestSchedules starts from (SCHEDULES_FROM, else 1):
+// another run of as many schedules meets other seeds.
+func firstSeed() uint64 {
+	if n, err := strconv.ParseUint(os.Getenv("SCHEDULES_FROM"), 10, 64); err == nil && n > 0 {
+		return n
+	}
+	return 1
+}
+
 func scheduleCount() int {
 	if *schedulesFlag > 0 {
 		return *schedulesFlag
@@ -62,12 +73,10 @@ func scheduleCount() int {
 	}
 	// A bounded slice in a plain `go test` (make test): 1,500 took 109 s
 	// on 2 cores under a load of 10 (13.7 a second; 237 a second when
-	// quiet); make test-faults runs 10,000. Some 1 schedule in 5,000 still
-	// fails on an open defect, older than the relist-order one: a read of a
-	// namespace answered by its own informer while the cluster-wide one
-	// tells it (seeds 1281, 1984, 2761 fail in some replays). 100
-	// schedules meet it in about 1 run in 50; make test-faults' 10,000
-	// show it every run until it is fixed.
+	// quiet); make test-faults runs 10,000. A run of 10,000 still meets
+	// one of some open defects about once (a pod told added again, deleted
+	// twice, or deleted while it exists: docs/development/fault-suite.md;
+	// TestALaggingQueueAtTheSwitch shows one path to the first).
 	return defaultSchedules
 }
 
@@ -84,16 +93,16 @@ func TestSchedules(t *testing.T) {
 	}
 	n := scheduleCount()
 	start := time.Now()
-	failed := runSchedules(n, func(seed uint64, err error) {
+	failed := runSchedules(firstSeed(), n, func(seed uint64, err error) {
 		t.Errorf("schedule of seed %d: %v\n\treplay: go test ./internal/scopedcache/ -run 'TestSchedules$' -seed %d -v", seed, err, seed)
 	})
-	t.Logf("%d schedules in %v (%.1f a second), %d failed", n, time.Since(start).Round(time.Millisecond), float64(n)/time.Since(start).Seconds(), failed)
+	t.Logf("%d schedules from seed %d in %v (%.1f a second), %d failed", n, firstSeed(), time.Since(start).Round(time.Millisecond), float64(n)/time.Since(start).Seconds(), failed)
 }
 
-// runSchedules runs the schedules of seeds 1..n, some at once (they wait
-// more than they compute), and reports each failure; it stops early after
-// the first.
-func runSchedules(n int, fail func(uint64, error)) (failed int) {
+// runSchedules runs the n schedules of seeds from first on, some at once
+// (they wait more than they compute), and reports each failure; it stops
+// early after the first.
+func runSchedules(first uint64, n int, fail func(uint64, error)) (failed int) {
 	var next atomic.Uint64
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -101,10 +110,11 @@ func runSchedules(n int, fail func(uint64, error)) (failed int) {
 	for range 8 * runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
 			for !stop.Load() {
-				seed := next.Add(1)
-				if seed > uint64(n) {
+				i := next.Add(1)
+				if i > uint64(n) {
 					return
 				}
+				seed := first + i - 1
 				if err := runSchedule(seed, nil); err != nil {
 					stop.Store(true)
 					mu.Lock()
@@ -477,7 +487,6 @@ func (s *schedule) converged() error {
 		want := s.api.holds(ns)
 		for i, l := range s.ledgers {
 			l.mu.Lock()
-			history := l.history
 			got := map[string]string{}
 			lapsed := l.lapsed[ns]
 			for n, t := range l.told[ns] {
@@ -485,10 +494,16 @@ func (s *schedule) converged() error {
 					got[n] = t.rv
 				}
 			}
+			// What the handler was told of each, copied under its lock:
+			// the handler goes on being told.
+			history := map[string][]string{}
+			for n := range want {
+				history[n] = slices.Clone(l.history[ns+"/"+n])
+			}
 			l.mu.Unlock()
 			for n, rv := range want {
 				if got[n] != rv {
-					return fmt.Errorf("handler %d holds %s/%s at %q, the apiserver at %s %v", i, ns, n, got[n], rv, history[ns+"/"+n])
+					return fmt.Errorf("handler %d holds %s/%s at %q, the apiserver at %s %v", i, ns, n, got[n], rv, history[n])
 				}
 			}
 			for n, rv := range got {
@@ -633,6 +648,9 @@ func describeTracking(k *kind) string {
 			own := k.ownerOf(ns)
 			out += fmt.Sprintf(" handler %d: %s (%d, owner %s synced %v, own space %v, stubbed %v)", i, ns, len(in.seen), describeSpace(own),
 				own != nil && isClosed(own.synced), k.spaces[ns] != nil, k.isStubbed(ns))
+			if in.owner != nil {
+				out += fmt.Sprintf(" handed to %s (stopped %v), awaiting %v;", in.owner.describe(), isClosed(in.owner.dropped), slices.Sorted(maps.Keys(in.await)))
+			}
 		}
 		r.mu.Unlock()
 	}

@@ -738,7 +738,11 @@ func (k *kind) caughtUpLocked(namespace string, awaiting bool) bool {
 		}
 		pos := r.pos[owner]
 		r.mu.Unlock()
-		if owner == nil {
+		if owner == nil || isClosed(owner.dropped) {
+			// No owner, or one stopped since, which tells nothing more:
+			// nothing is to be waited for (a cluster-wide space stopped
+			// back below the threshold before it told what it had not
+			// caught up with kept the record for good).
 			continue
 		}
 		if len(awaited) > 0 && !regress.relistOrder && (awaiting || !k.passedAll(owner, namespace, awaited)) {
@@ -839,12 +843,21 @@ func (k *kind) dropLocked(s *space) {
 		k.onUntold(s.namespace)
 	}
 	for ns, until := range k.tracking {
-		// A switch to s that never ended ends now.
-		if until.IsZero() && (s.namespace == allNamespaces || s.namespace == ns) {
+		// A switch to s that never ended ends now; not one to a space
+		// that claimed its namespace from the cluster-wide space, which
+		// is still to be handed it (claimLocked).
+		if until.IsZero() && (s.namespace == ns || s.namespace == allNamespaces && !k.ownerClaimed(ns)) {
 			k.tracking[ns] = time.Now()
 		}
 	}
 	gaugeNamespaces(k.gvk.Kind, k.spaces)
+}
+
+// ownerClaimed reports whether namespace is owned by a space that claimed it
+// and is still to be handed it.
+func (k *kind) ownerClaimed(namespace string) bool {
+	o := k.ownerOf(namespace)
+	return o != nil && o.claimed
 }
 
 // startLocked starts the informer of namespace, with every handler and
@@ -931,15 +944,13 @@ func (k *kind) joinLocked(s *space) {
 	o := k.owners.Load()
 	if s.namespace != allNamespaces {
 		if from := o.of(s.namespace); from != nil {
-			k.trackLocked(s.namespace, from)
 			if from.namespace == allNamespaces && k.isStubbed(s.namespace) {
 				// The cluster-wide space holds stubs of it, and would tell
 				// only what changed since it was needed: the new space
-				// tells it from its start, reads and events alike, and
-				// once synced is handed it (what was told and is gone is
-				// told deleted then).
-				k.setOwner(s.namespace, s)
-				s.claimed = true
+				// tells it from its start, reads and events alike.
+				k.claimLocked(s)
+			} else {
+				k.trackLocked(s.namespace, from)
 			}
 		} else if regress.untrackedFirst {
 			k.setOwner(s.namespace, s)
@@ -963,6 +974,34 @@ func (k *kind) joinLocked(s *space) {
 	for ns, from := range o.byNS {
 		k.trackLocked(ns, from)
 	}
+}
+
+// claimLocked makes s, the space of its own namespace, the owner of the
+// namespace in place of the cluster-wide space, which holds stubs of it:
+// s tells the namespace and answers its reads from now on, and once
+// synced is handed it (what it holds and was never told is told then, and
+// what was told and is gone told deleted). A space claims its namespace
+// as it starts (joinLocked), or, started while the cluster-wide space
+// still held the namespace whole (back below the threshold, or handed
+// over to it), once that space has stubbed it since (the namespace not
+// needed for a moment) and the namespace is read: the cluster-wide space
+// cannot answer the read, and s cannot answer it while another space
+// tells the namespace. Its events are checked against what was told: the
+// cluster-wide space may have told a version s has yet to. k.mu is held.
+func (k *kind) claimLocked(s *space) {
+	from := k.ownerOf(s.namespace)
+	if from != nil && from != s {
+		k.trackLocked(s.namespace, from)
+		for _, r := range k.handlers {
+			r.mu.Lock()
+			if in := r.told[s.namespace]; in != nil && in.from == s {
+				in.from = from
+			}
+			r.mu.Unlock()
+		}
+	}
+	k.setOwner(s.namespace, s)
+	s.claimed = true
 }
 
 // trackLocked starts checking the deliveries of namespace, told being what
@@ -1016,8 +1055,13 @@ func (k *kind) reader(ctx context.Context, namespace string) (client.Reader, err
 		// Nothing tells it, or the cluster-wide space holds stubs of it
 		// (and tells only what changed since it was needed): an informer
 		// of its own answers, and is handed it once it synced.
-		if s == nil {
+		switch {
+		case s == nil:
 			s, err = k.readSpaceLocked(namespace, now)
+		case owner == all:
+			// Its own started before the cluster-wide space stubbed it:
+			// it answers only as the namespace's owner.
+			k.claimLocked(s)
 		}
 	default:
 		s = owner
@@ -1055,6 +1099,9 @@ func (k *kind) acrossLocked(now time.Time) client.Reader {
 		var own []*space
 		for ns, o := range k.spaces {
 			if ns != allNamespaces && o.needed && k.isStubbed(ns) {
+				if k.ownerOf(ns) == all {
+					k.claimLocked(o) // as a read of the namespace alone does
+				}
 				o.lastRead = now
 				own = append(own, o)
 			}

@@ -32,7 +32,8 @@ import (
 // batchv1.Job is over 1,200). The namespaces it stubbed are remembered
 // (kind.stubbed), and the cluster-wide space answers for none of them:
 //   - a read in such a namespace is answered by an informer of the
-//     namespace's own, started for the read as in per-namespace mode;
+//     namespace's own, started for the read as in per-namespace mode (or
+//     already running, which then tells the namespace: claimLocked);
 //   - a namespace needed after its objects were stubbed is held by an
 //     informer of its own, handed the namespace once it synced, for as long
 //     as the kind stays cluster-wide;
