@@ -52,7 +52,7 @@ func newScriptWith(t *testing.T, o Options, pods map[string]int, needs []string,
 }
 
 // needFirst needs ns-00 … ns-(n-1), and nothing else.
-func (s *schedule) needFirst(n int) { //nolint:unparam // the scripted tests need 17 today; the count is what a test reads
+func (s *schedule) needFirst(n int) {
 	clear(s.need)
 	for i := range n {
 		s.need[nsName(i)] = true
