@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"strings"
 	"time"
 
 	"github.com/onsi/gomega"
@@ -51,12 +52,29 @@ func NewG(t types.GomegaTestingT) *gomega.WithT {
 }
 
 // Create creates obj as a cluster admin, failing the test if it cannot.
+//
+// A create the apiserver refuses because it could not call a webhook is
+// tried again for a few seconds: the apiserver learns of a webhook
+// configuration changed a moment ago (WithoutValidation) from a watch, and
+// may still call the webhook it removed.
 func (e *Env) Create(t TB, obj client.Object) {
 	t.Helper()
-	if err := e.Client.Create(context.Background(), obj); err != nil {
-		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+	deadline := time.Now().Add(webhookConfigLag)
+	for {
+		err := e.Client.Create(context.Background(), obj)
+		if err == nil {
+			return
+		}
+		if !strings.Contains(err.Error(), "failed calling webhook") || time.Now().After(deadline) {
+			t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// webhookConfigLag bounds how long the apiserver may go on calling a
+// webhook after its configuration changed.
+const webhookConfigLag = 5 * time.Second
 
 // TB is the part of testing.TB the helpers use.
 type TB interface {
