@@ -3,8 +3,8 @@ package testenv
 import (
 	"context"
 	"fmt"
-	"testing"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/onsi/gomega"
