@@ -1,9 +1,12 @@
 package installs
 
 import (
+	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -41,7 +44,7 @@ func TestHelmUpgradeKeepsTheSecretAnEarlierManagerCreated(t *testing.T) {
 	}
 	chart := filepath.Join(root(t), "charts", "deckhand")
 
-	g.Expect(helmRun("install", "deckhand", filepath.Join(root(t), "test", "e2e", "upgrade", "testdata", "previous", "chart"))).Error().NotTo(HaveOccurred())
+	g.Expect(helmRun("install", "deckhand", previousChart(t))).Error().NotTo(HaveOccurred())
 	earlier := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deckhand-webhook-server-cert"},
 		Type:       corev1.SecretTypeTLS,
@@ -50,7 +53,7 @@ func TestHelmUpgradeKeepsTheSecretAnEarlierManagerCreated(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, earlier)).To(Succeed())
 
 	for range 2 { // the upgrade, and the one after it
-		out, err := helmRun("upgrade", "deckhand", chart, "--reuse-values")
+		out, err := helmRun("upgrade", "deckhand", chart, "--reset-then-reuse-values")
 		g.Expect(err).NotTo(HaveOccurred(), "helm upgrade: %s", out)
 		secret := &corev1.Secret{}
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(earlier), secret)).To(Succeed())
@@ -98,4 +101,31 @@ func TestHelmUpgradeKeepsTheSecretAnEarlierManagerCreated(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), "helm upgrade: %s", out)
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(earlier), shipped)).To(Succeed())
 	g.Expect(shipped.Data).To(HaveKeyWithValue("ca.crt", []byte("the manager's CA")), "the upgrade emptied the Secret")
+}
+
+// previousChart is the chart of the previous release (the Makefile's
+// PREVIOUS_RELEASE_COMMIT), whose manager created its certificate Secret,
+// taken from git into a directory of the test's.
+func previousChart(t *testing.T) string {
+	t.Helper()
+	makefile, err := os.ReadFile(filepath.Join(root(t), "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^PREVIOUS_RELEASE_COMMIT\s*\?=\s*([0-9a-f]{40})$`).FindSubmatch(makefile)
+	if m == nil {
+		t.Fatal("the Makefile pins no PREVIOUS_RELEASE_COMMIT")
+	}
+	dir := t.TempDir()
+	archive := exec.Command("git", "-C", root(t), "archive", string(m[1]), "charts/deckhand")
+	out, err := archive.Output()
+	if err != nil {
+		t.Fatalf("the previous release's chart from git (%s): %v; a shallow clone: git fetch --unshallow", m[1], err)
+	}
+	untar := exec.Command("tar", "-x", "-C", dir)
+	untar.Stdin = bytes.NewReader(out)
+	if out, err := untar.CombinedOutput(); err != nil {
+		t.Fatalf("tar: %v: %s", err, out)
+	}
+	return filepath.Join(dir, "charts", "deckhand")
 }
