@@ -94,13 +94,20 @@ func New(patterns []*regexp.Regexp, values []string) *Redactor {
 	for _, re := range patterns {
 		r.detectors = append(r.detectors, detector{kind: KindUserPattern, re: re})
 	}
+	return r.With(values)
+}
+
+// With is r removing the exact secret values too, beside what r removes; r
+// is left as it was (its compiled patterns are shared, not copied).
+func (r *Redactor) With(values []string) *Redactor {
+	out := &Redactor{detectors: r.detectors, values: slices.Clone(r.values)}
 	for _, v := range values {
-		if len(v) >= minSecretValueLen && !slices.Contains(r.values, v) {
-			r.values = append(r.values, v)
+		if len(v) >= minSecretValueLen && !slices.Contains(out.values, v) {
+			out.values = append(out.values, v)
 		}
 	}
-	slices.SortFunc(r.values, func(a, b string) int { return len(b) - len(a) })
-	return r
+	slices.SortFunc(out.values, func(a, b string) int { return len(b) - len(a) })
+	return out
 }
 
 // Redact returns text with every credential its detectors find replaced

@@ -22,6 +22,10 @@ type Options struct {
 	// PodBuggerIncidentSinksFile is the file of the sinks PodBuggers may
 	// name for notifications of their incidents; none when empty.
 	PodBuggerIncidentSinksFile string
+	// PodBuggerRedactSecretEnv makes the incident recorder read the Secrets
+	// a failing pod's environment takes values from, and remove those values
+	// from its record, where the manager may get Secrets.
+	PodBuggerRedactSecretEnv bool
 	// JobWatcherProtectedNamespaces are the namespaces ClusterJobWatchers do
 	// not reach unless a pattern names them exactly (beside the manager's
 	// own and those labelled deckhand.dev/protected=true); nil means the

@@ -99,3 +99,55 @@ func TestTheIncidentSinksSecretReachesTheManager(t *testing.T) {
 	g.Expect(volumes).To(ContainSubstring("map[name:incident-sinks secret:map[items:[map[key:sinks.yaml path:sinks.yaml]] secretName:deckhand-sinks]]"))
 	g.Expect(mounts).To(ContainSubstring("map[mountPath:/etc/deckhand/incident-sinks name:incident-sinks readOnly:true]"))
 }
+
+// Both installs ship the ClusterRole a namespace's owner binds so that
+// records remove the values their pods' environments take from Secrets:
+// get on Secrets alone, bound by neither install. The chart's
+// podBugger.secretEnv.clusterWide binds it (in each watched namespace when
+// it has them); read=false turns the reads off and binds nothing.
+func TestTheSecretEnvRoleIsShippedUnboundUnlessTheChartIsToldToBindIt(t *testing.T) {
+	g := NewWithT(t)
+	getSecrets := []string{"  secrets  *  [get]"}
+	roleRules := func(objs []*unstructured.Unstructured) []string {
+		role := find(objs, "ClusterRole", "deckhand-podbugger-secret-env")
+		if role == nil {
+			return nil
+		}
+		verbs := map[string][]string{}
+		rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+		for _, r := range rules {
+			addRule(verbs, "", r.(map[string]any))
+		}
+		var lines []string
+		for k, vs := range verbs {
+			lines = append(lines, k+"  ["+strings.Join(vs, " ")+"]")
+		}
+		return lines
+	}
+	secretGrants := func(objs []*unstructured.Unstructured) []string {
+		return slices.DeleteFunc(grants(t, objs), func(l string) bool {
+			return !strings.Contains(l, "  secrets  *  ")
+		})
+	}
+	for name, objs := range map[string][]*unstructured.Unstructured{
+		"config/default":             kustomize(t, "config/default"),
+		"config/overlays/namespaced": kustomize(t, "config/overlays/namespaced"),
+		"the chart":                  helmTemplate(t),
+		"the namespaced chart":       helmTemplate(t, "--set", "watchNamespaces={deckhand-tenant}"),
+	} {
+		g.Expect(roleRules(objs)).To(Equal(getSecrets), name)
+		g.Expect(secretGrants(objs)).To(BeEmpty(), "%s binds the Secret role itself", name)
+	}
+	args, _, _ := managerOf(helmTemplate(t))
+	g.Expect(strings.Join(args, " ")).NotTo(ContainSubstring("--podbugger-redact-secret-env"))
+
+	g.Expect(secretGrants(helmTemplate(t, "--set", "podBugger.secretEnv.clusterWide=true"))).
+		To(Equal([]string{"cluster-wide  secrets  *  [get]"}))
+	g.Expect(secretGrants(helmTemplate(t, "--set", "podBugger.secretEnv.clusterWide=true", "--set", "watchNamespaces={a,b}"))).
+		To(Equal([]string{"namespace a  secrets  *  [get]", "namespace b  secrets  *  [get]"}))
+
+	off := helmTemplate(t, "--set", "podBugger.secretEnv.clusterWide=true", "--set", "podBugger.secretEnv.read=false")
+	g.Expect(secretGrants(off)).To(BeEmpty())
+	args, _, _ = managerOf(off)
+	g.Expect(args).To(ContainElement("--podbugger-redact-secret-env=false"))
+}

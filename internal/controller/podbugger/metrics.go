@@ -105,3 +105,16 @@ var notifications = prometheus.NewCounterVec(prometheus.CounterOpts{
 func init() {
 	metrics.Registry.MustRegister(notifications)
 }
+
+// secretEnvReads counts the Secrets the recorder read (or tried to) for
+// the values a failing pod's environment takes from them, which its record
+// then removes wherever they appear (--podbugger-redact-secret-env). By
+// outcome only: a series per namespace would grow with tenants.
+var secretEnvReads = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "deckhand_podbugger_secret_env_reads_total",
+	Help: "Secrets a failing pod's environment takes values from, read for its PodIncident to remove those values, by outcome: read, forbidden (the namespace did not bind the manager the deckhand-podbugger-secret-env ClusterRole: only the detectors and patterns apply), missing or failed.",
+}, []string{"outcome"})
+
+func init() {
+	metrics.Registry.MustRegister(secretEnvReads)
+}

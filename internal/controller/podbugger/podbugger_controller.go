@@ -71,11 +71,15 @@ func Setup(mgr ctrl.Manager, opts setupoptions.Options) error {
 	// (podbugger_incident_events.go), their notes bounded as every other
 	// controller's are.
 	writer := newEventWriter(mgr.GetScheme(), cs.EventsV1(), ControllerName)
+	var secrets client.Reader
+	if opts.PodBuggerRedactSecretEnv {
+		secrets = mgr.GetAPIReader()
+	}
 	return errors.Join(
 		mgr.Add(writer),
 		NewPodBuggerReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(ControllerName), p).SetupWithManager(mgr),
 		NewIncidentReconciler(mgr.GetClient(), mgr.GetAPIReader(), eventnote.Recorder(writer), ClientsetLogs(cs),
-			opts.PodBuggerIncidentWritesPerMinute).SetupWithManager(mgr),
+			opts.PodBuggerIncidentWritesPerMinute, secrets).SetupWithManager(mgr),
 		NewIncidentNotifier(mgr.GetClient(), eventnote.Recorder(writer), sinks, notify.NewOutbox()).SetupWithManager(mgr))
 }
 

@@ -34,6 +34,11 @@ func BindFlags(fs *flag.FlagSet, o *setupoptions.Options) {
 		"A YAML file of the sinks PodBuggers may name in spec.incidents.notify: a list 'sinks' of {name, format (JSON, Slack or CloudEvents), "+
 			"url, token (optional, sent as a bearer token), namespaces (optional: the namespaces whose PodBuggers may name it)}. "+
 			"Mount it from a Secret; it is read at start. Empty: no sinks.")
+	fs.BoolVar(&o.PodBuggerRedactSecretEnv, "podbugger-redact-secret-env", true,
+		"Read the Secrets a failing pod's environment takes values from (env secretKeyRef, envFrom secretRef; by name, past the cache, "+
+			"at most 16 a failure) and remove those values wherever its PodIncident would keep them, in the namespaces where the manager "+
+			"may get Secrets: a namespace's owner grants it by binding the deckhand-podbugger-secret-env ClusterRole there (the chart's "+
+			"podBugger.secretEnv.clusterWide binds it everywhere). Elsewhere only the built-in detectors and the PodBugger's patterns apply.")
 	fs.BoolVar(&o.PodBuggerAllowGeneralProfile, "podbugger-allow-general-profile", false,
 		"Let PodBuggers use the general profile, which gives the debug container the SYS_PTRACE capability.")
 	fs.BoolVar(&o.PodBuggerAllowHostAccess, "podbugger-allow-host-access", false,

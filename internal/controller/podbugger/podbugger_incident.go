@@ -465,6 +465,17 @@ func (sc scrub) text(s string) string {
 	return redact.String(s)
 }
 
+// with is sc removing the exact values too.
+func (sc scrub) with(values []string) scrub {
+	switch {
+	case sc.unusable != "" || len(values) == 0:
+		return sc
+	case sc.r == nil:
+		return scrub{r: redact.New(nil, values)}
+	}
+	return scrub{r: sc.r.With(values)}
+}
+
 // clean is tenant text as a record keeps it: its credentials removed, cut
 // to n bytes.
 func (sc scrub) clean(s string, n int) string { return cut(sc.text(s), n) }

@@ -109,6 +109,11 @@ type IncidentReconciler struct {
 	Now       func() time.Time
 	// Logs reads container logs; nil records no logs.
 	Logs PodLogs
+	// Secrets reads the Secrets a failing pod's environment takes values
+	// from, so that its record removes them; nil reads none.
+	Secrets client.Reader
+
+	secretReads chan struct{}
 
 	written    *writtenIncidents
 	unanswered *unansweredNodes
@@ -119,10 +124,13 @@ type IncidentReconciler struct {
 
 // NewIncidentReconciler returns an incident recorder reading through c (the
 // cache), apiReader (the apiserver) and logs, each PodBugger writing at most
-// writesPerMinute records a minute (DefaultIncidentWritesPerMinute when 0).
+// writesPerMinute records a minute (DefaultIncidentWritesPerMinute when 0),
+// reading the Secrets of failing pods' environments through secrets (nil:
+// none).
 func NewIncidentReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder, logs PodLogs,
-	writesPerMinute int) *IncidentReconciler {
+	writesPerMinute int, secrets client.Reader) *IncidentReconciler {
 	return &IncidentReconciler{Client: c, APIReader: apiReader, Recorder: recorder, Now: time.Now, Logs: logs,
+		Secrets: secrets, secretReads: make(chan struct{}, 2),
 		written: &writtenIncidents{byPod: map[types.NamespacedName]map[string]*debugv1beta1.PodIncident{},
 			last: map[types.NamespacedName]map[string]metav1.Time{}},
 		unanswered: &unansweredNodes{until: map[nodeOfNamespace]silence{}},
@@ -213,7 +221,7 @@ func (r *IncidentReconciler) record(ctx context.Context, pb *debugv1beta1.PodBug
 			if ok, err := readFresh(); !ok || err != nil {
 				return later, err
 			}
-			r.readAgain(pb, fresh, refreshed(f, fresh), lost)
+			r.readAgain(ctx, pb, fresh, refreshed(f, fresh), lost)
 			continue
 		}
 		// A failure older than maxAge (a pod's lastState from long ago,
@@ -229,7 +237,7 @@ func (r *IncidentReconciler) record(ctx context.Context, pb *debugv1beta1.PodBug
 		}
 		f = refreshed(f, fresh)
 		c := r.capture(ctx, fresh)
-		c.scrub = r.scrubs.of(pb)
+		c.scrub = r.scrubFor(ctx, pb, fresh)
 		job, queued := r.planLog(pb, fresh, f, &c)
 		inc, err := r.write(ctx, pb, fresh, f, c, recs)
 		if queued {
@@ -426,8 +434,9 @@ func (r *IncidentReconciler) lostLog(f failure, recs []debugv1beta1.PodIncident)
 // readAgain queues the log read of rec, a record whose log was lost, for f,
 // its last failure, unless the node did not answer lately or too many reads
 // wait: then the next event of the pod tries again.
-func (r *IncidentReconciler) readAgain(pb *debugv1beta1.PodBugger, pod *corev1.Pod, f failure, rec *debugv1beta1.PodIncident) {
-	c := capture{scrub: r.scrubs.of(pb)}
+func (r *IncidentReconciler) readAgain(ctx context.Context, pb *debugv1beta1.PodBugger, pod *corev1.Pod, f failure,
+	rec *debugv1beta1.PodIncident) {
+	c := capture{scrub: r.scrubFor(ctx, pb, pod)}
 	job, queued := r.planLog(pb, pod, f, &c)
 	if !queued {
 		return

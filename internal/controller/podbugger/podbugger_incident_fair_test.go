@@ -135,7 +135,7 @@ func TestAPodBuggersRecordWritesAreRateLimitedNotLost(t *testing.T) {
 	const pods, perMinute, burst = 40, 120, 20
 	runRecorderWith(t, []string{ns}, func(context.Context, string, string, string, bool, int) (string, bool, error) {
 		return "the log\n", false, nil
-	}, perMinute)
+	}, perMinute, nil)
 	pb := recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerCrashLoopBackOff}, nil)
 	t.Cleanup(func() {
 		g.Expect(client.IgnoreNotFound(env.Client.Delete(ctx, pb))).To(Succeed())

@@ -47,12 +47,14 @@ func runRecorder(t *testing.T, ns string, logs podbuggercontroller.PodLogs) (sto
 // runRecorderIn is runRecorder for several namespaces.
 func runRecorderIn(t *testing.T, namespaces []string, logs podbuggercontroller.PodLogs) (stop func()) {
 	t.Helper()
-	return runRecorderWith(t, namespaces, logs, 0)
+	return runRecorderWith(t, namespaces, logs, 0, nil)
 }
 
 // runRecorderWith is runRecorderIn with each PodBugger writing at most
-// writesPerMinute records a minute (0: the default).
-func runRecorderWith(t *testing.T, namespaces []string, logs podbuggercontroller.PodLogs, writesPerMinute int) (stop func()) {
+// writesPerMinute records a minute (0: the default), reading the Secrets of
+// failing pods' environments through secrets (nil: none).
+func runRecorderWith(t *testing.T, namespaces []string, logs podbuggercontroller.PodLogs, writesPerMinute int,
+	secrets client.Reader) (stop func()) {
 	t.Helper()
 	nss := map[string]cache.Config{}
 	for _, ns := range namespaces {
@@ -68,7 +70,8 @@ func runRecorderWith(t *testing.T, namespaces []string, logs podbuggercontroller
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := podbuggercontroller.NewIncidentReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("podbugger"), logs, writesPerMinute)
+	r := podbuggercontroller.NewIncidentReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("podbugger"), logs, writesPerMinute,
+		secrets)
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}

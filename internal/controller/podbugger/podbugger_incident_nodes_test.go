@@ -48,7 +48,7 @@ func TestACaptureWaitsForAnUnansweredNodeOnce(t *testing.T) {
 		}
 		return "the log\n", false, nil
 	}
-	r := NewIncidentReconciler(nil, notFoundReader{}, nil, logs, 0)
+	r := NewIncidentReconciler(nil, notFoundReader{}, nil, logs, 0, nil)
 	r.Now = func() time.Time { return now }
 	capture := func(pod, node string) (logsRead, time.Duration) {
 		j := logJob{pod: client.ObjectKey{Namespace: "ns", Name: pod}, node: node, container: "app", limit: 4096}
@@ -113,7 +113,7 @@ func TestANodeSilentToOneNamespaceStillServesAnother(t *testing.T) {
 		}
 		return "the log\n", false, nil
 	}
-	r := NewIncidentReconciler(nil, notFoundReader{}, nil, logs, 0)
+	r := NewIncidentReconciler(nil, notFoundReader{}, nil, logs, 0, nil)
 	r.Now = func() time.Time { return now }
 	read := func(ns string) logsRead {
 		return r.readJobLogs(context.Background(), logJob{pod: client.ObjectKey{Namespace: ns, Name: "web"}, node: "shared", container: "app", limit: 4096})
@@ -193,7 +193,7 @@ func TestARemovedLogIsNoLog(t *testing.T) {
 	for out, wantLog := range map[string]bool{gone: false, gone + "\n": false, unable: false, "filling\n" + gone + "\n": true, "filled\n": true} {
 		r := NewIncidentReconciler(nil, notFoundReader{}, nil, func(context.Context, string, string, string, bool, int) (string, bool, error) {
 			return out, false, nil
-		}, 0)
+		}, 0, nil)
 		got := r.readJobLogs(context.Background(), logJob{pod: client.ObjectKey{Namespace: "ns", Name: "hog"}, node: "n", container: "main", limit: 4096})
 		if wantLog && (got.tail != out || got.note != "") || !wantLog && (got.tail != "" || !strings.Contains(got.note, "the kubelet has removed the container's log")) {
 			t.Errorf("the kubelet streamed %q: log %q, note %q", out, got.tail, got.note)
@@ -202,7 +202,7 @@ func TestARemovedLogIsNoLog(t *testing.T) {
 	// The third form, an error seen on the real node for an evicted pod.
 	r := NewIncidentReconciler(nil, notFoundReader{}, nil, func(context.Context, string, string, string, bool, int) (string, bool, error) {
 		return "", false, errors.New(`container "main" in pod "hog" is terminated`)
-	}, 0)
+	}, 0, nil)
 	if got := r.readJobLogs(context.Background(), logJob{pod: client.ObjectKey{Namespace: "ns", Name: "hog"}, node: "n", container: "main", limit: 4096}); !strings.Contains(got.note, "the kubelet has removed the container's log") {
 		t.Errorf("the apiserver answered that the container is terminated: note %q", got.note)
 	}

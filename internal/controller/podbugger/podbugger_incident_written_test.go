@@ -29,7 +29,7 @@ func TestWrittenIncidentsStayFlatUnderChurn(t *testing.T) {
 	}
 	ctx := context.Background()
 	c := fake.NewClientBuilder().WithScheme(scheme).Build()
-	r := NewIncidentReconciler(c, c, nil, nil, 0)
+	r := NewIncidentReconciler(c, c, nil, nil, 0, nil)
 	const ns, perRound = "team-a", 50
 	pb := func(round int) *debugv1beta1.PodBugger {
 		return &debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "recorder", UID: types.UID(fmt.Sprint("pb-", round/3))},
