@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/randfill"
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
+	"github.com/deckhand-dev/deckhand/internal/testenv/proc"
 )
 
 // Every field a controller's SlimPod keeps is held by a cachedPod, and read
@@ -174,7 +175,7 @@ func TestCachedPodHeap(t *testing.T) {
 // hold and added to an informer's store.
 func heapPerPod(t *testing.T, raws [][]byte, hold func(*corev1.Pod) any) int64 {
 	store := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
-	before := liveHeap()
+	before := proc.LiveHeap()
 	for i := range raws {
 		pod := &corev1.Pod{}
 		if err := json.Unmarshal(raws[i], pod); err != nil {
@@ -184,16 +185,7 @@ func heapPerPod(t *testing.T, raws [][]byte, hold func(*corev1.Pod) any) int64 {
 			t.Fatal(err)
 		}
 	}
-	per := (liveHeap() - before) / int64(len(raws))
+	per := (proc.LiveHeap() - before) / int64(len(raws))
 	runtime.KeepAlive(store)
 	return per
-}
-
-// liveHeap is the heap's live bytes after a collection.
-func liveHeap() int64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return int64(m.HeapAlloc)
 }

@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/deckhand-dev/deckhand/internal/testenv/proc"
 )
 
 // A test binary that panics, is killed, or runs out its -timeout never gets
@@ -36,7 +37,7 @@ for d in $DIRS; do rm -rf -- "$d"; done`
 // startGuard starts a guard over this process's children named one of
 // names (the control plane's processes) and dirs.
 func startGuard(names []string, dirs []string) (*guard, error) {
-	pids, err := children(os.Getpid(), names)
+	pids, err := proc.Children(os.Getpid(), names...)
 	if err != nil {
 		return nil, err
 	}
@@ -68,46 +69,4 @@ func startGuard(names []string, dirs []string) (*guard, error) {
 func (g *guard) release() error {
 	_, err := g.w.WriteString("done\n")
 	return errors.Join(err, g.w.Close(), g.cmd.Wait())
-}
-
-// children lists the processes whose parent is pid and whose command name
-// is one of names.
-func children(pid int, names []string) ([]int, error) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, err
-	}
-	var out []int
-	for _, e := range entries {
-		child, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		comm, fields, ok := procStat(child)
-		if !ok || len(fields) < 2 || fields[1] != strconv.Itoa(pid) {
-			continue // ended meanwhile, or another's child
-		}
-		for _, n := range names {
-			// The kernel keeps 15 bytes of a command's name.
-			if comm == n[:min(len(n), 15)] {
-				out = append(out, child)
-			}
-		}
-	}
-	return out, nil
-}
-
-// procStat reads /proc/<pid>/stat: the command's name and the fields after
-// it (state, ppid, …); ok is false when pid has ended.
-func procStat(pid int) (comm string, fields []string, ok bool) {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return "", nil, false
-	}
-	// pid (comm) state ppid …: comm may hold spaces and parentheses.
-	open, end := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
-	if open < 0 || end < open {
-		return "", nil, false
-	}
-	return string(stat[open+1 : end]), strings.Fields(string(stat[end+1:])), true
 }

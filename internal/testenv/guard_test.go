@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/deckhand-dev/deckhand/internal/testenv/proc"
 )
 
 // guardChildEnv makes TestGuardChild run: it is the test binary that panics.
@@ -105,6 +107,6 @@ func guarded(t *testing.T, out []byte) (pids []int, dirs []string) {
 // alive reports whether pid runs (a zombie, ended but not yet reaped, does
 // not).
 func alive(pid int) bool {
-	_, fields, ok := procStat(pid)
-	return ok && (len(fields) == 0 || fields[0] != "Z")
+	st, err := proc.ReadStat(pid)
+	return err == nil && st.State != "Z"
 }

@@ -31,6 +31,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/testenv/proc"
 	"github.com/deckhand-dev/deckhand/test/cluster"
 )
 
@@ -230,68 +231,26 @@ func rssMiB(pid int) (float64, error) { return procStatusMiB(pid, "VmRSS") }
 // VmRSS is all resident memory, RssAnon the part that is the process's own
 // (heap, stacks), RssFile its binary's pages (page cache it shares).
 func procStatusMiB(pid int, field string) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			return kb / 1024, err
-		}
-	}
-	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
+	b, err := proc.StatusBytes(pid, field)
+	return float64(b) / (1 << 20), err
 }
 
-// cpuSeconds is the CPU time (user and system) the process has used, from
-// /proc/<pid>/stat, in clock ticks of 1/100 s (Linux's USER_HZ).
+// cpuSeconds is the CPU time (user and system) the process has used, to
+// the kernel's tick of 1/100 s.
 func cpuSeconds(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name (field 2) may hold spaces: count from after it.
-	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("short /proc/%d/stat", pid)
-	}
-	utime, err := strconv.ParseFloat(fields[11], 64)
-	if err != nil {
-		return 0, err
-	}
-	stime, err := strconv.ParseFloat(fields[12], 64)
-	return (utime + stime) / 100, err
+	st, err := proc.ReadStat(pid)
+	return st.CPU.Seconds(), err
 }
 
 // processOf finds the pid of the cluster's process whose command line
 // contains every one of parts.
 func (b *bench) processOf(parts ...string) int {
-	pid, err := findProcess(parts...)
+	pid, err := proc.Find(parts...)
 	b.must(err)
 	if pid == 0 {
 		b.t.Fatalf("no process with %q in its command line", parts)
 	}
 	return pid
-}
-
-// findProcess is the pid of a process whose command line contains every
-// one of parts, 0 when none does.
-func findProcess(parts ...string) (int, error) {
-	dirs, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, err
-	}
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err == nil && !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(string(cmd), p) }) {
-			return pid, nil
-		}
-	}
-	return 0, nil
 }
 
 // cpuMark is what the processes sharing the machine's cores, and the cores
@@ -318,7 +277,7 @@ type cpuUse struct {
 func (b *bench) cpuProcesses(manager *managerProcess) map[string]int {
 	out := map[string]int{"bench": os.Getpid()}
 	for name, bin := range map[string]string{"kube-apiserver": "/bin/kube-apiserver", "etcd": "/bin/etcd", "kube-controller-manager": "/bin/kube-controller-manager"} {
-		pid, err := findProcess(bin, b.c.Name)
+		pid, err := proc.Find(bin, b.c.Name)
 		b.must(err)
 		if pid != 0 {
 			out[name] = pid

@@ -5,9 +5,7 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,6 +23,7 @@ import (
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/testenv/proc"
 	"github.com/deckhand-dev/deckhand/test/cluster"
 )
 
@@ -370,20 +369,8 @@ func (b *bench) restart(component string) time.Time {
 
 // running reports whether a process of the cluster's component runs.
 func (b *bench) running(component string) bool {
-	dirs, err := os.ReadDir("/proc")
-	if err != nil {
-		return false
-	}
-	for _, d := range dirs {
-		if _, err := strconv.Atoi(d.Name()); err != nil {
-			continue
-		}
-		cmd, err := os.ReadFile("/proc/" + d.Name() + "/cmdline")
-		if err == nil && strings.Contains(string(cmd), "/clusters/"+b.c.Name+"/bin/"+component) {
-			return true
-		}
-	}
-	return false
+	pid, err := proc.Find("/clusters/" + b.c.Name + "/bin/" + component)
+	return err == nil && pid != 0
 }
 
 func setName(i int) string { return fmt.Sprintf("set-%d", i) }

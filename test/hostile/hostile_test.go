@@ -8,12 +8,10 @@
 package hostile_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -41,6 +39,7 @@ import (
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/testenv/proc"
 )
 
 // shippedLimit is the manager container's memory limit in the installs
@@ -79,38 +78,13 @@ func (p *process) exited() bool {
 }
 
 // peakRSS is the process's peak resident set (VmHWM), in bytes.
-func (p *process) peakRSS() (int64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = f.Close() }()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if v, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", p.cmd.Process.Pid)
-}
+func (p *process) peakRSS() (int64, error) { return proc.StatusBytes(p.cmd.Process.Pid, "VmHWM") }
 
 // cpuTime is the CPU time the process has used (user and system), to the
 // kernel's 10 ms tick.
 func (p *process) cpuTime() (time.Duration, error) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
-	if err != nil {
-		return 0, err
-	}
-	// pid (comm) state ppid …: utime and stime are the 12th and 13th
-	// fields after the command's name, in ticks of 1/100 s.
-	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	if len(fields) < 13 {
-		return 0, fmt.Errorf("short /proc/%d/stat", p.cmd.Process.Pid)
-	}
-	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
-	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond, errors.Join(err1, err2)
+	st, err := proc.ReadStat(p.cmd.Process.Pid)
+	return st.CPU, err
 }
 
 // startManager builds cmd/deckhand and runs it as the installs do (the

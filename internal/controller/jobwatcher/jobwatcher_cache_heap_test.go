@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	"github.com/deckhand-dev/deckhand/internal/testenv/proc"
 )
 
 // maxCachedJobBytes is what a finished Job may cost the cache's heap, with
@@ -74,7 +76,7 @@ func TestCachedJobHeap(t *testing.T) {
 		raws[i] = finishedJobJSON(t, i)
 	}
 	store := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
-	before := liveHeap()
+	before := proc.LiveHeap()
 	for i := range raws {
 		job := &batchv1.Job{}
 		if err := json.Unmarshal(raws[i], job); err != nil {
@@ -88,20 +90,11 @@ func TestCachedJobHeap(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	per := (liveHeap() - before) / n
+	per := (proc.LiveHeap() - before) / n
 	runtime.KeepAlive(store)
 	runtime.KeepAlive(raws)
 	t.Logf("%d B of live heap per cached Job", per)
 	if per > maxCachedJobBytes {
 		t.Errorf("a cached Job costs %d B of heap, more than %d", per, maxCachedJobBytes)
 	}
-}
-
-// liveHeap is the heap's live bytes after a collection.
-func liveHeap() int64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return int64(m.HeapAlloc)
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/testenv/proc"
 )
 
 // namespaceJobLists counts the LISTs of one namespace's Jobs a manager sends (not its
@@ -38,31 +38,6 @@ func (c *namespaceJobLists) RoundTrip(req *http.Request) (*http.Response, error)
 		}
 	}
 	return c.next.RoundTrip(req)
-}
-
-// heapPeak samples the live heap (runtime/metrics, heap objects) until
-// stopped, and returns its peak.
-func heapPeak() (stop func() uint64) {
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	var peak uint64
-	done, ended := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(ended)
-		for {
-			metrics.Read(sample)
-			peak = max(peak, sample[0].Value.Uint64())
-			select {
-			case <-done:
-				return
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
-	}()
-	return func() uint64 {
-		close(done)
-		<-ended
-		return peak
-	}
 }
 
 // A history backlog (a watcher with successfulJobsHistoryLimit 10 over a
@@ -136,8 +111,8 @@ func TestAHistoryBacklogListsTheNamespaceAFewTimes(t *testing.T) {
 		return v
 	}
 	deletesBefore := deletes()
-	before := heapPeak()()
-	peak := heapPeak()
+	before := proc.HeapPeak()()
+	peak := proc.HeapPeak()
 	started := time.Now()
 	_, stop = env.StartManagerWithConfig(t, cfg, opts)
 	defer stop()

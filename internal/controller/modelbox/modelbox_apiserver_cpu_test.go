@@ -1,7 +1,6 @@
 package modelbox_test
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,6 +32,7 @@ import (
 	modelboxcontroller "github.com/deckhand-dev/deckhand/internal/controller/modelbox"
 	"github.com/deckhand-dev/deckhand/internal/manager"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/testenv/proc"
 )
 
 // TestApiserverCPUPerModelBox measures where the envtest kube-apiserver's
@@ -308,60 +308,17 @@ func saveProfile(hc *http.Client, host string, window time.Duration, path string
 
 // apiserverPID finds envtest's kube-apiserver: a child of this process.
 func apiserverPID() (int, error) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, err
+	pids, err := proc.Children(os.Getpid(), "kube-apiserver")
+	if err != nil || len(pids) == 0 {
+		return 0, errors.Join(err, fmt.Errorf("no kube-apiserver child of process %d", os.Getpid()))
 	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-		if err != nil || strings.TrimSpace(string(comm)) != "kube-apiserver" {
-			continue
-		}
-		if fields, err := statFields(pid); err == nil && fields[1] == strconv.Itoa(os.Getpid()) {
-			return pid, nil
-		}
-	}
-	return 0, fmt.Errorf("no kube-apiserver child of process %d", os.Getpid())
-}
-
-// statFields are the fields of /proc/<pid>/stat after the command: [0] is
-// the state, [1] the parent, [11] utime, [12] stime.
-func statFields(pid int) ([]string, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }()
-	line, err := bufio.NewReader(f).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	fields := strings.Fields(line[strings.LastIndexByte(line, ')')+1:])
-	if len(fields) < 13 {
-		return nil, fmt.Errorf("short /proc/%d/stat", pid)
-	}
-	return fields, nil
+	return pids[0], nil
 }
 
 // processCPU is the user and system CPU time of pid (clock ticks of 10 ms).
 func processCPU(pid int) (time.Duration, error) {
-	fields, err := statFields(pid)
-	if err != nil {
-		return 0, err
-	}
-	var ticks int64
-	for _, s := range fields[11:13] {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return 0, err
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * 10 * time.Millisecond, nil
+	st, err := proc.ReadStat(pid)
+	return st.CPU, err
 }
 
 func envInt(name string, def int) int {

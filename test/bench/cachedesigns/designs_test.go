@@ -15,6 +15,7 @@ package cachedesigns
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -40,6 +41,7 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/manager"
 	"github.com/deckhand-dev/deckhand/internal/scopedcache"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/testenv/proc"
 )
 
 var env *testenv.Env
@@ -305,22 +307,7 @@ func child() int {
 
 // self reads this process's peak RSS and CPU time from /proc.
 func self() (rss int64, cpu time.Duration, err error) {
-	status, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, 0, err
-	}
-	for line := range strings.Lines(string(status)) {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			rss = kb << 10
-		}
-	}
-	stat, err := os.ReadFile("/proc/self/stat")
-	if err != nil {
-		return 0, 0, err
-	}
-	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return rss, time.Duration(ut+st) * 10 * time.Millisecond, nil
+	rss, err = proc.StatusBytes(proc.Self, "VmHWM")
+	st, err2 := proc.ReadStat(proc.Self)
+	return rss, st.CPU, errors.Join(err, err2)
 }
