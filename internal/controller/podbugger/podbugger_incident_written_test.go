@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
@@ -100,5 +103,28 @@ func TestWrittenIncidentsStayFlatUnderChurn(t *testing.T) {
 	}
 	if n := held(); n != 0 {
 		t.Fatalf("with no PodBugger left, the recorder keeps %d entries", n)
+	}
+}
+
+// A pod failing for days opens a record per backoff window; the recorder
+// keeps the latest record of each reason and container, and when each
+// family (a container's crashes, whatever their reason) last failed: a few
+// entries, not one per window.
+func TestWrittenIncidentsKeepALongFailingPodsLatestRecordOnly(t *testing.T) {
+	r := NewIncidentReconciler(nil, notFoundReader{}, nil, nil, 0, nil)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "web", UID: "uid-web"}}
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for window := range 200 {
+		for _, reason := range []debugv1beta1.IncidentReason{debugv1beta1.IncidentError, debugv1beta1.IncidentOOMKilled} {
+			r.written.remember(pod, &debugv1beta1.PodIncident{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: fmt.Sprintf("web-%s-%d", strings.ToLower(string(reason)), window),
+					Labels: map[string]string{debugv1beta1.IncidentPodUIDLabel: "uid-web", debugv1beta1.IncidentPodBuggerUIDLabel: "pb"}},
+				Spec: debugv1beta1.PodIncidentSpec{Reason: reason, Container: "app", Count: 1,
+					LastTime: metav1.NewTime(start.Add(time.Duration(window) * time.Hour))}})
+		}
+	}
+	key := client.ObjectKeyFromObject(pod)
+	if n, last := len(r.written.byPod[key]), len(r.written.last[key]); n != 2 || last != 1 {
+		t.Errorf("after 200 backoff windows of two reasons the recorder keeps %d records and %d last times for the pod, want 2 and 1", n, last)
 	}
 }
