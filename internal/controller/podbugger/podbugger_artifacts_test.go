@@ -113,7 +113,7 @@ func TestParseArtifactsTakesTheInstancesFilesOnly(t *testing.T) {
 	if f := files[1]; f.Name != "heap/x y" || !f.Truncated || f.Copy != ".deckhand/1013/heap_x y" {
 		t.Errorf("heap/x y: %+v", f)
 	}
-	var many []string
+	many := make([]string, 0, debugv1beta1.MaxArtifactFiles+3)
 	for i := range debugv1beta1.MaxArtifactFiles + 3 {
 		many = append(many, artifactLineFor(1001, 1, 1, sum, "-", fmt.Sprintf("f%d", i)))
 	}
@@ -159,65 +159,73 @@ func TestCollectorScriptListsHashesAndCopiesNewFiles(t *testing.T) {
 		t.Skip("no busybox here to run the collector with")
 	}
 	for _, keep := range []string{"0", "2"} {
-		t.Run("keep "+keep, func(t *testing.T) {
-			dir := t.TempDir()
-			content := []byte("deckhand dump\n")
-			big := make([]byte, 3000)
-			for i := range big {
-				big[i] = byte(i)
-			}
-			old := time.Now().Add(-5 * time.Second)
-			for name, b := range map[string][]byte{"core.dump": content, "sub/heap": big} {
-				p := filepath.Join(dir, name)
-				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(p, b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.Chtimes(p, old, old); err != nil {
-					t.Fatal(err)
-				}
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
-			defer cancel()
-			out, _ := exec.CommandContext(ctx, sh, "sh", "-c", collectorScript, "deckhand-artifacts", dir, "1024", "4096", keep).Output()
-			files, _, scanned := parseArtifacts(string(out), old.Add(-time.Second), old, scrub{})
-			if scanned == 0 || len(files) != 2 {
-				t.Fatalf("collector said %q", out)
-			}
-			want := sha256.Sum256(content)
-			wantBig := sha256.Sum256(big[:1024])
-			for _, f := range files {
-				switch f.Name {
-				case "core.dump":
-					if f.Size != int64(len(content)) || f.SHA256 != hex.EncodeToString(want[:]) || f.Truncated {
-						t.Errorf("core.dump: %+v", f)
-					}
-				case "sub/heap":
-					if f.Size != 3000 || f.SHA256 != hex.EncodeToString(wantBig[:]) || !f.Truncated {
-						t.Errorf("sub/heap: %+v", f)
-					}
-				default:
-					t.Errorf("listed %+v", f)
-				}
-				if keep == "0" {
-					if f.Copy != "" {
-						t.Errorf("keep 0 copied %s to %s", f.Name, f.Copy)
-					}
-					continue
-				}
-				b, err := os.ReadFile(filepath.Join(dir, f.Copy))
-				if sum := sha256.Sum256(b); err != nil || hex.EncodeToString(sum[:]) != f.SHA256 {
-					t.Errorf("%s: the copy %s does not hold what was hashed (%v)", f.Name, f.Copy, err)
-				}
-			}
-			if _, err := os.Stat(filepath.Join(dir, ".deckhand")); (keep == "0") != os.IsNotExist(err) {
-				t.Errorf("keep %s: .deckhand: %v", keep, err)
-			}
-			if n := strings.Count(string(out), "DECKHAND-ARTIFACT "); n != 2 {
-				t.Errorf("%d files told, want each once: %q", n, out)
-			}
-		})
+		t.Run("keep "+keep, func(t *testing.T) { runCollector(t, sh, keep) })
 	}
+}
+
+// dumpFiles writes content and big into dir as core.dump and sub/heap,
+// last modified at old.
+func dumpFiles(t *testing.T, dir string, content, big []byte, old time.Time) {
+	t.Helper()
+	for name, b := range map[string][]byte{"core.dump": content, "sub/heap": big} {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func runCollector(t *testing.T, sh, keep string) {
+	dir := t.TempDir()
+	content := []byte("deckhand dump\n")
+	big := make([]byte, 3000)
+	for i := range big {
+		big[i] = byte(i)
+	}
+	old := time.Now().Add(-5 * time.Second)
+	dumpFiles(t, dir, content, big, old)
+	ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
+	defer cancel()
+	out, _ := exec.CommandContext(ctx, sh, "sh", "-c", collectorScript, "deckhand-artifacts", dir, "1024", "4096", keep).Output()
+	files, _, scanned := parseArtifacts(string(out), old.Add(-time.Second), old, scrub{})
+	if scanned == 0 || len(files) != 2 {
+		t.Fatalf("collector said %q", out)
+	}
+	want := map[string]debugv1beta1.IncidentArtifact{
+		"core.dump": {Name: "core.dump", Size: int64(len(content)), SHA256: sum(content)},
+		"sub/heap":  {Name: "sub/heap", Size: 3000, SHA256: sum(big[:1024]), Truncated: true},
+	}
+	for _, f := range files {
+		w := want[f.Name]
+		if f.Size != w.Size || f.SHA256 != w.SHA256 || f.Truncated != w.Truncated || f.Error != "" {
+			t.Errorf("listed %+v, want %+v", f, w)
+		}
+		if keep == "0" {
+			if f.Copy != "" {
+				t.Errorf("keep 0 copied %s to %s", f.Name, f.Copy)
+			}
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, f.Copy))
+		if err != nil || sum(b) != f.SHA256 {
+			t.Errorf("%s: the copy %s does not hold what was hashed (%v)", f.Name, f.Copy, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".deckhand")); (keep == "0") != os.IsNotExist(err) {
+		t.Errorf("keep %s: .deckhand: %v", keep, err)
+	}
+	if n := strings.Count(string(out), "DECKHAND-ARTIFACT "); n != 2 {
+		t.Errorf("%d files told, want each once: %q", n, out)
+	}
+}
+
+func sum(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
 }

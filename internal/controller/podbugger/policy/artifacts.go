@@ -78,16 +78,38 @@ func ArtifactsErrors(pb *debugv1beta1.PodBugger) field.ErrorList {
 	if len(in.Containers) > debugv1beta1.MaxArtifactContainers {
 		errs = append(errs, field.TooMany(path.Child("containers"), len(in.Containers), debugv1beta1.MaxArtifactContainers))
 	}
+	errs = append(errs, artifactContainerErrors(in.Containers, path.Child("containers"))...)
+	errs = append(errs, artifactBoundErrors(in, path)...)
+	if !Records(pb) || !InjectsRunning(pb) && !pb.Spec.Incidents.Inject {
+		errs = append(errs, field.Invalid(path, in.Volume,
+			"needs a failure trigger and the Running trigger or incidents.inject: the debug container collects them"))
+	}
+	if len(pb.Spec.Command) > 0 || len(pb.Spec.Args) > 0 {
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "command"),
+			"command and args must be empty with spec.incidents.artifacts: the debug container runs the collector"))
+	}
+	return errs
+}
+
+// artifactContainerErrors is what is wrong with the names in containers.
+func artifactContainerErrors(containers []string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	seen := sets.New[string]()
-	for i, c := range in.Containers {
+	for i, c := range containers {
 		if msgs := validation.IsDNS1123Label(c); len(msgs) > 0 {
-			errs = append(errs, field.Invalid(path.Child("containers").Index(i), c, "must name a container: "+msgs[0]))
+			errs = append(errs, field.Invalid(path.Index(i), c, "must name a container: "+msgs[0]))
 		}
 		if seen.Has(c) {
-			errs = append(errs, field.Duplicate(path.Child("containers").Index(i), c))
+			errs = append(errs, field.Duplicate(path.Index(i), c))
 		}
 		seen.Insert(c)
 	}
+	return errs
+}
+
+// artifactBoundErrors is what is wrong with in's byte caps and keep.
+func artifactBoundErrors(in *debugv1beta1.IncidentArtifacts, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	bytesIn := func(name string, v *int64, limit int64) {
 		if v != nil && (*v < 1 || *v > limit) {
 			errs = append(errs, field.Invalid(path.Child(name), *v, fmt.Sprintf("must be between 1 and %d", limit)))
@@ -100,14 +122,6 @@ func ArtifactsErrors(pb *debugv1beta1.PodBugger) field.ErrorList {
 	}
 	if in.Keep != nil && (*in.Keep < 0 || *in.Keep > debugv1beta1.MaxArtifactKeep) {
 		errs = append(errs, field.Invalid(path.Child("keep"), *in.Keep, fmt.Sprintf("must be between 0 and %d", debugv1beta1.MaxArtifactKeep)))
-	}
-	if !Records(pb) || !InjectsRunning(pb) && !pb.Spec.Incidents.Inject {
-		errs = append(errs, field.Invalid(path, in.Volume,
-			"needs a failure trigger and the Running trigger or incidents.inject: the debug container collects them"))
-	}
-	if len(pb.Spec.Command) > 0 || len(pb.Spec.Args) > 0 {
-		errs = append(errs, field.Forbidden(field.NewPath("spec", "command"),
-			"command and args must be empty with spec.incidents.artifacts: the debug container runs the collector"))
 	}
 	return errs
 }
