@@ -191,6 +191,28 @@ func TestBadObjectsAreRefusedInBothVersions(t *testing.T) {
 		"PodBugger v1alpha1 with a regex bomb to redact through its conversion annotation": {&debugv1alpha1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alpha-bomb",
 			Annotations: map[string]string{debugv1alpha1.ConversionDataAnnotation: `{"incidents":{"redact":["(?:aaaaaaaaaaaaaaaaaaaa){1000}"]},"triggers":["Error"]}`}},
 			Spec: debugv1alpha1.PodBuggerSpec{Selector: selector, Image: "docker.io/library/busybox:1.37"}}, "spec.incidents.redact[0]"},
+		// Artifacts: the schema refuses a volume that is no volume name in
+		// v1beta1 (and CEL a collector without a way to be injected); the
+		// webhook, for v1alpha1's annotation.
+		"PodBugger v1beta1 with artifacts in a volume that cannot be one": {&debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "art"},
+			Spec: debugv1beta1.PodBuggerSpec{Selector: selector, Image: "docker.io/library/busybox:1.37",
+				Triggers:  []debugv1beta1.Trigger{debugv1beta1.TriggerError},
+				Incidents: &debugv1beta1.IncidentPolicy{Inject: true, Artifacts: &debugv1beta1.IncidentArtifacts{Volume: "../etc"}}}},
+			"spec.incidents.artifacts.volume"},
+		"PodBugger v1beta1 with artifacts and a command": {&debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "art-cmd"},
+			Spec: debugv1beta1.PodBuggerSpec{Selector: selector, Image: "docker.io/library/busybox:1.37", Command: []string{"sleep", "1d"},
+				Triggers:  []debugv1beta1.Trigger{debugv1beta1.TriggerError},
+				Incidents: &debugv1beta1.IncidentPolicy{Inject: true, Artifacts: &debugv1beta1.IncidentArtifacts{Volume: "dumps"}}}},
+			"spec.command"},
+		"PodBugger v1alpha1 with artifacts in a volume that cannot be one through its conversion annotation": {&debugv1alpha1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alpha-art",
+			Annotations: map[string]string{debugv1alpha1.ConversionDataAnnotation: `{"incidents":{"inject":true,"artifacts":{"volume":"../etc"}},"triggers":["Error"]}`}},
+			Spec: debugv1alpha1.PodBuggerSpec{Selector: selector, Image: "docker.io/library/busybox:1.37"}}, "spec.incidents.artifacts.volume"},
+		"PodBugger v1alpha1 with artifacts beyond their bound through its conversion annotation": {&debugv1alpha1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alpha-art-big",
+			Annotations: map[string]string{debugv1alpha1.ConversionDataAnnotation: `{"incidents":{"inject":true,"artifacts":{"volume":"dumps","maxBytes":99999999999}},"triggers":["Error"]}`}},
+			Spec: debugv1alpha1.PodBuggerSpec{Selector: selector, Image: "docker.io/library/busybox:1.37"}}, "spec.incidents.artifacts.maxBytes"},
+		"PodBugger v1alpha1 with artifacts no container collects through its conversion annotation": {&debugv1alpha1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "alpha-art-noinj",
+			Annotations: map[string]string{debugv1alpha1.ConversionDataAnnotation: `{"incidents":{"artifacts":{"volume":"dumps"}},"triggers":["Error"]}`}},
+			Spec: debugv1alpha1.PodBuggerSpec{Selector: selector, Image: "docker.io/library/busybox:1.37"}}, "spec.incidents.artifacts"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

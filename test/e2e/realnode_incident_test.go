@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -339,6 +341,70 @@ func TestRealNodeIncidentsReuseOneDebugContainer(t *testing.T) {
 	}).WithTimeout(3 * time.Minute).Should(Succeed())
 	g.Expect(ephemeral()).To(Equal([]string{"probe"}), "one debug container, however often the pod failed")
 	g.Eventually(pbStatus).WithArguments(pb).Should(HaveField("Installed", int32(1)))
+}
+
+// With incidents.artifacts, a crash-looping pod that writes a dump into an
+// emptyDir before it exits gets the collector at its first failure, and
+// each record's instance lists the files that instance wrote, with the
+// size and SHA-256 of their known content, copied into the volume's
+// .deckhand directory where the next crash does not overwrite them.
+func TestRealNodeIncidentArtifactsAreListedAndKept(t *testing.T) {
+	c.RealNode(t)
+	g := rnG(t)
+	ctx := context.Background()
+	ns := c.RealNodeNamespace(t, map[string]string{debugv1beta1.NamespaceEnabledLabel: "true"})
+	c.RunManager(t, "--controllers", "podbugger", "--podbugger-allowed-images", "localhost/deckhand/busybox:*")
+
+	pb := &debugv1beta1.PodBugger{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dumps"},
+		Spec: debugv1beta1.PodBuggerSpec{
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "dumper"}},
+			Image:    cluster.BusyboxImage,
+			Triggers: []debugv1beta1.Trigger{debugv1beta1.TriggerError, debugv1beta1.TriggerCrashLoopBackOff},
+			Incidents: &debugv1beta1.IncidentPolicy{Inject: true, Artifacts: &debugv1beta1.IncidentArtifacts{
+				Volume: "dumps", MaxFileBytes: ptr.To[int64](2048), Keep: ptr.To[int32](2)}},
+		},
+	}
+	g.Eventually(func() error { return c.Client.Create(ctx, pb.DeepCopy()) }).WithTimeout(time.Minute).Should(Succeed())
+	const dump = "deckhand dump of a crash\n"
+	dumper := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dumper", Labels: map[string]string{"app": "dumper"}},
+		Spec: restrictedSpec("sh", "-c", `printf 'deckhand dump of a crash\n' >/dumps/core.dump; `+
+			`dd if=/dev/zero of=/dumps/heap.bin bs=1024 count=3 2>/dev/null; sleep 1; exit 1`)}
+	dumper.Spec.Volumes = []corev1.Volume{{Name: "dumps", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	dumper.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "dumps", MountPath: "/dumps"}}
+	g.Expect(c.Client.Create(ctx, dumper)).To(Succeed())
+
+	core := sha256.Sum256([]byte(dump))
+	heap := sha256.Sum256(make([]byte, 2048)) // cut to maxFileBytes
+	var listed debugv1beta1.IncidentInstance
+	g.Eventually(func(g Gomega) {
+		list := &debugv1beta1.PodIncidentList{}
+		g.Expect(c.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+		n := 0
+		for _, r := range list.Items {
+			for _, in := range r.Spec.Instances {
+				if len(in.Artifacts) == 0 {
+					continue
+				}
+				g.Expect(in.Artifacts).To(ConsistOf(
+					And(HaveField("Name", "core.dump"), HaveField("Size", int64(len(dump))),
+						HaveField("SHA256", hex.EncodeToString(core[:])), HaveField("Truncated", false),
+						HaveField("Copy", MatchRegexp(`^\.deckhand/\d+/core\.dump$`))),
+					And(HaveField("Name", "heap.bin"), HaveField("Size", int64(3072)),
+						HaveField("SHA256", hex.EncodeToString(heap[:])), HaveField("Truncated", true))),
+					"instance %s", in.ContainerID)
+				listed = in
+				n++
+			}
+		}
+		g.Expect(n).To(BeNumerically(">=", 2), "two instances, each with its own files")
+	}).WithTimeout(3 * time.Minute).Should(Succeed())
+	t.Logf("instance %s (restart %d, finished %s) lists %+v", listed.ContainerID, listed.RestartCount,
+		listed.FinishedAt.UTC().Format(time.RFC3339), listed.Artifacts)
+	// The copy is in the volume, as hashed.
+	out, err := c.Kubectl("exec", "-n", ns, "dumper", "-c", "dumps", "--", "sha256sum", "/deckhand-artifacts/"+listed.Artifacts[0].Copy)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(HavePrefix(listed.Artifacts[0].SHA256))
 }
 
 // The kubelet evicts a pod that writes past its ephemeral-storage limit

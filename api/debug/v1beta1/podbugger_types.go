@@ -32,6 +32,8 @@ const (
 // PodBuggerSpec says which pods get a debug container and what it runs.
 // +kubebuilder:validation:XValidation:rule="!has(self.notReadyAfter) || (has(self.triggers) && 'NotReady' in self.triggers)",message="notReadyAfter needs the NotReady trigger in triggers",fieldPath=".notReadyAfter"
 // +kubebuilder:validation:XValidation:rule="!has(self.incidents) || !has(self.incidents.inject) || !self.incidents.inject || (has(self.triggers) && self.triggers.exists(t, t != 'Running'))",message="incidents.inject needs a failure trigger (Error, OOMKilled, CrashLoopBackOff, NotReady or Evicted) in triggers",fieldPath=".incidents.inject"
+// +kubebuilder:validation:XValidation:rule="!has(self.incidents) || !has(self.incidents.artifacts) || (has(self.triggers) && self.triggers.exists(t, t != 'Running') && ('Running' in self.triggers || (has(self.incidents.inject) && self.incidents.inject)))",message="incidents.artifacts needs a failure trigger and the Running trigger or incidents.inject: the debug container collects them",fieldPath=".incidents.artifacts"
+// +kubebuilder:validation:XValidation:rule="!has(self.incidents) || !has(self.incidents.artifacts) || (!has(self.command) && !has(self.args))",message="command and args must be empty with incidents.artifacts: the debug container runs the collector",fieldPath=".command"
 // +kubebuilder:validation:XValidation:rule="(has(self.command) ? self.command.map(c, size(c)).sum() : 0) + (has(self.args) ? self.args.map(a, size(a)).sum() : 0) <= 16384",message="command and args together must be at most 16384 characters",fieldPath=".args"
 type PodBuggerSpec struct {
 	// selector chooses the pods, in the PodBugger's own namespace, that get a
@@ -239,6 +241,88 @@ type IncidentPolicy struct {
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:items:MaxLength=256
 	Redact []string `json:"redact,omitempty"`
+
+	// artifacts collects the files a failing container leaves in a volume
+	// of its pod (heap or core dumps in an emptyDir): the debug container
+	// runs Deckhand's collector instead of command and args, mounts the
+	// volume, and after each failure lists the new files (name, size,
+	// SHA-256, truncated or not) in that instance's slot of the record,
+	// keeping copies inside the same volume (.deckhand/<time>/) so that the
+	// next crash does not overwrite them. Needs the Running trigger or
+	// incidents.inject, an image with a POSIX shell and sha256sum
+	// (busybox), and no command or args.
+	// +optional
+	Artifacts *IncidentArtifacts `json:"artifacts,omitempty"`
+}
+
+// Bounds of spec.incidents.artifacts.
+const (
+	// DefaultArtifactMaxFileBytes, MaxArtifactMaxFileBytes: how much of one
+	// file is copied and hashed.
+	DefaultArtifactMaxFileBytes int64 = 64 << 20
+	MaxArtifactMaxFileBytes     int64 = 1 << 30
+	// DefaultArtifactMaxBytes, MaxArtifactMaxBytes: how much one collection
+	// (one failed instance) copies in all.
+	DefaultArtifactMaxBytes int64 = 256 << 20
+	MaxArtifactMaxBytes     int64 = 4 << 30
+	// DefaultArtifactKeep, MaxArtifactKeep: how many collections keep their
+	// copies in the volume; 0 copies nothing and mounts it read-only.
+	DefaultArtifactKeep int32 = 3
+	MaxArtifactKeep     int32 = 10
+	// MaxArtifactFiles is how many files one failed instance lists.
+	MaxArtifactFiles = 16
+	// MaxArtifactContainers is how many containers artifacts may name.
+	MaxArtifactContainers = 8
+)
+
+// IncidentArtifacts names the pod volume a failing container leaves its
+// dumps in, and bounds what is collected from it.
+// +kubebuilder:validation:XValidation:rule="!has(self.maxFileBytes) || !has(self.maxBytes) || self.maxFileBytes <= self.maxBytes",message="maxFileBytes must not exceed maxBytes",fieldPath=".maxFileBytes"
+type IncidentArtifacts struct {
+	// volume names a volume of the pod (spec.volumes[].name): an emptyDir,
+	// a persistentVolumeClaim or an ephemeral volume. A pod without it, or
+	// where it is another kind (Secrets, ConfigMaps, hostPath are never
+	// read), does not get the debug container and is skipped with an
+	// Event.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Volume string `json:"volume"`
+
+	// containers are the containers whose failures list the volume's new
+	// files; omitted, every container's. At most 8.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Containers []string `json:"containers,omitempty"`
+
+	// maxFileBytes is how much of one file is copied and hashed: a longer
+	// file is listed as truncated, its sha256 that of its first
+	// maxFileBytes. Default 64 MiB, at most 1 GiB.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1073741824
+	MaxFileBytes *int64 `json:"maxFileBytes,omitempty"`
+
+	// maxBytes is how much one collection (the files of one failure)
+	// copies in all; files beyond it are listed, not copied. Default
+	// 256 MiB, at most 4 GiB.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=4294967296
+	MaxBytes *int64 `json:"maxBytes,omitempty"`
+
+	// keep is how many collections keep their copies in the volume's
+	// .deckhand directory, the oldest removed first. Default 3, at most
+	// 10; 0 copies nothing (only lists and hashes) and mounts the volume
+	// read-only.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10
+	Keep *int32 `json:"keep,omitempty"`
 }
 
 // DebuggedPod is a pod that carries the PodBugger's container.

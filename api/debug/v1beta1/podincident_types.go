@@ -185,6 +185,50 @@ type IncidentInstance struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	LogError string `json:"logError,omitempty"`
+	// artifacts are the files the instance left in its PodBugger's
+	// incidents.artifacts volume (written between its start and its end),
+	// as the debug container collected them: at most 16.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Artifacts []IncidentArtifact `json:"artifacts,omitempty"`
+	// artifactsError says why the instance's artifacts were not (all)
+	// listed.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	ArtifactsError string `json:"artifactsError,omitempty"`
+}
+
+// IncidentArtifact is one file a failed instance left in its artifacts
+// volume.
+type IncidentArtifact struct {
+	// name is the file's path in the volume.
+	// +required
+	// +kubebuilder:validation:MaxLength=256
+	Name string `json:"name"`
+	// size is the file's size in bytes when it was collected.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Size int64 `json:"size"`
+	// sha256 is the SHA-256 of the bytes collected: the whole file, or its
+	// first maxFileBytes when truncated. Empty when nothing was read (the
+	// file was unreadable, or the collection's maxBytes was spent).
+	// +optional
+	// +kubebuilder:validation:Pattern=`^([a-f0-9]{64})?$`
+	SHA256 string `json:"sha256,omitempty"`
+	// truncated says fewer bytes than size were hashed (and copied).
+	// +optional
+	Truncated bool `json:"truncated,omitempty"`
+	// copy is where the collected bytes are kept in the same volume
+	// (.deckhand/<time>/<name>), until keep later collections remove them;
+	// empty when none were copied.
+	// +optional
+	// +kubebuilder:validation:MaxLength=320
+	Copy string `json:"copy,omitempty"`
+	// error says why the file was not read, if it was not.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Error string `json:"error,omitempty"`
 }
 
 // IncidentPod identifies the pod that failed.

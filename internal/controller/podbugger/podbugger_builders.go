@@ -41,7 +41,7 @@ func debugContainer(pb *debugv1beta1.PodBugger) corev1.EphemeralContainer {
 	if !ok {
 		image = pb.Spec.Image // not a reference: refused before any injection
 	}
-	return corev1.EphemeralContainer{
+	c := corev1.EphemeralContainer{
 		EphemeralContainerCommon: corev1.EphemeralContainerCommon{
 			Name:    ContainerName(pb.Name),
 			Image:   image,
@@ -57,6 +57,10 @@ func debugContainer(pb *debugv1beta1.PodBugger) corev1.EphemeralContainer {
 		},
 		TargetContainerName: pb.Spec.TargetContainerName,
 	}
+	if a := policy.ArtifactsOf(pb); a != nil {
+		collectorContainer(&c, a)
+	}
+	return c
 }
 
 // restrictedUser is the user the restricted profile runs the container as.

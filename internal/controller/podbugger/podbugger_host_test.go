@@ -7,7 +7,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
@@ -100,4 +103,42 @@ func TestPodsWhoseClaimsReachTheirNodeAreSkipped(t *testing.T) {
 		"PodReachesHost: Pod web-hostpath skipped: pod reaches into its node (volume data bound to hostPath PersistentVolume " + ns + "-root), " +
 			"and so would a debug container in it; the operator allows that with --podbugger-allow-host-access"))
 	g.Consistently(ephemeral(ns, "web-hostpath")).Should(BeEmpty())
+}
+
+// TestOnlyPodsWithTheArtifactVolumeGetTheCollector: with
+// incidents.artifacts, a pod whose named volume is an emptyDir gets the
+// collector, mounting that volume and no other; a pod without the volume,
+// or where it is a Secret, is skipped with an Event (the cache keeps no
+// volume of a pod: the check is made on the pod read afresh).
+func TestOnlyPodsWithTheArtifactVolumeGetTheCollector(t *testing.T) {
+	g := testenv.NewG(t)
+	ns := enabledNamespace(t)
+	env.StartManager(t, options())
+	withVolume := func(name string, v *corev1.VolumeSource) {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: web},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
+		if v != nil {
+			p.Spec.Volumes = []corev1.Volume{{Name: "dumps", VolumeSource: *v}}
+		}
+		env.Create(t, p)
+		setRunning(t, p)
+	}
+	withVolume("web-dumps", &corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}})
+	withVolume("web-secret", &corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "s"}})
+	withVolume("web-none", nil)
+	pb := podBugger(ns, "web-debug", web)
+	pb.Spec.Triggers = []debugv1beta1.Trigger{debugv1beta1.TriggerRunning, debugv1beta1.TriggerError}
+	pb.Spec.Incidents = &debugv1beta1.IncidentPolicy{Artifacts: &debugv1beta1.IncidentArtifacts{Volume: "dumps", Keep: ptr.To[int32](0)}}
+	env.Create(t, pb)
+
+	g.Eventually(ephemeral(ns, "web-dumps")).Should(HaveLen(1))
+	got := &corev1.Pod{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-dumps"}, got)).To(Succeed())
+	g.Expect(got.Spec.EphemeralContainers[0].VolumeMounts).To(Equal([]corev1.VolumeMount{
+		{Name: "dumps", MountPath: "/deckhand-artifacts", ReadOnly: true}}))
+	g.Eventually(env.Events(ns, pb)).Should(ContainElements(
+		"ArtifactVolumeNotUsable: Pod web-secret skipped: its volume dumps (spec.incidents.artifacts.volume) is not an emptyDir, persistentVolumeClaim or ephemeral volume",
+		"ArtifactVolumeNotUsable: Pod web-none skipped: pod has no volume named dumps (spec.incidents.artifacts.volume)"))
+	g.Consistently(ephemeral(ns, "web-secret")).Should(BeEmpty())
+	g.Expect(ephemeral(ns, "web-none")()).To(BeEmpty())
 }

@@ -480,6 +480,11 @@ func (r *IncidentReconciler) planLog(pb *debugv1beta1.PodBugger, pod *corev1.Pod
 	if name := ContainerName(pb.Name); debuggerStarted(pod, name) {
 		j.debugger = name
 	}
+	// The collector may not have started yet (a pod that gets it at its
+	// first failure): its log is read again until it has scanned.
+	if f.instance != nil && policy.ArtifactsOf(pb).Collects(f.container) {
+		j.collector, j.started, j.finished = ContainerName(pb.Name), f.instance.StartedAt, f.instance.FinishedAt
+	}
 	return j, true
 }
 

@@ -64,7 +64,13 @@ type logJob struct {
 	// debugger names the PodBugger's debug container when it has started
 	// in the pod: its log is read as well.
 	debugger string
-	limit    int
+	// collector names the debug container collecting the instance's
+	// artifacts (spec.incidents.artifacts), empty when none are; started
+	// and finished are the instance's life, which the files' mtimes are
+	// tested against.
+	collector         string
+	started, finished metav1.Time
+	limit             int
 	// scrub cleans what is read of the tenant's text.
 	scrub scrub
 
@@ -170,6 +176,7 @@ type logsRead struct {
 	tail, note string
 	truncated  bool
 	debug      *debugv1beta1.IncidentDebugContainer
+	artifacts  *artifactsRead
 }
 
 // fillLog reads j's logs and writes them into j's record, unless the record
@@ -196,6 +203,10 @@ func (r *IncidentReconciler) fillLog(ctx context.Context, j logJob) {
 		ops = append(ops, patchOp{opTest, at + "/containerID", j.instanceID},
 			patchOp{opAdd, at + "/logTail", got.tail}, patchOp{opAdd, at + "/logTruncated", got.truncated},
 			patchOp{opAdd, at + "/logError", j.scrub.clean(got.note, debugv1beta1.MaxIncidentMessage)})
+		if got.artifacts != nil {
+			ops = append(ops, patchOp{opAdd, at + "/artifacts", got.artifacts.files},
+				patchOp{opAdd, at + "/artifactsError", cut(got.artifacts.note, debugv1beta1.MaxIncidentMessage)})
+		}
 	}
 	patch, err := json.Marshal(ops)
 	if err != nil {
@@ -217,6 +228,18 @@ func (r *IncidentReconciler) readJobLogs(ctx context.Context, j logJob) logsRead
 	if until, paused := r.unanswered.paused(j.node, j.pod.Namespace, r.Now()); paused {
 		return logsRead{note: pausedNote(j.node, until)}
 	}
+	var (
+		got logsRead
+		wg  sync.WaitGroup
+	)
+	if j.collector != "" && j.slot >= 0 {
+		// Its own, longer, bound: the collector lists the files a second
+		// or two after the failure.
+		wg.Go(func() {
+			a := r.readArtifacts(ctx, j)
+			got.artifacts = &a
+		})
+	}
 	ctx, cancel := context.WithTimeout(ctx, logsTimeout)
 	defer cancel()
 	// Only what the kubelet (or the apiserver) answered tells whether the
@@ -232,10 +255,6 @@ func (r *IncidentReconciler) readJobLogs(ctx context.Context, j logJob) logsRead
 		}
 		return out, truncated, err
 	}
-	var (
-		got logsRead
-		wg  sync.WaitGroup
-	)
 	if j.debugger != "" {
 		wg.Go(func() {
 			out, truncated, err := logs(ctx, j.pod.Namespace, j.pod.Name, j.debugger, false, j.limit)

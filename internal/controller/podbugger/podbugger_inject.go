@@ -127,12 +127,21 @@ func refused(err error) bool {
 const injectParallelism = 64
 
 // addContainers adds c to each of pods at once, unless the volumes its
-// claims are bound to reach the node (a *skipError), and returns each one's
-// error, in the order of pods.
+// claims are bound to reach the node, or it lacks a volume the artifacts
+// collector may mount (a *skipError), and returns each one's error, in the
+// order of pods. The pods were read from the apiserver: the cache keeps no
+// volume of a pod.
 func (r *PodBuggerReconciler) addContainers(ctx context.Context, pb *debugv1beta1.PodBugger, pods []*corev1.Pod, c corev1.EphemeralContainer) []error {
 	errs := make([]error, len(pods))
+	artifacts := policy.ArtifactsOf(pb)
 	var wg sync.WaitGroup
 	for i, pod := range pods {
+		if artifacts != nil {
+			if problem := artifactVolumeProblem(pod, artifacts.Volume); problem != "" {
+				errs[i] = &skipError{reason: EventArtifactVolumeNotUsable, note: problem}
+				continue
+			}
+		}
 		wg.Go(func() {
 			if errs[i] = r.claimsReachHost(ctx, pb, pod); errs[i] == nil {
 				errs[i] = r.addContainer(ctx, pod, c)

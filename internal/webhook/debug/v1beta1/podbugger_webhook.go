@@ -106,5 +106,6 @@ func ValidatePodBugger(pb *debugv1beta1.PodBugger, namespaceLabels map[string]st
 		errs = append(errs, violation.Err)
 	}
 	_, patternErrs := policy.RedactPatterns(pb)
-	return append(errs, patternErrs...)
+	errs = append(errs, patternErrs...)
+	return append(errs, policy.ArtifactsErrors(pb)...)
 }
