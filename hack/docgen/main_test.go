@@ -90,3 +90,35 @@ var m = prometheus.NewCounterVec(prometheus.CounterOpts{
 		t.Errorf("the page:\n%s", row)
 	}
 }
+
+// README's table of kinds has a row per "kinds table" comment of the
+// guides, linking to the guide (and to a heading, when the comment names
+// one), and keeps what is around it.
+func TestReadmeKindsComeFromTheGuides(t *testing.T) {
+	guides := t.TempDir()
+	for name, page := range map[string]string{
+		"gadget.md": "# Gadget\n<!-- kinds table: **Gadget** (`ga`) | does a thing -->\n\ntext\n",
+		"box.md":    "# Box\n<!-- kinds table: **Box** | boxes -->\n<!-- kinds table #lids: **Lid** | a box's lid -->\n",
+		"other.md":  "# Not a kind\n",
+	} {
+		if err := os.WriteFile(filepath.Join(guides, name), []byte(page), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readme := "# Title\n\n" + kindsBegin + "\n\n| old |\n\n" + kindsEnd + "\n\n## Next\n"
+	got, err := readmeKinds([]byte(readme), guides)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "# Title\n\n" + kindsBegin + "\n\n| kind | what it promises | guide |\n|---|---|---|\n" +
+		"| **Box** | boxes | [guides/box.md](docs/guides/box.md) |\n" +
+		"| **Lid** | a box's lid | [guides/box.md](docs/guides/box.md#lids) |\n" +
+		"| **Gadget** (`ga`) | does a thing | [guides/gadget.md](docs/guides/gadget.md) |\n" +
+		"\n" + kindsEnd + "\n\n## Next\n"
+	if string(got) != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if _, err := readmeKinds([]byte("# no markers\n"), guides); err == nil {
+		t.Error("a README without the markers: no error")
+	}
+}
