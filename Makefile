@@ -54,8 +54,8 @@ help: ## Show this help.
 manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook configurations from markers (config/ and the Helm chart).
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd:generateEmbeddedObjectMeta=true webhook paths="./..." output:crd:artifacts:config=config/crd/bases
 	go run ./hack/helmsync
-	go run ./hack/kindcheck
 	go run ./hack/docgen
+	go run ./hack/kindcheck
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods from markers.
