@@ -89,8 +89,9 @@ verify: manifests generate ## Fail if gofmt, go mod tidy or generated files (CRD
 test: test-unit test-e2e ## Run every test: unit and envtest integration tests, then e2e on a fresh local cluster.
 
 .PHONY: test-unit
-test-unit: k8s-tools manifests generate test-rules $(HELM) ## Unit tests and integration tests against envtest (pinned apiserver and etcd), a bounded fault-injection subset; the alert rules' tests; the image builder's (index, reproducibility, SBOM).
+test-unit: k8s-tools manifests generate test-rules $(HELM) ## Unit tests and integration tests against envtest (pinned apiserver and etcd), a kind scaffolded by hack/newkind in a copy of the tree built and tested, a bounded fault-injection subset; the alert rules' tests; the image builder's (index, reproducibility, SBOM).
 	go test ./... -count=1
+	NEWKIND_PROOF=short go test ./hack/newkind/ -count=1 -run '^TestAScaffoldedKindNeedsNoOtherEdit$$'
 	go test ./test/faults/... -tags faults -short -count=1
 	go test ./test/bench/ -tags bench -skip '^TestBench$$' -count=1
 	cd hack/k8s && go test ./image/ -count=1
