@@ -74,12 +74,12 @@ lint: $(GOLANGCI_LINT) ## Run the pinned golangci-lint.
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: manifests generate ## Fail if gofmt, go mod tidy or generated files (CRDs, RBAC, chart copies, reference pages) are stale, a docs link is broken, a user page speaks of how the project was built, the version differs anywhere, or a seeded bug of test/mutants no longer applies.
+verify: manifests generate ## Fail if gofmt, go mod tidy or generated files (CRDs, RBAC, chart copies, reference pages) are stale (the tables of kinds in README.md and docs/operations too), a docs link is broken, a user page speaks of how the project was built, the version differs anywhere, or a seeded bug of test/mutants no longer applies.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go mod tidy -diff
 	cd hack/k8s && go mod tidy -diff
 	cd hack/promtool && go mod tidy -diff
-	@git diff --exit-code -- api config internal cmd charts docs/reference README.md || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
+	@git diff --exit-code -- api config internal cmd charts docs/reference docs/operations README.md || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- api config charts docs/reference)" || { echo "untracked generated files:"; git status --porcelain -- api config charts docs/reference; exit 1; }
 	go run ./hack/docscheck
 	go run ./hack/release check

@@ -105,20 +105,31 @@ func TestReadmeKindsComeFromTheGuides(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	readme := "# Title\n\n" + kindsBegin + "\n\n| old |\n\n" + kindsEnd + "\n\n## Next\n"
-	got, err := readmeKinds([]byte(readme), guides)
+	readme := "# Title\n\n" + guideTables[0].begin() + "\n\n| old |\n\n" + guideTables[0].end() + "\n\n## Next\n"
+	got, err := guideTables[0].write([]byte(readme), guides)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "# Title\n\n" + kindsBegin + "\n\n| kind | what it promises | guide |\n|---|---|---|\n" +
+	want := "# Title\n\n" + guideTables[0].begin() + "\n\n| kind | what it promises | guide |\n|---|---|---|\n" +
 		"| **Box** | boxes | [guides/box.md](docs/guides/box.md) |\n" +
 		"| **Lid** | a box's lid | [guides/box.md](docs/guides/box.md#lids) |\n" +
 		"| **Gadget** (`ga`) | does a thing | [guides/gadget.md](docs/guides/gadget.md) |\n" +
-		"\n" + kindsEnd + "\n\n## Next\n"
+		"\n" + guideTables[0].end() + "\n\n## Next\n"
 	if string(got) != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
-	if _, err := readmeKinds([]byte("# no markers\n"), guides); err == nil {
+	health := guideTable{page: "health.md", marker: "health table", header: "| kind | Ready | Stalled |"}
+	if err := os.WriteFile(filepath.Join(guides, "gadget.md"), []byte("# Gadget\n<!-- health table: Gadget | on | never -->\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err = health.write([]byte(health.begin()+"\n\n"+health.end()+"\n"), guides)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := health.begin() + "\n\n| kind | Ready | Stalled |\n|---|---|---|\n| Gadget | on | never |\n\n" + health.end() + "\n"; string(got) != want {
+		t.Errorf("a table without links: got\n%s\nwant\n%s", got, want)
+	}
+	if _, err := guideTables[0].write([]byte("# no markers\n"), guides); err == nil {
 		t.Error("a README without the markers: no error")
 	}
 }
