@@ -79,7 +79,7 @@ verify: manifests generate ## Fail if gofmt, go mod tidy or generated files (CRD
 	go mod tidy -diff
 	cd hack/k8s && go mod tidy -diff
 	cd hack/promtool && go mod tidy -diff
-	@git diff --exit-code -- api config internal cmd charts docs/reference docs/operations README.md || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
+	@git diff --exit-code -- api config internal cmd charts docs/reference docs/operations docs/development/architecture.md README.md || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- api config charts docs/reference)" || { echo "untracked generated files:"; git status --porcelain -- api config charts docs/reference; exit 1; }
 	go run ./hack/docscheck
 	go run ./hack/release check

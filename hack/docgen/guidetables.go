@@ -27,6 +27,7 @@ var guideTables = []guideTable{
 	{page: "README.md", marker: "kinds table", header: "| kind | what it promises | guide |", link: true},
 	{page: "docs/operations/gitops.md", marker: "health table", header: "| kind | Ready | Stalled |"},
 	{page: "docs/operations/security.md", marker: "reach table", header: "| kind | acts as | reaches |"},
+	{page: "docs/development/architecture.md", marker: "where table", header: "| kind | API | controller | webhook | guide | e2e |"},
 }
 
 // begin and end are the lines a table sits between.
