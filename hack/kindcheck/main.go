@@ -219,8 +219,8 @@ func check(root string, crds []crd, registry []manager.Controller, converted []s
 			missing bool
 			what    string
 		}{
-			{!registered, "no controller in internal/manager/controllers.go registers " + c.gvk.String()},
-			{registered && entry.Setup == nil, "the entry " + entry.Name + " in internal/manager/controllers.go has no Setup"},
+			{!registered, "no entry of the registry (internal/manager) registers " + c.gvk.String()},
+			{registered && entry.Setup == nil, "the entry " + entry.Name + " of the registry (internal/manager) has no Setup"},
 			{c.versions > 1 && !slices.Contains(converted, c.name), "served in " + fmt.Sprint(c.versions) +
 				" versions, but manager.ConvertedCRDs does not name " + c.name + " (its entry needs SetupConversion and a Convertible version)"},
 			{!strings.Contains(string(project), "kind: "+kind+"\n"), "PROJECT has no resource of kind " + kind},

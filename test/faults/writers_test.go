@@ -129,7 +129,7 @@ func init() {
 func secondStatusWriter(t *testing.T) {
 	for _, name := range manager.KnownControllers() {
 		if !slices.ContainsFunc(writerCases(), func(c writerCase) bool { return slices.Contains(c.controllers, name) }) {
-			t.Errorf("controller %q of internal/manager/controllers.go has no case in writerCases", name)
+			t.Errorf("controller %q of the registry has no second-status-writer case: register one with writerCasesOf", name)
 		}
 	}
 	for _, c := range writerCases() {
