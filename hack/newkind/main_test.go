@@ -93,10 +93,10 @@ func TestScaffoldWritesOnlyNewFiles(t *testing.T) {
 // with UPDATE_GOLDEN=1: the test checks that they differ by the kind's
 // rights only.
 //
-// It takes about two minutes of both cores (it compiles the manager and
+// It takes two to four minutes of both cores (it compiles the manager and
 // starts envtest several times): set NEWKIND_PROOF=1 to run it.
 // NEWKIND_PROOF=short (make test-unit) stops after the kind's own tests,
-// in about a minute.
+// in one to two.
 func TestAScaffoldedKindNeedsNoOtherEdit(t *testing.T) {
 	proof := os.Getenv("NEWKIND_PROOF")
 	if proof == "" {
