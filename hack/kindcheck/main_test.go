@@ -11,9 +11,8 @@ import (
 )
 
 // tree copies what check reads of the repository into a temporary root,
-// with edit applied to the file at path (relative to the root), if any, and
-// without the files named in leave.
-func tree(t *testing.T, path string, edit func(string) string, leave ...string) string {
+// without the files named in leave (relative to the root).
+func tree(t *testing.T, leave ...string) string {
 	t.Helper()
 	root := t.TempDir()
 	var files []string
@@ -33,9 +32,6 @@ func tree(t *testing.T, path string, edit func(string) string, leave ...string) 
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rel == path {
-			data = []byte(edit(string(data)))
-		}
 		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(rel)), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +50,7 @@ func TestCheckFailsOnEachBrokenInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	registry, converted := manager.Registry(), manager.ConvertedCRDs()
-	if err := check(tree(t, "", nil), crds, registry, converted); err != nil {
+	if err := check(tree(t), crds, registry, converted); err != nil {
 		t.Fatalf("the tree as it is: %v", err)
 	}
 	without := func(drop func(*manager.Controller)) []manager.Controller {
@@ -72,9 +68,9 @@ func TestCheckFailsOnEachBrokenInput(t *testing.T) {
 		converted []string
 		want      string
 	}{
-		"no sample": {root: tree(t, "", nil, "config/samples/model_v1_modelbox.yaml"),
+		"no sample": {root: tree(t, "config/samples/model_v1_modelbox.yaml"),
 			want: "ModelBox: no sample config/samples/model_v1_modelbox.yaml"},
-		"no viewer role": {root: tree(t, "", nil, "config/rbac/podbugger_viewer_role.yaml"),
+		"no viewer role": {root: tree(t, "config/rbac/podbugger_viewer_role.yaml"),
 			want: "PodBugger: no viewer ClusterRole config/rbac/podbugger_viewer_role.yaml"},
 		"an entry without Setup": {registry: without(func(c *manager.Controller) { c.Setup = nil }),
 			want: "PodSet: the entry podset of the registry (internal/manager) has no Setup"},
@@ -89,7 +85,7 @@ func TestCheckFailsOnEachBrokenInput(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			root, reg, conv := tc.root, tc.registry, tc.converted
 			if root == "" {
-				root = tree(t, "", nil)
+				root = tree(t)
 			}
 			if reg == nil {
 				reg = registry
@@ -108,7 +104,7 @@ func TestCheckFailsOnEachBrokenInput(t *testing.T) {
 // The kustomizations kindcheck writes list every sample and every kind's
 // roles found beside them, a new kind's too, and the manager's own RBAC.
 func TestKustomizationsListWhatIsThere(t *testing.T) {
-	root := tree(t, "", nil)
+	root := tree(t)
 	for _, f := range []string{"config/samples/widget_v1_gadget.yaml", "config/rbac/gadget_editor_role.yaml", "config/rbac/gadget_viewer_role.yaml"} {
 		if err := os.WriteFile(filepath.Join(root, f), []byte("kind: Gadget\n"), 0o644); err != nil {
 			t.Fatal(err)

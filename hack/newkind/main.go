@@ -90,7 +90,7 @@ func newKind(name, group, version string) (kind, error) {
 		errs = append(errs, fmt.Errorf("group %q: want lower-case letters and digits (the %s suffix is added)", group, domain))
 	}
 	if !versionName.MatchString(version) {
-		errs = append(errs, fmt.Errorf("version %q: want v1, v1alpha1, v2beta3, ...", version))
+		errs = append(errs, fmt.Errorf("version %q: want one like v1, v1alpha1 or v2beta3", version))
 	}
 	if len(errs) > 0 {
 		return kind{}, errors.Join(errs...)

@@ -104,7 +104,7 @@ func TestAScaffoldedKindNeedsNoOtherEdit(t *testing.T) {
 	}
 	began := time.Now()
 	root := copyRepo(t)
-	run := func(env []string, name string, args ...string) string {
+	run := func(env []string, name string, args ...string) {
 		t.Helper()
 		start := time.Now()
 		cmd := exec.Command(name, args...)
@@ -115,7 +115,6 @@ func TestAScaffoldedKindNeedsNoOtherEdit(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 		}
-		return string(out)
 	}
 	run(nil, "go", "run", "./hack/newkind", "Gizmo", "tinker", "v1alpha1")
 	run(nil, "make", "generate", "manifests")
