@@ -2,7 +2,7 @@
 // docs/development/architecture.md describes, so that adding one starts
 // from a kind that builds, registers itself and passes its own tests:
 //
-//	go run ./hack/newkind KIND GROUP VERSION     e.g. go run ./hack/newkind Gadget widget v1
+//	go run ./hack/newkind [-webhook] KIND GROUP VERSION     e.g. go run ./hack/newkind Gadget widget v1
 //
 // It writes only new files, and refuses to overwrite one: the API types
 // (and groupversion_info.go for a new group version), the controller
@@ -10,7 +10,10 @@
 // cache needs, metrics, an envtest test and a unit test of the status), its
 // registry entry internal/manager/controller_<kind>.go, the sample, the
 // editor and viewer roles, the guide, the GitOps health test, the fault
-// scenario and second-writer case, and the e2e test. The one file it
+// scenario and second-writer case, and the e2e test; with -webhook, a
+// validating webhook internal/webhook/<group>/<version>/<kind>_webhook.go
+// (refusing forged reviews, with a pure Validate<Kind> for the rules the
+// schema cannot say) and its test, named in the registry entry. The one file it
 // changes is PROJECT, kubebuilder's record of the resources, to which it
 // appends the kind. Then `make manifests generate` writes the CRD, deepcopy,
 // RBAC, the kustomizations, the chart's copies and the reference pages.
@@ -20,11 +23,13 @@ import (
 	"bytes"
 	"embed"
 	"errors"
+	"flag"
 	"fmt"
 	"go/format"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"text/template"
 	"unicode"
@@ -37,11 +42,17 @@ import (
 var templates embed.FS
 
 func main() {
-	if len(os.Args) != 4 {
-		fmt.Fprintln(os.Stderr, "usage: go run ./hack/newkind KIND GROUP VERSION   (e.g. Gadget widget v1)")
+	webhook := flag.Bool("webhook", false, "also scaffold a validating webhook, for rules the schema cannot express")
+	flag.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: go run ./hack/newkind [-webhook] KIND GROUP VERSION   (e.g. Gadget widget v1)")
+	}
+	flag.Parse()
+	if flag.NArg() != 3 {
+		flag.Usage()
 		os.Exit(2)
 	}
-	k, err := newKind(os.Args[1], os.Args[2], os.Args[3])
+	k, err := newKind(flag.Arg(0), flag.Arg(1), flag.Arg(2))
+	k.Webhook = *webhook
 	if err == nil {
 		var written []string
 		written, err = scaffold(".", k)
@@ -68,6 +79,11 @@ type kind struct {
 	APIPkg    string // github.com/deckhand-dev/deckhand/api/widget/v1
 	// NewGroupVersion is true when api/<group>/<version> does not exist yet.
 	NewGroupVersion bool
+	// Webhook asks for a validating webhook; WebhookSetup is its setup
+	// function's name (Setup, or Setup<Kind> beside another kind's webhook
+	// package) and WebhookPath the path it is served on.
+	Webhook                   bool
+	WebhookSetup, WebhookPath string
 }
 
 const (
@@ -99,8 +115,17 @@ func newKind(name, group, version string) (kind, error) {
 	return kind{
 		Kind: name, Lower: strings.ToLower(name), Plural: plural.Resource, Short: shortName(name),
 		Group: group, FullGroup: group + "." + domain, Version: version,
-		APIAlias: group + version, APIPkg: module + "/api/" + group + "/" + version,
+		APIAlias: apiAlias(group, version), APIPkg: module + "/api/" + group + "/" + version,
 	}, nil
+}
+
+// apiAlias is the import alias .golangci.yml's importas asks of an API
+// package: group and version, deckhandbatchv1 beside Kubernetes' batchv1.
+func apiAlias(group, version string) string {
+	if group == "batch" && version == "v1" {
+		return "deckhandbatchv1"
+	}
+	return group + version
 }
 
 // shortName is the kind's capitals, lower-cased (PodBugger: pb), or its
@@ -144,6 +169,12 @@ var files = []file{
 // groupVersionFile is written only for a new group version.
 var groupVersionFile = file{"groupversion_info.go.tmpl", "api/{{.Group}}/{{.Version}}/groupversion_info.go"}
 
+// webhookFiles are written with -webhook.
+var webhookFiles = []file{
+	{"webhook.go.tmpl", "internal/webhook/{{.Group}}/{{.Version}}/{{.Lower}}_webhook.go"},
+	{"webhook_test.go.tmpl", "internal/webhook/{{.Group}}/{{.Version}}/{{.Lower}}_webhook_test.go"},
+}
+
 // scaffold writes the kind's files under root and appends it to PROJECT;
 // it returns the paths written. It writes nothing when one of the files
 // exists already, or when PROJECT knows the kind.
@@ -155,10 +186,17 @@ func scaffold(root string, k kind) ([]string, error) {
 	if strings.Contains(string(project), "kind: "+k.Kind+"\n") {
 		return nil, fmt.Errorf("PROJECT has a kind %s already", k.Kind)
 	}
-	todo := files
+	todo := slices.Clone(files)
 	if _, err := os.Stat(filepath.Join(root, "api", k.Group, k.Version)); errors.Is(err, os.ErrNotExist) {
 		k.NewGroupVersion = true
-		todo = append([]file{groupVersionFile}, files...)
+		todo = append([]file{groupVersionFile}, todo...)
+	}
+	if k.Webhook {
+		k.WebhookSetup, k.WebhookPath = "Setup", "/validate-"+k.Group+"-deckhand-dev-"+k.Version+"-"+k.Lower
+		if _, err := os.Stat(filepath.Join(root, "internal", "webhook", k.Group, k.Version)); err == nil {
+			k.WebhookSetup += k.Kind
+		}
+		todo = append(todo, webhookFiles...)
 	}
 	out := map[string][]byte{}
 	var order []string

@@ -80,11 +80,38 @@ func TestScaffoldWritesOnlyNewFiles(t *testing.T) {
 	if _, err := scaffold(root, other); err == nil || !strings.Contains(err.Error(), "exists already") {
 		t.Errorf("over existing files: %v, want a refusal", err)
 	}
+
+	// With -webhook: the webhook and its test, named Setup in a new
+	// package, Setup<Kind> beside another kind's webhook package.
+	for i, name := range []string{"Widget", "Doohickey"} {
+		wk, err := newKind(name, "tinker", "v1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wk.Webhook = true
+		written, err := scaffold(root, wk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := "internal/webhook/tinker/v1/" + wk.Lower + "_webhook.go"
+		if !slices.Contains(written, path) || !slices.Contains(written, "internal/webhook/tinker/v1/"+wk.Lower+"_webhook_test.go") {
+			t.Errorf("%s: written = %v, want its webhook and test", name, written)
+		}
+		registry, err := os.ReadFile(filepath.Join(root, "internal/manager/controller_"+wk.Lower+".go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"tinkerwebhook.Setup,", "tinkerwebhook.SetupDoohickey,"}[i]
+		if !strings.Contains(string(registry), "SetupWebhooks: "+want) {
+			t.Errorf("%s's registry entry does not name %s:\n%s", name, want, registry)
+		}
+	}
 }
 
 // TestAScaffoldedKindNeedsNoOtherEdit is the proof that adding a kind edits
 // no list of kinds: in a copy of the repository (tracked and new files, as
-// they are in the work tree), it scaffolds a throwaway kind, runs `make
+// they are in the work tree), it scaffolds a throwaway kind (with a
+// webhook, but in the short run), runs `make
 // generate manifests` (which fails on a kind kindcheck finds missing
 // anywhere) and builds everything, then runs the kind's own tests, the
 // contract and shape tests, the kind's GitOps and fault-suite cases and the
@@ -116,7 +143,11 @@ func TestAScaffoldedKindNeedsNoOtherEdit(t *testing.T) {
 			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 		}
 	}
-	run(nil, "go", "run", "./hack/newkind", "Gizmo", "tinker", "v1alpha1")
+	scaffold := []string{"run", "./hack/newkind", "Gizmo", "tinker", "v1alpha1"}
+	if proof != "short" {
+		scaffold = slices.Insert(scaffold, 2, "-webhook")
+	}
+	run(nil, "go", scaffold...)
 	run(nil, "make", "generate", "manifests")
 	run(nil, "go", "build", "./...")
 	run(nil, "go", "test", "-count=1", "./internal/controller/gizmo/")
@@ -126,7 +157,7 @@ func TestAScaffoldedKindNeedsNoOtherEdit(t *testing.T) {
 	}
 	run(nil, "go", "vet", "-tags", "faults", "./test/faults/")
 	run(nil, "go", "vet", "-tags", "e2e", "./test/e2e/")
-	run(nil, "go", "test", "-count=1", "./internal/controller/", "./hack/kindcheck/", "./hack/docgen/")
+	run(nil, "go", "test", "-count=1", "./internal/webhook/tinker/v1alpha1/", "./internal/controller/", "./hack/kindcheck/", "./hack/docgen/")
 	run(nil, "go", "test", "-count=1", "-run", "^TestGizmoHealth$", "./test/gitops/")
 	run([]string{"FAULTS_SCENARIO=Gizmo"}, "go", "test", "-tags", "faults", "-short", "-count=1", "-run", "^TestFaults$", "./test/faults/")
 	run(nil, "go", "run", "./hack/docscheck")
