@@ -119,8 +119,8 @@ func newKind(name, group, version string) (kind, error) {
 	}, nil
 }
 
-// apiAlias is the import alias .golangci.yml's importas asks of an API
-// package: group and version, deckhandbatchv1 beside Kubernetes' batchv1.
+// apiAlias is the import alias .golangci.yml asks of an API package: group
+// and version, deckhandbatchv1 beside Kubernetes' batchv1.
 func apiAlias(group, version string) string {
 	if group == "batch" && version == "v1" {
 		return "deckhandbatchv1"

@@ -80,9 +80,15 @@ func TestScaffoldWritesOnlyNewFiles(t *testing.T) {
 	if _, err := scaffold(root, other); err == nil || !strings.Contains(err.Error(), "exists already") {
 		t.Errorf("over existing files: %v, want a refusal", err)
 	}
+}
 
-	// With -webhook: the webhook and its test, named Setup in a new
-	// package, Setup<Kind> beside another kind's webhook package.
+// With -webhook: the webhook and its test, named Setup in a new package,
+// Setup<Kind> beside another kind's webhook package.
+func TestScaffoldWithWebhook(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "PROJECT"), []byte("domain: deckhand.dev\nresources:\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for i, name := range []string{"Widget", "Doohickey"} {
 		wk, err := newKind(name, "tinker", "v1")
 		if err != nil {
