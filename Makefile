@@ -54,8 +54,8 @@ help: ## Show this help.
 manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook configurations from markers (config/ and the Helm chart).
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd:generateEmbeddedObjectMeta=true webhook paths="./..." output:crd:artifacts:config=config/crd/bases
 	go run ./hack/helmsync
-	go run ./hack/kindcheck
 	go run ./hack/docgen
+	go run ./hack/kindcheck
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods from markers.
@@ -74,12 +74,12 @@ lint: $(GOLANGCI_LINT) ## Run the pinned golangci-lint.
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: manifests generate ## Fail if gofmt, go mod tidy or generated files (CRDs, RBAC, chart copies, reference pages) are stale, a docs link is broken, a user page speaks of how the project was built, the version differs anywhere, or a seeded bug of test/mutants no longer applies.
+verify: manifests generate ## Fail if gofmt, go mod tidy or generated files (CRDs, RBAC, chart copies, reference pages) are stale (the tables of kinds in README.md and docs/operations too), a docs link is broken, a user page speaks of how the project was built, the version differs anywhere, or a seeded bug of test/mutants no longer applies.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go mod tidy -diff
 	cd hack/k8s && go mod tidy -diff
 	cd hack/promtool && go mod tidy -diff
-	@git diff --exit-code -- api config internal cmd charts docs/reference || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
+	@git diff --exit-code -- api config internal cmd charts docs/reference docs/operations docs/development/architecture.md README.md || { echo "generated files are stale: run 'make manifests generate' and commit"; exit 1; }
 	@test -z "$$(git status --porcelain -- api config charts docs/reference)" || { echo "untracked generated files:"; git status --porcelain -- api config charts docs/reference; exit 1; }
 	go run ./hack/docscheck
 	go run ./hack/release check
@@ -89,8 +89,9 @@ verify: manifests generate ## Fail if gofmt, go mod tidy or generated files (CRD
 test: test-unit test-e2e ## Run every test: unit and envtest integration tests, then e2e on a fresh local cluster.
 
 .PHONY: test-unit
-test-unit: k8s-tools manifests generate test-rules $(HELM) ## Unit tests and integration tests against envtest (pinned apiserver and etcd), a bounded fault-injection subset; the alert rules' tests; the image builder's (index, reproducibility, SBOM).
+test-unit: k8s-tools manifests generate test-rules $(HELM) ## Unit tests and integration tests against envtest (pinned apiserver and etcd), a kind scaffolded by hack/newkind in a copy of the tree built and tested, a bounded fault-injection subset; the alert rules' tests; the image builder's (index, reproducibility, SBOM).
 	go test ./... -count=1
+	NEWKIND_PROOF=short go test ./hack/newkind/ -count=1 -run '^TestAScaffoldedKindNeedsNoOtherEdit$$'
 	go test ./test/faults/... -tags faults -short -count=1
 	go test ./test/bench/ -tags bench -skip '^TestBench$$' -count=1
 	cd hack/k8s && go test ./image/ -count=1

@@ -19,6 +19,7 @@ import (
 	"os"
 	"time"
 
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -48,10 +49,11 @@ Flags shared by all: --kubeconfig FILE, --context NAME, -n/--namespace NAME.
 
 var errUsage = errors.New("wrong arguments")
 
-// cli is what every subcommand works with: a client, the namespace to look
-// in, and the clock.
+// cli is what every subcommand works with: a client (and discovery, for
+// the kinds the apiserver serves), the namespace to look in, and the clock.
 type cli struct {
 	c             client.Client
+	discovery     discovery.DiscoveryInterface
 	namespace     string
 	allNamespaces bool
 	out           io.Writer
@@ -145,5 +147,9 @@ func connect(kubeconfig, context, namespace string) (*cli, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &cli{c: c, namespace: namespace, now: time.Now()}, nil
+	d, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &cli{c: c, discovery: d, namespace: namespace, now: time.Now()}, nil
 }

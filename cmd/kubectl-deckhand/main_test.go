@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"io"
 	"slices"
@@ -11,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	jobwatchercontroller "github.com/deckhand-dev/deckhand/internal/controller/jobwatcher"
@@ -144,5 +147,43 @@ out of memory
 `
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// status lists the kinds discovery shows in the category deckhand with a
+// status subresource, in their preferred version: a kind installed later
+// too, not a record without status, nor another group's kind.
+func TestStatusKindsComeFromDiscovery(t *testing.T) {
+	lists := []*metav1.APIResourceList{
+		{GroupVersion: "apps.deckhand.dev/v1beta1", APIResources: []metav1.APIResource{
+			{Name: "podsets", Kind: "PodSet", Namespaced: true, Categories: []string{"deckhand"}},
+			{Name: "podsets/status", Kind: "PodSet", Namespaced: true},
+			{Name: "podsets/scale", Kind: "Scale", Namespaced: true},
+		}},
+		{GroupVersion: "debug.deckhand.dev/v1beta1", APIResources: []metav1.APIResource{
+			{Name: "podincidents", Kind: "PodIncident", Namespaced: true, Categories: []string{"deckhand"}},
+		}},
+		{GroupVersion: "tinker.deckhand.dev/v1alpha1", APIResources: []metav1.APIResource{
+			{Name: "gizmos", Kind: "Gizmo", Namespaced: false, Categories: []string{"deckhand"}},
+			{Name: "gizmos/status", Kind: "Gizmo"},
+		}},
+		{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{
+			{Name: "deployments", Kind: "Deployment", Namespaced: true, Categories: []string{"all"}},
+			{Name: "deployments/status", Kind: "Deployment", Namespaced: true},
+		}},
+	}
+	got := statusKinds(lists)
+	want := []statusKind{
+		{gvk: schema.GroupVersionKind{Group: "tinker.deckhand.dev", Version: "v1alpha1", Kind: "Gizmo"}, cluster: true},
+		{gvk: schema.GroupVersionKind{Group: "apps.deckhand.dev", Version: "v1beta1", Kind: "PodSet"}},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("statusKinds = %v, want %v", got, want)
+	}
+	if !otherGroupsFailed(&discovery.ErrGroupDiscoveryFailed{Groups: map[schema.GroupVersion]error{{Group: "metrics.k8s.io", Version: "v1beta1"}: errors.New("503")}}) {
+		t.Error("another group's failure stops status")
+	}
+	if otherGroupsFailed(&discovery.ErrGroupDiscoveryFailed{Groups: map[schema.GroupVersion]error{{Group: "apps.deckhand.dev", Version: "v1beta1"}: errors.New("503")}}) {
+		t.Error("a Deckhand group's failure is ignored")
 	}
 }

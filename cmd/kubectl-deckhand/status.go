@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -33,17 +35,54 @@ var scheme = func() *runtime.Scheme {
 	return s
 }()
 
-// statusKinds are the Deckhand kinds with Ready and Stalled conditions, in
-// the order status prints them.
-var statusKinds = []struct {
+// statusKind is a Deckhand kind with Ready and Stalled conditions.
+type statusKind struct {
 	gvk     schema.GroupVersionKind
 	cluster bool
-}{
-	{gvk: appsv1beta1.GroupVersion.WithKind("PodSet")},
-	{gvk: deckhandbatchv1.GroupVersion.WithKind("JobWatcher")},
-	{gvk: deckhandbatchv1.GroupVersion.WithKind("ClusterJobWatcher"), cluster: true},
-	{gvk: modelv1.GroupVersion.WithKind("ModelBox")},
-	{gvk: debugv1beta1.GroupVersion.WithKind("PodBugger")},
+}
+
+// statusKinds are the Deckhand kinds the apiserver serves with Ready and
+// Stalled conditions: every resource of the category deckhand that has a
+// status, in its preferred version, ordered by kind. They are read from
+// discovery, so that a kind installed after this plugin was built is listed
+// too.
+func statusKinds(lists []*metav1.APIResourceList) []statusKind {
+	var out []statusKind
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil || !strings.HasSuffix(gv.Group, ".deckhand.dev") {
+			continue
+		}
+		withStatus := map[string]bool{}
+		for _, r := range l.APIResources {
+			if name, sub, ok := strings.Cut(r.Name, "/"); ok && sub == "status" {
+				withStatus[name] = true
+			}
+		}
+		for _, r := range l.APIResources {
+			if withStatus[r.Name] && slices.Contains(r.Categories, "deckhand") {
+				out = append(out, statusKind{gvk: gv.WithKind(r.Kind), cluster: !r.Namespaced})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b statusKind) int { return strings.Compare(a.gvk.Kind, b.gvk.Kind) })
+	return out
+}
+
+// otherGroupsFailed reports whether err says only that API groups other
+// than Deckhand's could not be discovered (an aggregated API that is down):
+// the lists discovery returned beside it still hold every Deckhand kind.
+func otherGroupsFailed(err error) bool {
+	var failed *discovery.ErrGroupDiscoveryFailed
+	if !errors.As(err, &failed) {
+		return false
+	}
+	for gv := range failed.Groups {
+		if strings.HasSuffix(gv.Group, ".deckhand.dev") {
+			return false
+		}
+	}
+	return true
 }
 
 func statusCommand() command {
@@ -67,8 +106,12 @@ type statusRow struct {
 }
 
 func statusRows(ctx context.Context, x *cli) ([]statusRow, error) {
+	lists, err := discovery.ServerPreferredResources(x.discovery)
+	if err != nil && !otherGroupsFailed(err) {
+		return nil, fmt.Errorf("discovering Deckhand's kinds: %w", err)
+	}
 	var rows []statusRow
-	for _, k := range statusKinds {
+	for _, k := range statusKinds(lists) {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(k.gvk.GroupVersion().WithKind(k.gvk.Kind + "List"))
 		var opts []client.ListOption

@@ -4,7 +4,8 @@
 // the manager's own flag set (every flag, its default and its usage). `make
 // manifests` runs it; docs/reference/helm-values.md from the chart's
 // values.yaml and its comments; docs/reference/metrics.md and events.md from
-// the source (source.go); `make verify` fails when a page is stale.
+// the source (source.go); the tables of kinds in README.md, gitops.md and
+// security.md from rows in the guides (guidetables.go); `make verify` fails when a page is stale.
 package main
 
 import (
@@ -68,7 +69,10 @@ func run(crdDir, outDir string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(outDir, "events.md"), events, 0o644)
+	if err := os.WriteFile(filepath.Join(outDir, "events.md"), events, 0o644); err != nil {
+		return err
+	}
+	return writeGuideTables(".")
 }
 
 const valuesFile = "charts/deckhand/values.yaml"

@@ -90,3 +90,46 @@ var m = prometheus.NewCounterVec(prometheus.CounterOpts{
 		t.Errorf("the page:\n%s", row)
 	}
 }
+
+// README's table of kinds has a row per "kinds table" comment of the
+// guides, linking to the guide (and to a heading, when the comment names
+// one), and keeps what is around it.
+func TestReadmeKindsComeFromTheGuides(t *testing.T) {
+	guides := t.TempDir()
+	for name, page := range map[string]string{
+		"gadget.md": "# Gadget\n<!-- kinds table: **Gadget** (`ga`) | does a thing -->\n\ntext\n",
+		"box.md":    "# Box\n<!-- kinds table: **Box** | boxes -->\n<!-- kinds table #lids: **Lid** | a box's lid -->\n",
+		"other.md":  "# Not a kind\n",
+	} {
+		if err := os.WriteFile(filepath.Join(guides, name), []byte(page), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readme := "# Title\n\n" + guideTables[0].begin() + "\n\n| old |\n\n" + guideTables[0].end() + "\n\n## Next\n"
+	got, err := guideTables[0].write([]byte(readme), guides)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "# Title\n\n" + guideTables[0].begin() + "\n\n| kind | what it promises | guide |\n|---|---|---|\n" +
+		"| **Box** | boxes | [guides/box.md](docs/guides/box.md) |\n" +
+		"| **Lid** | a box's lid | [guides/box.md](docs/guides/box.md#lids) |\n" +
+		"| **Gadget** (`ga`) | does a thing | [guides/gadget.md](docs/guides/gadget.md) |\n" +
+		"\n" + guideTables[0].end() + "\n\n## Next\n"
+	if string(got) != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	health := guideTable{page: "health.md", marker: "health table", header: "| kind | Ready | Stalled |"}
+	if err := os.WriteFile(filepath.Join(guides, "gadget.md"), []byte("# Gadget\n<!-- health table: Gadget | on | never -->\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err = health.write([]byte(health.begin()+"\n\n"+health.end()+"\n"), guides)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := health.begin() + "\n\n| kind | Ready | Stalled |\n|---|---|---|\n| Gadget | on | never |\n\n" + health.end() + "\n"; string(got) != want {
+		t.Errorf("a table without links: got\n%s\nwant\n%s", got, want)
+	}
+	if _, err := guideTables[0].write([]byte("# no markers\n"), guides); err == nil {
+		t.Error("a README without the markers: no error")
+	}
+}

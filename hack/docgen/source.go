@@ -2,16 +2,24 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/conversion"
+
+	"github.com/deckhand-dev/deckhand/internal/manager"
 )
 
 // The metrics, Events and conditions pages are read from the source, so
@@ -276,13 +284,61 @@ func meaning(name, doc string) string {
 	return doc
 }
 
-// kindDirs are, per kind, the controller package its Events come from and
-// the API package (the newest version) its conditions are declared in.
-var kindDirs = []struct{ kind, controller, api string }{
-	{"PodSet", "internal/controller/podset", "api/apps/v1beta1"},
-	{"JobWatcher and ClusterJobWatcher", "internal/controller/jobwatcher", "api/batch/v1"},
-	{"ModelBox", "internal/controller/modelbox", "api/model/v1"},
-	{"PodBugger and PodIncident", "internal/controller/podbugger", "api/debug/v1beta1"},
+// kindDir is, for one controller, the kinds it runs, the controller
+// package its Events come from and the API package (the newest version) its
+// conditions are declared in.
+type kindDir struct{ kind, controller, api string }
+
+// apiModule is the import path under which the API packages live.
+const apiModule = "github.com/deckhand-dev/deckhand/api/"
+
+// kindDirs reads them from the manager's registry, so that a new kind's
+// entry brings its section: the controller package is named after the
+// controller; the API package is the one of its hub version (or its only
+// one), and the kinds are those that package declares, the one named after
+// the controller first.
+func kindDirs() ([]kindDir, error) {
+	var out []kindDir
+	for _, c := range manager.Registry() {
+		s := runtime.NewScheme()
+		if err := c.AddToScheme(s); err != nil {
+			return nil, fmt.Errorf("registering the API of controller %s: %w", c.Name, err)
+		}
+		byPkg := map[string][]string{}
+		hub := ""
+		for gvk, typ := range s.AllKnownTypes() {
+			if !strings.HasPrefix(typ.PkgPath(), apiModule) || strings.HasSuffix(gvk.Kind, "List") {
+				continue
+			}
+			byPkg[typ.PkgPath()] = append(byPkg[typ.PkgPath()], gvk.Kind)
+			if _, ok := reflect.New(typ).Interface().(conversion.Hub); ok {
+				hub = typ.PkgPath()
+			}
+		}
+		if hub == "" && len(byPkg) == 1 {
+			for pkg := range byPkg {
+				hub = pkg
+			}
+		}
+		if hub == "" {
+			return nil, fmt.Errorf("controller %s: its API has %d versions and no hub", c.Name, len(byPkg))
+		}
+		kinds := byPkg[hub]
+		slices.SortFunc(kinds, func(a, b string) int {
+			return cmp.Or(cmp.Compare(rank(c.Name, a), rank(c.Name, b)), cmp.Compare(a, b))
+		})
+		out = append(out, kindDir{kind: strings.Join(kinds, " and "), controller: "internal/controller/" + c.Name,
+			api: "api/" + strings.TrimPrefix(hub, apiModule)})
+	}
+	return out, nil
+}
+
+// rank puts the kind named after the controller first.
+func rank(controller, kind string) int {
+	if strings.ToLower(kind) == controller {
+		return 0
+	}
+	return 1
 }
 
 var (
@@ -309,7 +365,11 @@ func eventsPage(root string) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(generated)
 	b.WriteString("# Events and conditions\n\nPer kind, the condition types and reasons its status carries and the Events its controller writes, read from where each is declared.\n")
-	for _, k := range kindDirs {
+	dirs, err := kindDirs()
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range dirs {
 		conds, err := readConstants(filepath.Join(root, k.api), conditionConst)
 		if err != nil {
 			return nil, err

@@ -11,8 +11,8 @@ import (
 )
 
 // tree copies what check reads of the repository into a temporary root,
-// with edit applied to the file at path (relative to the root), if any.
-func tree(t *testing.T, path string, edit func(string) string) string {
+// without the files named in leave (relative to the root).
+func tree(t *testing.T, leave ...string) string {
 	t.Helper()
 	root := t.TempDir()
 	var files []string
@@ -25,12 +25,12 @@ func tree(t *testing.T, path string, edit func(string) string) string {
 	}
 	for _, f := range files {
 		rel, _ := filepath.Rel(filepath.Join("..", ".."), f)
+		if slices.Contains(leave, rel) {
+			continue
+		}
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
-		}
-		if rel == path {
-			data = []byte(edit(string(data)))
 		}
 		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(rel)), 0o755); err != nil {
 			t.Fatal(err)
@@ -50,7 +50,7 @@ func TestCheckFailsOnEachBrokenInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	registry, converted := manager.Registry(), manager.ConvertedCRDs()
-	if err := check(tree(t, "", nil), crds, registry, converted); err != nil {
+	if err := check(tree(t), crds, registry, converted); err != nil {
 		t.Fatalf("the tree as it is: %v", err)
 	}
 	without := func(drop func(*manager.Controller)) []manager.Controller {
@@ -62,35 +62,30 @@ func TestCheckFailsOnEachBrokenInput(t *testing.T) {
 		}
 		return r
 	}
-	dropLine := func(line string) func(string) string {
-		return func(s string) string { return strings.Replace(s, line, "", 1) }
-	}
 	tests := map[string]struct {
 		root      string
 		registry  []manager.Controller
 		converted []string
 		want      string
 	}{
+		"no sample": {root: tree(t, "config/samples/model_v1_modelbox.yaml"),
+			want: "ModelBox: no sample config/samples/model_v1_modelbox.yaml"},
+		"no viewer role": {root: tree(t, "config/rbac/podbugger_viewer_role.yaml"),
+			want: "PodBugger: no viewer ClusterRole config/rbac/podbugger_viewer_role.yaml"},
 		"an entry without Setup": {registry: without(func(c *manager.Controller) { c.Setup = nil }),
-			want: "PodSet: the entry podset in internal/manager/controllers.go has no Setup"},
+			want: "PodSet: the entry podset of the registry (internal/manager) has no Setup"},
 		"no entry": {registry: slices.DeleteFunc(manager.Registry(), func(c manager.Controller) bool { return c.Name == "podset" }),
-			want: "PodSet: no controller in internal/manager/controllers.go registers apps.deckhand.dev/v1beta1, Kind=PodSet"},
-		"an editor role the kustomization does not list": {root: tree(t, "config/rbac/kustomization.yaml", dropLine("- podset_editor_role.yaml\n")),
-			want: "PodSet: config/rbac/kustomization.yaml does not list podset_editor_role.yaml"},
-		"a viewer role the kustomization does not list": {root: tree(t, "config/rbac/kustomization.yaml", dropLine("- podbugger_viewer_role.yaml\n")),
-			want: "PodBugger: config/rbac/kustomization.yaml does not list podbugger_viewer_role.yaml"},
+			want: "PodSet: no entry of the registry (internal/manager) registers apps.deckhand.dev/v1beta1, Kind=PodSet"},
 		"a CRD in two versions not converted": {converted: slices.DeleteFunc(slices.Clone(converted), func(s string) bool { return s == "podsets.apps.deckhand.dev" }),
 			want: "PodSet: served in 2 versions, but manager.ConvertedCRDs does not name podsets.apps.deckhand.dev"},
 		"a converted CRD in one version": {converted: append(slices.Clone(converted), "modelboxes.model.deckhand.dev"),
 			want: "manager.ConvertedCRDs names modelboxes.model.deckhand.dev, which config/crd/bases does not serve in more than one version"},
-		"a sample the kustomization does not list": {root: tree(t, "config/samples/kustomization.yaml", dropLine("- model_v1_modelbox.yaml\n")),
-			want: "ModelBox: config/samples/kustomization.yaml does not list model_v1_modelbox.yaml"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			root, reg, conv := tc.root, tc.registry, tc.converted
 			if root == "" {
-				root = tree(t, "", nil)
+				root = tree(t)
 			}
 			if reg == nil {
 				reg = registry
@@ -103,5 +98,39 @@ func TestCheckFailsOnEachBrokenInput(t *testing.T) {
 				t.Errorf("check = %v, want an error with %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// The kustomizations kindcheck writes list every sample and every kind's
+// roles found beside them, a new kind's too, and the manager's own RBAC.
+func TestKustomizationsListWhatIsThere(t *testing.T) {
+	root := tree(t)
+	for _, f := range []string{"config/samples/widget_v1_gadget.yaml", "config/rbac/gadget_editor_role.yaml", "config/rbac/gadget_viewer_role.yaml"} {
+		if err := os.WriteFile(filepath.Join(root, f), []byte("kind: Gadget\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := writeSamplesKustomization(filepath.Join(root, "config", "samples")); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeRBACKustomization(filepath.Join(root, "config", "rbac")); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string][]string{
+		"config/samples/kustomization.yaml": {"widget_v1_gadget.yaml", "model_v1_modelbox.yaml", "debug_v1beta1_podincident.yaml"},
+		"config/rbac/kustomization.yaml":    {"gadget_editor_role.yaml", "gadget_viewer_role.yaml", "podset_editor_role.yaml", "role.yaml", "role_binding.yaml"},
+	} {
+		data, err := os.ReadFile(filepath.Join(root, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range want {
+			if !slices.Contains(strings.Fields(string(data)), w) {
+				t.Errorf("%s does not list %s:\n%s", file, w, data)
+			}
+		}
+		if slices.Contains(strings.Fields(string(data)), "kustomization.yaml") {
+			t.Errorf("%s lists itself", file)
+		}
 	}
 }

@@ -76,8 +76,11 @@ type Controller struct {
 	ValidateFlags func(setupoptions.Options) error
 }
 
-// controllers lists every controller Deckhand can run, in start order.
-// A new kind adds one entry here (docs/development/architecture.md has the checklist).
+// controllers lists every controller Deckhand can run, in start order: the
+// four kinds below, then each kind that registers itself from its own file
+// of this package (controller_<kind>.go, which hack/newkind writes), in the
+// order of those files' names (docs/development/architecture.md has the
+// checklist).
 var controllers = []Controller{
 	{
 		Name:            podsetcontroller.ControllerName,
@@ -115,6 +118,16 @@ var controllers = []Controller{
 		BindFlags:       podbuggercontroller.BindFlags,
 		ValidateFlags:   podbuggercontroller.ValidateFlags,
 	},
+}
+
+// register adds a kind's entry to the registry. A kind calls it from an
+// init function of its own file in this package, so that adding a kind
+// edits no list of kinds.
+func register(c Controller) {
+	if slices.ContainsFunc(controllers, func(known Controller) bool { return known.Name == c.Name }) {
+		panic("controller " + c.Name + " registered twice")
+	}
+	controllers = append(controllers, c)
 }
 
 // versions registers every version of an API group.

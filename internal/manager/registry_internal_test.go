@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/setupoptions"
@@ -93,4 +94,23 @@ func TestPerKindFlagsComeFromTheRegistry(t *testing.T) {
 	if !o.PodBuggerAllowHostAccess || !slices.Equal(o.PodBuggerAllowedImages, []string{"a:*", "b:*"}) {
 		t.Errorf("the manager's flags did not set PodBugger's options: %+v", o.Options)
 	}
+}
+
+// A kind registering itself comes after the four and is known by name; a
+// name registered twice is refused, so two kinds cannot share a
+// --controllers name.
+func TestRegisterAddsAKindOnce(t *testing.T) {
+	saved := controllers
+	t.Cleanup(func() { controllers = saved })
+	controllers = slices.Clone(saved)
+	register(Controller{Name: "gadget", Setup: func(ctrl.Manager, setupoptions.Options) error { return nil }})
+	if got := KnownControllers(); got[len(got)-1] != "gadget" {
+		t.Errorf("KnownControllers() = %v, want gadget last", got)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("registering podset twice did not panic")
+		}
+	}()
+	register(Controller{Name: "podset"})
 }

@@ -417,14 +417,14 @@ func allScenarios() ([]scenario, error) {
 	for _, name := range known {
 		scenarios, ok := kindScenarios[name]
 		if !ok {
-			errs = append(errs, fmt.Errorf("controller %q of internal/manager/controllers.go has no fault scenarios: register them with scenariosOf", name))
+			errs = append(errs, fmt.Errorf("controller %q of the registry has no fault scenarios: register them with scenariosOf", name))
 			continue
 		}
 		out = append(out, scenarios()...)
 	}
 	for name := range kindScenarios {
 		if !slices.Contains(known, name) {
-			errs = append(errs, fmt.Errorf("fault scenarios registered for %q, which internal/manager/controllers.go does not know", name))
+			errs = append(errs, fmt.Errorf("fault scenarios registered for %q, which the registry does not know", name))
 		}
 	}
 	return append(out, faultClassScenarios()...), errors.Join(errs...)
