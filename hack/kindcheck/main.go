@@ -161,6 +161,8 @@ resources:
   - leader_election_role.yaml
   - leader_election_role_binding.yaml
   - metrics_reader_role.yaml
+  # Bound by a namespace's owner, not by the install: see its comment.
+  - podbugger_secret_env_role.yaml
   # Editor and viewer roles of each kind; editors aggregate into the built-in
   # edit role, viewers into view, except where their comments say why not.
 `)

@@ -18,6 +18,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -100,6 +101,20 @@ func TestRealNodePodBuggerRecordsIncidents(t *testing.T) {
 		p.Spec.Containers[0].LivenessProbe = &corev1.Probe{PeriodSeconds: 1, FailureThreshold: 1, InitialDelaySeconds: 2,
 			ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"false"}}}}
 	}, "sleep", "3600")
+
+	// A value the pod's environment takes from a Secret, printed bare: its
+	// record removes it, since the namespace's owner bound the manager the
+	// shipped ClusterRole that lets it read that Secret.
+	const canary = "Zq8-realnode-canary"
+	g.Expect(c.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"},
+		StringData: map[string]string{"credential": canary}})).To(Succeed())
+	g.Expect(c.Client.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deckhand-podbugger-secret-env"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "deckhand-podbugger-secret-env"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: cluster.Namespace, Name: cluster.ServiceAccount}}})).To(Succeed())
+	flaky("leaky", func(p *corev1.Pod) {
+		p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "DB_CRED", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "credential"}}}}
+	}, "sh", "-c", `echo "connecting as $DB_CRED to db"; sleep 1; exit 5`)
 
 	// An init container that fails holds the pod back; the kubelet retries
 	// it in its backoff.
@@ -216,6 +231,21 @@ func TestRealNodePodBuggerRecordsIncidents(t *testing.T) {
 		g.Expect(r.Spec).To(And(HaveField("Container", "migrate"), HaveField("ContainerKind", debugv1beta1.ContainerKindInit),
 			HaveField("LastFailure.ExitCode", int32(4))))
 		g.Expect(r.Spec.LogTail).To(MatchRegexp(`^migrating \d+\n$`))
+	}).Should(Succeed())
+
+	// The Secret's value is gone from the record, however it was printed.
+	g.Eventually(func(g Gomega) {
+		recs, err := records()
+		g.Expect(err).NotTo(HaveOccurred())
+		r := of(recs, "leaky", debugv1beta1.IncidentError)
+		if r == nil {
+			r = of(recs, "leaky", debugv1beta1.IncidentCrashLoopBackOff)
+		}
+		g.Expect(r).NotTo(BeNil())
+		g.Expect(r.Spec.LogTail).To(Equal("connecting as [REDACTED:secret-env] to db\n"))
+		for _, in := range r.Spec.Instances {
+			g.Expect(in.LogTail).NotTo(ContainSubstring(canary))
+		}
 	}).Should(Succeed())
 
 	// Not Ready beyond notReadyAfter.
