@@ -136,6 +136,18 @@ func TestRealNodePodBuggerRecordsIncidents(t *testing.T) {
 		}
 		return &recs[i]
 	}
+	// The liveness probe's kills: once one is recorded, told by the
+	// kubelet's Killing Event, the pod goes, so that its crash loop does not
+	// outrun the kubelet's Event spam filter (25 Events a pod, then one per
+	// 5 minutes), past which a probe's kill has no Event to tell it by.
+	g.Eventually(func(g Gomega) {
+		recs, err := records()
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(recs).To(ContainElement(And(HaveField("Spec.Pod.Name", "liveness"),
+			HaveField("Spec.Instances", ContainElement(HaveField("Class", debugv1beta1.ClassProbeFailed))))))
+	}).WithTimeout(2 * time.Minute).Should(Succeed())
+	g.Expect(c.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "liveness"}})).To(Succeed())
+
 	exitLine := regexp.MustCompile(`exit (\d+)\n`)
 	// failedInstancesLog: the record's log ends with the exit line of the
 	// instance in lastFailure.
@@ -491,6 +503,10 @@ func expectClasses(g Gomega, recs []debugv1beta1.PodIncident, classes map[string
 				continue
 			}
 			found = true
+			if pod == "liveness" {
+				expectProbeKills(g, r)
+				continue
+			}
 			g.Expect(r.Spec.Class).To(Equal(want), "%s: %s (%+v)", pod, r.Name, r.Spec.LastFailure)
 			for _, in := range r.Spec.Instances {
 				g.Expect(in.Class).To(Equal(want), "%s: instance %s", pod, in.ContainerID)
@@ -500,5 +516,20 @@ func expectClasses(g Gomega, recs []debugv1beta1.PodIncident, classes map[string
 			}
 		}
 		g.Expect(found).To(BeTrue(), "no record of %s", pod)
+	}
+}
+
+// expectProbeKills checks the record of a container its liveness probe
+// killed: its instances are ProbeFailed, told by the kubelet's Killing
+// Events. An instance whose Event the kubelet's spam filter dropped (a long
+// crash loop's) is what its status says, a SIGKILL (Signal): never another
+// class.
+func expectProbeKills(g Gomega, r debugv1beta1.PodIncident) {
+	g.Expect(r.Spec.Instances).To(ContainElement(HaveField("Class", debugv1beta1.ClassProbeFailed)), "liveness: %s", r.Name)
+	for _, in := range r.Spec.Instances {
+		g.Expect(in.Class).To(BeElementOf(debugv1beta1.ClassProbeFailed, debugv1beta1.ClassSignal), "liveness: instance %s", in.ContainerID)
+		if in.Class == debugv1beta1.ClassSignal {
+			g.Expect(in.Explanation).To(ContainSubstring("SIGKILL"), "liveness: instance %s", in.ContainerID)
+		}
 	}
 }
