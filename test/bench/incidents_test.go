@@ -42,6 +42,8 @@ type recordSeen struct {
 	finished time.Time // the kubelet's finishedAt (whole seconds)
 	started  time.Time
 	logTail  string
+	pod      string
+	class    debugv1beta1.IncidentClass
 }
 
 func (b *bench) watchIncidents(ns string) *incidentWatch {
@@ -86,7 +88,7 @@ func (b *bench) watchIncidents(ns string) *incidentWatch {
 		defer iw.mu.Unlock()
 		seen, known := iw.recorded[f.ContainerID]
 		if !known {
-			seen = recordSeen{at: at, finished: f.FinishedAt.Time, started: f.StartedAt.Time}
+			seen = recordSeen{at: at, finished: f.FinishedAt.Time, started: f.StartedAt.Time, pod: r.Spec.Pod.Name, class: f.Class}
 		}
 		// The record is written at once, its log a moment later: the
 		// latest update of the failure's record holds it.
@@ -99,18 +101,54 @@ func (b *bench) watchIncidents(ns string) *incidentWatch {
 // exitLine is what each crashing instance prints last: the second it exits.
 var exitLine = regexp.MustCompile(`exit (\d+)\n`)
 
-// incidentsRow: on the real node, busyboxes that exit 1 every few seconds
-// and ones OOM-killed by a small memory limit, under a PodBugger that only
-// records. For every failed instance: the kubelet's finishedAt to its
-// record showing (the issue's figure; finishedAt has whole seconds, so each
-// value is up to a second long), the failure showing in the pod's status to
-// its record showing (Deckhand's own share, on one clock), and whether the
-// record's log is the failed instance's.
+// injected is a kind of failure the incidents row injects on the real
+// node: the pods' name prefix, their script, and the class their records
+// must say. A rollout's pods are deleted while they run: a termination that
+// is no failure, recorded as nothing.
+type injected struct {
+	prefix string
+	pods   int
+	script string
+	limit  string
+	class  debugv1beta1.IncidentClass
+}
+
+// injectedFailures are the incidents row's pods ($$$$: the kubelet turns
+// $$ into $ in a command). The child OOM is the node's cgroup v1 killing
+// the one process that passed the limit while the shell goes on.
+var injectedFailures = []injected{
+	{"crasher", 6, `echo "start $(date +%s)"; sleep 2; echo "exit $(date +%s)"; exit 1`, "", debugv1beta1.ClassExitCode},
+	{"code", 2, `echo "start $(date +%s)"; sleep 2; echo "exit $(date +%s)"; exit 42`, "", debugv1beta1.ClassExitCode},
+	{"oom", 2, `echo "start $(date +%s)"; sleep 1; echo "exit $(date +%s)"; dd if=/dev/zero of=/dev/null bs=64M count=1`, "24Mi", debugv1beta1.ClassOOMKilled},
+	{"segv", 2, `echo "start $(date +%s)"; sleep 1; echo "exit $(date +%s)"; sh -c 'kill -SEGV $$$$'; exit $?`, "", debugv1beta1.ClassSignal},
+	{"childoom", 2, `echo "start $(date +%s)"; sleep 1; dd if=/dev/zero of=/dev/null bs=64M count=1; echo "exit $(date +%s)"; exit 3`, "24Mi", debugv1beta1.ClassOOMKilledChild},
+	{"rollout", 4, `echo serving; sleep 3600`, "", ""},
+}
+
+// classOf is the class a record of pod must say: its kind's, by the pod's
+// name; "" for a pod that must have none.
+func classOf(pod string) debugv1beta1.IncidentClass {
+	for _, k := range injectedFailures {
+		if strings.HasPrefix(pod, k.prefix+"-") {
+			return k.class
+		}
+	}
+	return ""
+}
+
+// incidentsRow: on the real node, busyboxes that fail every few seconds in
+// every way injectedFailures lists, and a rollout's pods deleted while they
+// run, under a PodBugger that only records. For every failed instance: the
+// kubelet's finishedAt to its record showing (the issue's figure;
+// finishedAt has whole seconds, so each value is up to a second long), the
+// failure showing in the pod's status to its record showing (Deckhand's own
+// share, on one clock), whether the record's log is the failed instance's,
+// and whether its class is the one injected; and the rollout's records.
 func (b *bench) incidentsRow() {
-	const crashers, ooms = 6, 2
 	window := 90 * time.Second
 	p50, p99, own99, wrong, missed := b.perRound(), b.perRound(), b.perRound(), b.perRound(), b.perRound()
-	var samples int
+	captured, classed, rollouts := b.perRound(), b.perRound(), b.perRound()
+	var samples, pods int
 	for range b.s.repeat {
 		ns := b.c.RealNodeNamespace(b.t, nil)
 		iw := b.watchIncidents(ns)
@@ -119,23 +157,30 @@ func (b *bench) incidentsRow() {
 				Image:     cluster.BusyboxImage,
 				Triggers:  []debugv1beta1.Trigger{debugv1beta1.TriggerError, debugv1beta1.TriggerOOMKilled, debugv1beta1.TriggerCrashLoopBackOff},
 				Incidents: &debugv1beta1.IncidentPolicy{MaxRecords: 200}}}))
-		for i := range crashers + ooms {
-			cmd := `echo "start $(date +%s)"; sleep 2; echo "exit $(date +%s)"; exit 1`
-			pod := realNodePod(ns, fmt.Sprintf("crasher-%d", i), cmd)
-			if i >= crashers {
-				pod.Name = fmt.Sprintf("oom-%d", i-crashers)
-				pod.Spec.Containers[0].Command[2] = `echo "start $(date +%s)"; sleep 1; echo "exit $(date +%s)"; dd if=/dev/zero of=/dev/null bs=64M count=1`
-				pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("24Mi")}
+		pods = 0
+		for _, k := range injectedFailures {
+			for i := range k.pods {
+				pod := realNodePod(ns, fmt.Sprintf("%s-%d", k.prefix, i), k.script)
+				if k.limit != "" {
+					pod.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(k.limit)}
+				}
+				b.must(b.c.Client.Create(b.ctx, pod))
+				pods++
 			}
-			b.must(b.c.Client.Create(b.ctx, pod))
 		}
-		time.Sleep(window)
+		// Halfway, the rollout: its pods deleted while they run (their
+		// grace period is 0: SIGKILL, exit 137, no failure).
+		time.Sleep(window / 2)
+		for i := range injectedFailures[len(injectedFailures)-1].pods {
+			b.must(client.IgnoreNotFound(b.c.Client.Delete(b.ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("rollout-%d", i)}})))
+		}
+		time.Sleep(window / 2)
 		// The last failures' records: a few seconds more.
 		time.Sleep(5 * time.Second)
 		iw.stop()
 		iw.mu.Lock()
 		var lat, own []float64
-		var bad, lost float64
+		var bad, lost, misclassed float64
 		for id, reported := range iw.reported {
 			if time.Since(reported) < 10*time.Second {
 				continue // failed at the very end: its record may not be written yet
@@ -150,24 +195,46 @@ func (b *bench) incidentsRow() {
 			if !logOfInstance(r) {
 				bad++
 			}
+			if want := classOf(r.pod); want == "" || r.class != want {
+				misclassed++
+				fmt.Printf("bench: incidents: %s's instance %s classed %q, injected %q\n", r.pod, id, r.class, want)
+			}
 		}
 		iw.mu.Unlock()
+		recs := &debugv1beta1.PodIncidentList{}
+		b.must(b.c.Client.List(b.ctx, recs, client.InNamespace(ns)))
+		var rolledOut float64
+		for _, r := range recs.Items {
+			if strings.HasPrefix(r.Spec.Pod.Name, "rollout-") {
+				rolledOut++
+			}
+		}
 		samples += len(lat)
 		p50, p99 = append(p50, percentile(lat, 50)), append(p99, percentile(lat, 99))
 		own99 = append(own99, percentile(own, 99))
 		wrong, missed = append(wrong, bad), append(missed, lost)
-		fmt.Printf("bench: incidents round: %d failures recorded, %g not recorded, %g with another instance's log; finishedAt→record p50 %.2f s p99 %.2f s; status→record p99 %.3f s\n",
-			len(lat), lost, bad, percentile(lat, 50), percentile(lat, 99), percentile(own, 99))
+		captured = append(captured, 100*float64(len(lat))/max(1, float64(len(lat))+lost))
+		classed = append(classed, 100*(float64(len(lat))-misclassed)/max(1, float64(len(lat))))
+		rollouts = append(rollouts, rolledOut)
+		fmt.Printf("bench: incidents round: %d failures recorded, %g not recorded, %g with another instance's log, %g classed otherwise than injected, %g records of the rollout; finishedAt→record p50 %.2f s p99 %.2f s; status→record p99 %.3f s\n",
+			len(lat), lost, bad, misclassed, rolledOut, percentile(lat, 50), percentile(lat, 99), percentile(own, 99))
 		b.dropNamespace(ns)
 	}
-	row := fmt.Sprintf("PodIncident on the real node: %d pods exiting 1, %d OOM-killed, %s a round (%d failures in all)", crashers, ooms, window, samples)
+	row := fmt.Sprintf("PodIncident on the real node: %d pods failing by exit codes, signals, OOM (own and child), a rollout, %s a round (%d failures in all)",
+		pods, window, samples)
 	b.rep.add(&figure{Row: row, Metric: "finishedAt → record, p50", Unit: "s"}, p50, nil)
 	f := b.rep.add(&figure{Row: row, Metric: "finishedAt → record, p99 (finishedAt has whole seconds)", Unit: "s"}, p99, nil)
-	f.judge("≤ 2 s", f.Deckhand <= 2)
+	f.judge("≤ 1 s", f.Deckhand <= 1)
 	b.rep.add(&figure{Row: row, Metric: "failure in pod status → record, p99 (one clock)", Unit: "s"}, own99, nil)
 	f = b.rep.add(&figure{Row: row, Metric: "records with another instance's log", Unit: "records"}, wrong, nil)
 	f.judge("0", f.Deckhand == 0)
 	f = b.rep.add(&figure{Row: row, Metric: "failures not recorded", Unit: "failures"}, missed, nil)
+	f.judge("0", f.Deckhand == 0)
+	f = b.rep.add(&figure{Row: row, Metric: "failures captured", Unit: "%"}, captured, nil)
+	f.judge("≥ 99.9 %", f.Deckhand >= 99.9)
+	f = b.rep.add(&figure{Row: row, Metric: "records classed as injected", Unit: "%"}, classed, nil)
+	f.judge("100 %", f.Deckhand == 100)
+	f = b.rep.add(&figure{Row: row, Metric: "records of the rollout's deletions", Unit: "records"}, rollouts, nil)
 	f.judge("0", f.Deckhand == 0)
 }
 
