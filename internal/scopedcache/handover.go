@@ -661,6 +661,12 @@ var regress struct {
 	// old owner still holds a version of an object its record left out
 	// (toldIn.unsure): told added again, though told an older version.
 	laggingQueue bool
+	// acrossOwn answers a read across namespaces below the threshold
+	// from each needed namespace's own space, handed the namespace or not.
+	acrossOwn bool
+	// unclaimedOwn answers a read of a namespace nothing tells from its
+	// own space without making it the owner.
+	unclaimedOwn bool
 	// relistOrder ends the record of a handover once each handler has
 	// been handed the latest version the new owner had applied, as if a
 	// relist handed its objects on in order.

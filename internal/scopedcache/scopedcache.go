@@ -1091,9 +1091,10 @@ func (k *kind) reader(ctx context.Context, namespace string) (client.Reader, err
 		switch {
 		case s == nil:
 			s, err = k.readSpaceLocked(namespace, now)
-		case owner == all:
-			// Its own started before the cluster-wide space stubbed it:
-			// it answers only as the namespace's owner.
+		case owner == all || !regress.unclaimedOwn:
+			// Its own started before the cluster-wide space stubbed it,
+			// or nothing tells it: its own answers only as the
+			// namespace's owner.
 			k.claimLocked(s)
 		}
 	default:
@@ -1142,14 +1143,27 @@ func (k *kind) acrossLocked(now time.Time) client.Reader {
 		all.lastRead = now
 		return withoutStubs{k: k, all: all, spaces: own}
 	}
-	spaces := make([]*space, 0, len(k.spaces))
-	for _, s := range k.spaces {
-		if s.needed {
-			s.lastRead = now
-			spaces = append(spaces, s)
+	// Each needed namespace is answered by its owner, as a read of it
+	// alone is: the cluster-wide space, back below the threshold, still
+	// tells a namespace until its own space has synced and been handed it.
+	u := union{k: k}
+	for ns, s := range k.spaces {
+		if !s.needed {
+			continue
+		}
+		s.lastRead = now
+		switch owner := k.ownerOf(ns); {
+		case owner == s || ns == allNamespaces || regress.acrossOwn:
+			u.spaces, u.in = append(u.spaces, s), append(u.in, "")
+		case owner == nil || owner == all && k.isStubbed(ns):
+			k.claimLocked(s) // as a read of the namespace alone does
+			u.spaces, u.in = append(u.spaces, s), append(u.in, "")
+		default:
+			owner.lastRead = now
+			u.spaces, u.in = append(u.spaces, owner), append(u.in, ns)
 		}
 	}
-	return union{k: k, spaces: spaces}
+	return u
 }
 
 // readSpaceLocked starts the informer of a namespace nothing needs, for a
@@ -1212,6 +1226,17 @@ func (k *kind) indexField(ctx context.Context, field string, extract client.Inde
 type union struct {
 	k      *kind
 	spaces []*space
+	// in is, for each of spaces, the one namespace it is read in ("" or
+	// none: all it holds): a space read for a namespace it still tells.
+	in []string
+}
+
+// optsFor is opts for the i-th of u's spaces.
+func (u union) optsFor(i int, opts []client.ListOption) []client.ListOption {
+	if i >= len(u.in) || u.in[i] == "" {
+		return opts
+	}
+	return append(withoutStubLabel(opts), client.InNamespace(u.in[i]))
 }
 
 func (u union) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
@@ -1220,7 +1245,7 @@ func (u union) Get(context.Context, client.ObjectKey, client.Object, ...client.G
 
 func (u union) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	var items []runtime.Object
-	for _, s := range u.spaces {
+	for i, s := range u.spaces {
 		if err := s.wait(ctx); err != nil {
 			return err
 		}
@@ -1228,7 +1253,7 @@ func (u union) List(ctx context.Context, list client.ObjectList, opts ...client.
 		if !ok {
 			return fmt.Errorf("scoped cache: %T is not a list", list)
 		}
-		if err := u.k.held(s).List(ctx, part, opts...); err != nil {
+		if err := u.k.held(s).List(ctx, part, u.optsFor(i, opts)...); err != nil {
 			return err
 		}
 		objs, err := apimeta.ExtractList(part)
