@@ -108,10 +108,11 @@ func (c compactReader) each(_ context.Context, fn func(client.Object) error, opt
 
 // each is List across the spaces, one object at a time.
 func (u union) each(ctx context.Context, fn func(client.Object) error, opts ...client.ListOption) error {
-	for _, s := range u.spaces {
+	for i, s := range u.spaces {
 		if err := s.wait(ctx); err != nil {
 			return err
 		}
+		opts := u.optsFor(i, opts)
 		r := u.k.held(s)
 		e, ok := r.(eachReader)
 		if !ok {

@@ -123,6 +123,13 @@ type toldIn struct {
 	// the latest version r was handed (mark) can pass an old object of
 	// the relist not yet handed on: told again as added with no record.
 	await map[string]bool
+	// unsure names the objects from held, when the record began, at a
+	// version the handler had not been handed yet (trackLocked): its queue
+	// on from still holds that version, and what it was told before (an
+	// older version, or nothing) is known only once from tells it the
+	// next. A handover waits for from to (handOver): told then, such an
+	// object counted as never told and was told added again.
+	unsure map[string]bool
 }
 
 type event int
@@ -146,10 +153,10 @@ func (d delivery) OnDelete(obj any)            { d.r.deliver(d.s, deleted, nil, 
 
 func (r *registration) deliver(s *space, ev event, old, obj any, initial bool) {
 	s.saw(obj)
-	r.mu.Lock()
-	r.advance(s, obj)
-	r.mu.Unlock()
 	if isStub(obj) {
+		r.mu.Lock()
+		r.advance(s, obj)
+		r.mu.Unlock()
 		return // the namespace is nothing's (stubs.go)
 	}
 	if ev == updated && isStub(old) {
@@ -160,6 +167,11 @@ func (r *registration) deliver(s *space, ev event, old, obj any, initial bool) {
 	k := r.k
 	k.deliverMu.RLock()
 	defer k.deliverMu.RUnlock()
+	// Handed once delivering, not while a handover holds deliveries: an
+	// event waiting behind a handover is dropped, not told (toldUpTo).
+	r.mu.Lock()
+	r.advance(s, obj)
+	r.mu.Unlock()
 	ns, name := keyOf(obj)
 	if k.ownerOf(ns) != s {
 		return
@@ -282,6 +294,7 @@ func (r *registration) checkLocked(s *space, ns, name string, ev event, old, obj
 	t, known := in.seen[name]
 	in.toldBy(s, name, t, ev == deleted, o)
 	if s != nil && s == in.from && o != nil {
+		delete(in.unsure, name)
 		// The space that told the namespace before the switch, still its
 		// owner: its events are the history the handler follows (one
 		// still queued when tracking began among them), recorded as told.
@@ -324,8 +337,9 @@ func (r *registration) checkLocked(s *space, ns, name string, ev event, old, obj
 }
 
 // track starts checking the deliveries of namespace against what was told,
-// told being held, what from holds now (nil for nothing).
-func (r *registration) track(namespace string, from *space, held []heldEntry) {
+// told being held, what from holds now (nil for nothing), but for unsure:
+// objects from holds at a version r's queue on from still holds.
+func (r *registration) track(namespace string, from *space, held []heldEntry, unsure map[string]bool) {
 	seen := make(map[string]told, len(held))
 	for _, h := range held {
 		seen[h.name] = told{rv: h.rv}
@@ -336,8 +350,27 @@ func (r *registration) track(namespace string, from *space, held []heldEntry) {
 		r.told = map[string]*toldIn{}
 	}
 	if _, ok := r.told[namespace]; !ok {
-		r.told[namespace] = &toldIn{from: from, seen: seen}
+		r.told[namespace] = &toldIn{from: from, seen: seen, unsure: unsure}
 	}
+}
+
+// unsureOf reports whether a handler's record of namespace still names an
+// object whose version r's queue on from holds (toldIn.unsure), from being
+// the namespace's owner. k.mu is held.
+func (k *kind) unsureOf(regs []*registration, namespace string, from *space) bool {
+	if regress.laggingQueue {
+		return false
+	}
+	for _, r := range regs {
+		r.mu.Lock()
+		in := r.told[namespace]
+		pending := in != nil && in.from == from && len(in.unsure) > 0
+		r.mu.Unlock()
+		if pending {
+			return true
+		}
+	}
+	return false
 }
 
 // trackFirst starts checking r's deliveries of namespace, as told nothing
@@ -348,7 +381,7 @@ func (k *kind) trackFirst(r *registration, s *space, namespace string) {
 	if k.ownerOf(namespace) != s {
 		return // s stopped since: nothing would end the record
 	}
-	r.track(namespace, nil, nil)
+	r.track(namespace, nil, nil, nil)
 	if _, ok := k.tracking[namespace]; !ok {
 		k.tracking[namespace] = time.Time{}
 		k.first.Insert(namespace)
@@ -364,8 +397,11 @@ func (r *registration) untrack(namespace string) {
 // handOver makes to the owner of namespace once every delivery has stopped,
 // telling each handler how what to holds differs from what it was told.
 // An object told and missing from to is told deleted only if to has seen
-// past it (else to lags and will tell it).
-func (k *kind) handOver(namespace string, to *space) {
+// past it (else to lags and will tell it). Unless forced, it hands nothing
+// over and reports false while a handler's record names an object whose
+// version its queue on the old owner still holds (toldIn.unsure): what it
+// was told of that object is known once the old owner has told it.
+func (k *kind) handOver(namespace string, to *space, force bool) bool {
 	k.deliverMu.Lock()
 	defer k.deliverMu.Unlock()
 	// Every handler of now: one added since the move was planned may have
@@ -377,6 +413,10 @@ func (k *kind) handOver(namespace string, to *space) {
 		// one, needed again before it went): what handlers were told is
 		// what the owner had handed them, no deliveries being under way.
 		k.trackLocked(namespace, from)
+		if !force && k.unsureOf(regs, namespace, from) {
+			k.mu.Unlock()
+			return false
+		}
 	}
 	k.mu.Unlock()
 	held := k.objectsIn(to, namespace)
@@ -405,7 +445,7 @@ func (k *kind) handOver(namespace string, to *space) {
 			in = &toldIn{from: from, seen: map[string]told{}}
 			r.told[namespace] = in
 		}
-		in.owner, in.mark, in.await = to, mark, nil
+		in.owner, in.mark, in.await, in.unsure = to, mark, nil, nil
 		present := make(map[string]string, len(held))
 		for _, h := range held {
 			present[h.name] = h.rv
@@ -434,6 +474,7 @@ func (k *kind) handOver(namespace string, to *space) {
 		}
 	}
 	k.setOwner(namespace, to)
+	return true
 }
 
 // heldEntry is an object a space holds: its name and resourceVersion, and
@@ -616,6 +657,16 @@ var regress struct {
 	untrackedFirst bool
 	// expandTracked expands every object a switch looks at.
 	expandTracked bool
+	// laggingQueue hands a namespace over while a handler's queue on the
+	// old owner still holds a version of an object its record left out
+	// (toldIn.unsure): told added again, though told an older version.
+	laggingQueue bool
+	// acrossOwn answers a read across namespaces below the threshold
+	// from each needed namespace's own space, handed the namespace or not.
+	acrossOwn bool
+	// unclaimedOwn answers a read of a namespace nothing tells from its
+	// own space without making it the owner.
+	unclaimedOwn bool
 	// relistOrder ends the record of a handover once each handler has
 	// been handed the latest version the new owner had applied, as if a
 	// relist handed its objects on in order.

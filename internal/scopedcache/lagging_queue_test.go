@@ -2,7 +2,6 @@ package scopedcache
 
 import (
 	"fmt"
-	"os"
 	"testing"
 	"time"
 )
@@ -18,17 +17,16 @@ func (l gatedLedger) OnUpdate(old, obj any)       { l.g.hold(obj); l.schedLedger
 
 // A handler whose queue still holds a pod's newer version when the
 // cluster-wide informer joins: the record leaves the pod out (trackLocked:
-// its version is past what the handler was handed), and when the handover
-// comes before the handler is handed that version (here it waits behind
-// the gate), it tells the pod added again, as the initial list: "told
-// added at 4, told alive at 2". An open defect: seed 2498 met it once in
-// 10,000 schedules on a loaded machine (not in 22 replays); this fails in
-// about half its runs (also before the stubbed-read fix), passing when the
-// record of the namespace's start is still kept at the switch.
-func TestALaggingQueueAtTheSwitch(t *testing.T) {
-	if os.Getenv("SCOPEDCACHE_OPEN_DEFECTS") == "" {
-		t.Skip("open defect: a pod told added again when a handler's queue lags at a switch (SCOPEDCACHE_OPEN_DEFECTS=1 runs it)")
-	}
+// its version is past what the handler was handed), and a handover before
+// the handler was handed that version (here it waits behind the gate)
+// told the pod added again, as the initial list: "told added at 4, told
+// alive at 2" (seed 2498 met it once in 10,000 schedules on a loaded
+// machine). The record now names such a pod as unsure, and the handover
+// waits for the old owner to tell it (toldIn.unsure). Without the wait it
+// fails every run (5 of 5) since it waits for ns-00's store to hold p0's
+// new version before the switch (before, the record took p0 at its old
+// version in about half the runs).
+func TestALaggingQueueIsHandedOnBeforeTheSwitch(t *testing.T) {
 	s := newScript(t, map[string]int{"ns-00": 1}, []string{"ns-00"}, nil)
 	g := &gate{key: "ns-00/gate", reached: make(chan struct{}), release: make(chan struct{})}
 	l := &schedLedger{s: s, told: map[string]map[string]toldRV{}, lapsed: map[string]bool{}}
@@ -51,6 +49,17 @@ func TestALaggingQueueAtTheSwitch(t *testing.T) {
 	s.api.write("ns-00", "gate", false)
 	<-g.reached
 	s.api.write("ns-00", "p0", false)
+	s.eventually(t, "ns-00's informer holds p0's new version, its handler not", func() error {
+		s.k.mu.Lock()
+		own := s.k.spaces["ns-00"]
+		s.k.mu.Unlock()
+		for _, h := range s.k.objectsIn(own, "ns-00") {
+			if h.name == "p0" && h.rv != "2" {
+				return nil
+			}
+		}
+		return fmt.Errorf("not yet")
+	})
 	s.needFirst(ClusterWideAbove + 1)
 	s.eventually(t, "the cluster-wide informer syncs", func() error {
 		s.k.mu.Lock()

@@ -367,6 +367,9 @@ type kind struct {
 	// namespaces needed at start have synced.
 	poke    chan struct{}
 	started chan struct{}
+	// postponed holds the namespaces whose handover waits for a handler's
+	// queue (handOver), since when; run's own.
+	postponed map[string]time.Time
 
 	mu       sync.Mutex
 	ctx      context.Context // the cache's, once it runs
@@ -555,12 +558,34 @@ func (k *kind) resync(ctx context.Context, inner client.Reader, now time.Time) e
 	if err != nil {
 		return err
 	}
+	for ns := range k.postponed {
+		if !slices.ContainsFunc(moves, func(m move) bool { return m.namespace == ns }) {
+			delete(k.postponed, ns) // no longer due
+		}
+	}
+	done := moves[:0]
 	for _, m := range moves {
-		k.handOver(m.namespace, m.to)
+		// A handler's queue on the old owner still holding a version of
+		// an object its record left out puts the handover off until the
+		// handler is handed it, awaitKeepFors keepFors at most (a handler
+		// that never returns would keep the namespace from switching).
+		since, waited := k.postponed[m.namespace]
+		if k.handOver(m.namespace, m.to, waited && now.Sub(since) >= awaitKeepFors*k.keepFor) {
+			done = append(done, m)
+			delete(k.postponed, m.namespace)
+			continue
+		}
+		if !waited {
+			if k.postponed == nil {
+				k.postponed = map[string]time.Time{}
+			}
+			k.postponed[m.namespace] = now
+		}
+		time.AfterFunc(5*time.Millisecond, k.pokeRun)
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	for _, m := range moves {
+	for _, m := range done {
 		k.tracking[m.namespace] = now.Add(k.keepFor)
 		k.first.Delete(m.namespace)
 		m.to.claimed = false
@@ -961,7 +986,7 @@ func (k *kind) joinLocked(s *space) {
 			// for an unsynced space, though its first Adds went out).
 			k.setOwner(s.namespace, s)
 			for _, r := range k.handlers {
-				r.track(s.namespace, nil, nil)
+				r.track(s.namespace, nil, nil, nil)
 			}
 			k.tracking[s.namespace] = time.Time{}
 			k.first.Insert(s.namespace)
@@ -1015,18 +1040,26 @@ func (k *kind) trackLocked(namespace string, from *space) {
 			// it has not.
 			upTo := r.toldUpTo(from)
 			told := make([]heldEntry, 0, len(objs))
+			var unsure map[string]bool
 			for _, h := range objs {
 				if v, err := strconv.ParseUint(h.rv, 10, 64); err == nil && v <= upTo {
 					told = append(told, h)
+				} else if err == nil {
+					// Told an older version, or nothing: known once
+					// from tells this one (a handover waits for it).
+					if unsure == nil {
+						unsure = map[string]bool{}
+					}
+					unsure[h.name] = true
 				}
 			}
-			r.track(namespace, from, told)
+			r.track(namespace, from, told, unsure)
 			continue
 		}
 		// A handler added since from listed is still being told what from
 		// holds: what it was told of it so far is recorded (its first
 		// initial Add started the record), and none is nothing.
-		r.track(namespace, from, nil)
+		r.track(namespace, from, nil, nil)
 	}
 	k.tracking[namespace] = time.Time{}
 	k.first.Delete(namespace) // a switch: tracked until a keepFor after it
@@ -1058,9 +1091,10 @@ func (k *kind) reader(ctx context.Context, namespace string) (client.Reader, err
 		switch {
 		case s == nil:
 			s, err = k.readSpaceLocked(namespace, now)
-		case owner == all:
-			// Its own started before the cluster-wide space stubbed it:
-			// it answers only as the namespace's owner.
+		case owner == all || !regress.unclaimedOwn:
+			// Its own started before the cluster-wide space stubbed it,
+			// or nothing tells it: its own answers only as the
+			// namespace's owner.
 			k.claimLocked(s)
 		}
 	default:
@@ -1109,14 +1143,27 @@ func (k *kind) acrossLocked(now time.Time) client.Reader {
 		all.lastRead = now
 		return withoutStubs{k: k, all: all, spaces: own}
 	}
-	spaces := make([]*space, 0, len(k.spaces))
-	for _, s := range k.spaces {
-		if s.needed {
-			s.lastRead = now
-			spaces = append(spaces, s)
+	// Each needed namespace is answered by its owner, as a read of it
+	// alone is: the cluster-wide space, back below the threshold, still
+	// tells a namespace until its own space has synced and been handed it.
+	u := union{k: k}
+	for ns, s := range k.spaces {
+		if !s.needed {
+			continue
+		}
+		s.lastRead = now
+		switch owner := k.ownerOf(ns); {
+		case owner == s || ns == allNamespaces || regress.acrossOwn:
+			u.spaces, u.in = append(u.spaces, s), append(u.in, "")
+		case owner == nil || owner == all && k.isStubbed(ns):
+			k.claimLocked(s) // as a read of the namespace alone does
+			u.spaces, u.in = append(u.spaces, s), append(u.in, "")
+		default:
+			owner.lastRead = now
+			u.spaces, u.in = append(u.spaces, owner), append(u.in, ns)
 		}
 	}
-	return union{k: k, spaces: spaces}
+	return u
 }
 
 // readSpaceLocked starts the informer of a namespace nothing needs, for a
@@ -1179,6 +1226,17 @@ func (k *kind) indexField(ctx context.Context, field string, extract client.Inde
 type union struct {
 	k      *kind
 	spaces []*space
+	// in is, for each of spaces, the one namespace it is read in ("" or
+	// none: all it holds): a space read for a namespace it still tells.
+	in []string
+}
+
+// optsFor is opts for the i-th of u's spaces.
+func (u union) optsFor(i int, opts []client.ListOption) []client.ListOption {
+	if i >= len(u.in) || u.in[i] == "" {
+		return opts
+	}
+	return append(withoutStubLabel(opts), client.InNamespace(u.in[i]))
 }
 
 func (u union) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
@@ -1187,7 +1245,7 @@ func (u union) Get(context.Context, client.ObjectKey, client.Object, ...client.G
 
 func (u union) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	var items []runtime.Object
-	for _, s := range u.spaces {
+	for i, s := range u.spaces {
 		if err := s.wait(ctx); err != nil {
 			return err
 		}
@@ -1195,7 +1253,7 @@ func (u union) List(ctx context.Context, list client.ObjectList, opts ...client.
 		if !ok {
 			return fmt.Errorf("scoped cache: %T is not a list", list)
 		}
-		if err := u.k.held(s).List(ctx, part, opts...); err != nil {
+		if err := u.k.held(s).List(ctx, part, u.optsFor(i, opts)...); err != nil {
 			return err
 		}
 		objs, err := apimeta.ExtractList(part)
@@ -1227,7 +1285,7 @@ func (f *fanout) AddEventHandlerWithOptions(h toolscache.ResourceEventHandler, o
 	defer k.mu.Unlock()
 	r := &registration{k: k, handler: h, opts: opts, per: map[*space]toolscache.ResourceEventHandlerRegistration{}}
 	for ns := range k.tracking {
-		r.track(ns, k.ownerOf(ns), nil)
+		r.track(ns, k.ownerOf(ns), nil, nil)
 	}
 	for _, s := range k.spaces {
 		if err := r.add(s); err != nil {
