@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/deckhand-dev/deckhand/internal/testenv/proc"
 )
 
 // maxStubBytes is what a stub may cost the manager's heap, with its entries
@@ -29,7 +31,7 @@ func TestStubCostsAboutItsKey(t *testing.T) {
 	transform := k.stubbing(nil)
 	store := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
 
-	before := liveHeap()
+	before := proc.LiveHeap()
 	for i := range n {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{
@@ -51,7 +53,7 @@ func TestStubCostsAboutItsKey(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	per := (liveHeap() - before) / n
+	per := (proc.LiveHeap() - before) / n
 	runtime.KeepAlive(store)
 	t.Logf("%d B of live heap per stub", per)
 	if per > maxStubBytes {
@@ -60,13 +62,4 @@ func TestStubCostsAboutItsKey(t *testing.T) {
 	if got, _ := store.ByIndex(toolscache.NamespaceIndex, "elsewhere"); len(got) != n {
 		t.Errorf("the namespace index holds %d stubs, want %d", len(got), n)
 	}
-}
-
-// liveHeap is the heap's live bytes after a collection.
-func liveHeap() int64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return int64(m.HeapAlloc)
 }
