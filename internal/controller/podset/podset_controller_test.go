@@ -992,3 +992,46 @@ func (w countingPatches) Patch(ctx context.Context, obj client.Object, patch cli
 	w.n.Add(1)
 	return w.SubResourceWriter.Patch(ctx, obj, patch, opts...)
 }
+
+// A scale-down acts on the pods its cache shows. A pod deleted since and
+// replaced by another of its name (a new UID) is not the pod the PodSet
+// chose: its delete carries the chosen pod's UID, which the apiserver
+// checks, so the newcomer stays.
+func TestPodSetScaleDownLeavesAPodThatTookTheNameSince(t *testing.T) {
+	g := testenv.NewG(t)
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	set := newPodSet(ns, "renamed", 2)
+	g.Expect(env.Client.Create(ctx, set)).To(Succeed())
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(set)}
+	// No manager: the reconciler's cache (its field index of pods by
+	// PodSet) is a list the test gives it, empty first.
+	empty := faultinject.StaleLists(env.Client, &corev1.PodList{})
+	_, err := podsetcontroller.NewPodSetReconciler(empty, env.Client, &events.FakeRecorder{}).Reconcile(ctx, req)
+	g.Expect(err).NotTo(HaveOccurred())
+	pods := podsOf(g, get(g, set))
+	g.Expect(pods).To(HaveLen(2))
+
+	// The cache's view, then the first pod gone and its name taken again.
+	seen := &corev1.PodList{}
+	g.Expect(env.Client.List(ctx, seen, client.InNamespace(ns))).To(Succeed())
+	old := pods[0]
+	g.Expect(env.Client.Delete(ctx, &old, client.GracePeriodSeconds(0))).To(Succeed())
+	g.Eventually(env.Exists(&old)).Should(BeFalse())
+	newcomer := old.DeepCopy()
+	newcomer.ResourceVersion, newcomer.UID, newcomer.CreationTimestamp = "", "", metav1.Time{}
+	newcomer.Status = corev1.PodStatus{}
+	g.Expect(env.Client.Create(ctx, newcomer)).To(Succeed())
+
+	scaled := get(g, set)
+	scaled.Spec.Replicas = 0
+	g.Expect(env.Client.Update(ctx, scaled)).To(Succeed())
+	cached := faultinject.StaleLists(env.Client, seen)
+	_, _ = podsetcontroller.NewPodSetReconciler(cached, env.Client, &events.FakeRecorder{}).Reconcile(ctx, req)
+
+	now := &corev1.Pod{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(newcomer), now)).To(Succeed(),
+		"the pod that took %s's name was deleted in its place", old.Name)
+	g.Expect(now.UID).To(Equal(newcomer.UID))
+	g.Expect(now.DeletionTimestamp).To(BeNil(), "the pod that took %s's name is being deleted", old.Name)
+}
