@@ -658,12 +658,13 @@ func describeTracking(k *kind) string {
 }
 
 // The randomized schedules find each defect the handover had, put back
-// one at a time, within 500 schedules (or as many as TestSchedules runs,
+// one at a time, within 2,000 schedules (or as many as TestSchedules runs,
 // if more); it stops at the first schedule that finds it. A test that can
-// no longer find them fails here. Found by (lowest failing seed, on 2
-// shared cores): reads moving before events 6 to 10, a deletion never
-// told 10 to 78, pods told added twice 4 to 187; a seed replays its
-// schedule, not the goroutines' timing, so a replay may pass.
+// no longer find them fails here. Found after (schedules run, on 2 shared
+// cores, after the handover's wait for unsure objects): reads moving before
+// events 16 to 31, a deletion never told 16 to 500, pods told added twice
+// 23 to 186; a seed replays its schedule, not the goroutines' timing, so a
+// replay may pass. The budget is four times the most seen.
 func TestSchedulesFindReintroducedDefects(t *testing.T) {
 	quietKlog(t)
 	defects := map[string]*bool{
@@ -676,7 +677,7 @@ func TestSchedulesFindReintroducedDefects(t *testing.T) {
 			*on = true
 			defer func() { *on = false }()
 			start := time.Now()
-			budget := max(scheduleCount(), 500)
+			budget := max(scheduleCount(), 2000)
 			seed, ran := firstFailing(budget)
 			if seed == 0 {
 				t.Fatalf("%d schedules did not find it", budget)
