@@ -420,21 +420,7 @@ func (k *kind) handOver(namespace string, to *space, force bool) bool {
 	}
 	k.mu.Unlock()
 	held := k.objectsIn(to, namespace)
-	lastRV := to.seenUpTo()
-	mark := to.applied.Load()
-	for _, h := range held {
-		if v, err := strconv.ParseUint(h.rv, 10, 64); err == nil {
-			mark = max(mark, v)
-		}
-	}
-	if regress.boundByHeld {
-		lastRV = "0"
-		for _, h := range held {
-			if newerRV(h.rv, lastRV) {
-				lastRV = h.rv
-			}
-		}
-	}
+	lastRV, mark := seenBy(to, held)
 	from := k.ownerOf(namespace)
 	for _, r := range regs {
 		var out []func()
@@ -475,6 +461,27 @@ func (k *kind) handOver(namespace string, to *space, force bool) bool {
 	}
 	k.setOwner(namespace, to)
 	return true
+}
+
+// seenBy is how far to has seen, holding held of a namespace: lastRV, the
+// version past which a deletion it does not show is one it has seen, and
+// mark, the latest version it applied or holds.
+func seenBy(to *space, held []heldEntry) (lastRV string, mark uint64) {
+	lastRV, mark = to.seenUpTo(), to.applied.Load()
+	for _, h := range held {
+		if v, err := strconv.ParseUint(h.rv, 10, 64); err == nil {
+			mark = max(mark, v)
+		}
+	}
+	if regress.boundByHeld {
+		lastRV = "0"
+		for _, h := range held {
+			if newerRV(h.rv, lastRV) {
+				lastRV = h.rv
+			}
+		}
+	}
+	return lastRV, mark
 }
 
 // heldEntry is an object a space holds: its name and resourceVersion, and
