@@ -1,4 +1,4 @@
-package podbugger
+package incident
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package podbugger
+package incident
 
 import (
 	"sync"
@@ -6,18 +6,9 @@ import (
 
 	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/types"
-)
 
-// DefaultIncidentWritesPerMinute is how many PodIncidents (new ones, or a
-// failure counted in one) a PodBugger writes in a minute unless the
-// operator says otherwise (--podbugger-incident-writes-per-minute). A
-// record may hold 40 KB (its log tail, messages, Events), and a tenant
-// decides how many of its pods fail: 1,000 crash-looping pods wrote 33
-// records a second into etcd, most of them pruned a second later
-// (maxRecords). At 10 a second, with a burst of a minute's sixth, the
-// failures of pods failing together are recorded at once up to 100, and
-// a PodBugger puts at most about 400 KB a second into etcd.
-const DefaultIncidentWritesPerMinute = 600
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
+)
 
 // recordWrites is a token bucket per PodBugger for its record writes. A
 // failure beyond it is not lost but coalesced: its pod is given the next
@@ -40,7 +31,7 @@ type bucket struct {
 
 func newRecordWrites(perMinute int) *recordWrites {
 	if perMinute <= 0 {
-		perMinute = DefaultIncidentWritesPerMinute
+		perMinute = policy.DefaultIncidentWritesPerMinute
 	}
 	return &recordWrites{perMinute: perMinute, buckets: map[types.UID]*bucket{}}
 }

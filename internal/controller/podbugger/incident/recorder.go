@@ -1,4 +1,14 @@
-package podbugger
+// Package incident is PodBugger's incident recorder: it writes a
+// PodIncident for each failure of a pod a PodBugger with a failure trigger
+// selects (recorder.go: a reconciler keyed by pod), reads the failed
+// instance's log and the artifacts collector's list into the record after
+// (logs.go, artifacts.go), with the pod's Events and node (class.go,
+// nodes.go), removing credentials first (scrub.go, secretenv.go), and hands
+// the notification a record owes to the sinks (notifier.go). The PodBugger
+// controller (package podbugger) registers it in its Setup, prunes the
+// records and injects the debug container; what both know of a record is
+// package record, what both apply of a PodBugger's spec package policy.
+package incident
 
 import (
 	"context"
@@ -35,7 +45,42 @@ import (
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/record"
+	"github.com/deckhand-dev/deckhand/internal/eventnote"
+	"github.com/deckhand-dev/deckhand/internal/notify"
+	"github.com/deckhand-dev/deckhand/internal/setupoptions"
 )
+
+// reportingController is the name the recorder's controller, logs and
+// Events go by: the PodBugger controller's (podbugger.ControllerName), of
+// which the recorder is a part.
+const reportingController = "podbugger"
+
+// Setup registers the incident recorder, its notifier and the writer of
+// their Events; podbugger.Setup calls it beside registering the PodBugger
+// reconciler.
+func Setup(mgr ctrl.Manager, opts setupoptions.Options) error {
+	sinks, err := notify.LoadSinks(opts.PodBuggerIncidentSinksFile)
+	if err != nil {
+		return fmt.Errorf("--podbugger-incident-sinks-file: %w", err)
+	}
+	cs, err := kubernetes.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("PodBugger incidents: a client for pod logs: %w", err)
+	}
+	// The incident recorder's Events are written uncached (events.go), their
+	// notes bounded as every other controller's are.
+	writer := newEventWriter(mgr.GetScheme(), cs.EventsV1(), reportingController)
+	var secrets client.Reader
+	if opts.PodBuggerRedactSecretEnv {
+		secrets = mgr.GetAPIReader()
+	}
+	return errors.Join(
+		mgr.Add(writer),
+		NewIncidentReconciler(mgr.GetClient(), mgr.GetAPIReader(), eventnote.Recorder(writer), ClientsetLogs(cs),
+			opts.PodBuggerIncidentWritesPerMinute, secrets).SetupWithManager(mgr),
+		NewIncidentNotifier(mgr.GetClient(), eventnote.Recorder(writer), sinks, notify.NewOutbox()).SetupWithManager(mgr))
+}
 
 // Event reasons of the incident recorder.
 const (
@@ -124,7 +169,7 @@ type IncidentReconciler struct {
 
 // NewIncidentReconciler returns an incident recorder reading through c (the
 // cache), apiReader (the apiserver) and logs, each PodBugger writing at most
-// writesPerMinute records a minute (DefaultIncidentWritesPerMinute when 0),
+// writesPerMinute records a minute (policy.DefaultIncidentWritesPerMinute when 0),
 // reading the Secrets of failing pods' environments through secrets (nil:
 // none).
 func NewIncidentReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder, logs PodLogs,
@@ -193,7 +238,7 @@ func selects(pb *debugv1beta1.PodBugger, pod *corev1.Pod) bool {
 // of the same reason and container its backoff window still holds, or in a
 // new one. The pod is read afresh once, before the first capture. The
 // record is written at once, without the failed instance's log, which a
-// log reader fills in afterwards (podbugger_incident_logs.go). Beyond pb's
+// log reader fills in afterwards (logs.go). Beyond pb's
 // record writes a minute (recordWrites) a failure waits: the returned
 // duration says when the pod is to be looked at again.
 func (r *IncidentReconciler) record(ctx context.Context, pb *debugv1beta1.PodBugger, pod *corev1.Pod, fs []failure) (time.Duration, error) {
@@ -215,7 +260,7 @@ func (r *IncidentReconciler) record(ctx context.Context, pb *debugv1beta1.PodBug
 		}
 		return fresh.UID == pod.UID, nil
 	}
-	maxAge := limitsOf(pb).maxAge
+	maxAge := policy.IncidentLimitsOf(pb).MaxAge
 	for _, f := range fs {
 		if lost := r.lostLog(f, recs); lost != nil {
 			if ok, err := readFresh(); !ok || err != nil {
@@ -257,7 +302,7 @@ func (r *IncidentReconciler) record(ctx context.Context, pb *debugv1beta1.PodBug
 		r.written.remember(pod, inc)
 		recs = slices.DeleteFunc(recs, func(x debugv1beta1.PodIncident) bool { return x.Name == inc.Name })
 		recs = append(recs, *inc)
-		incidents.WithLabelValues(pb.Namespace, pb.Name, string(f.reason)).Inc()
+		record.Count(pb.Namespace, pb.Name, string(f.reason))
 		captureSeconds.WithLabelValues(string(f.reason)).Observe(r.Now().Sub(f.at).Seconds())
 		logf.FromContext(ctx).Info("recorded incident", "pod", klog.KObj(pod), "container", f.container, "reason", f.reason,
 			"podIncident", inc.Name, "count", inc.Spec.Count)
@@ -287,7 +332,7 @@ func (r *IncidentReconciler) write(ctx context.Context, pb *debugv1beta1.PodBugg
 	recs []debugv1beta1.PodIncident) (*debugv1beta1.PodIncident, error) {
 	if existing := recordFor(f, recs); existing != nil {
 		inc := existing.DeepCopy()
-		updateIncident(inc, pod, f, c, limitsOf(pb).instances)
+		updateIncident(inc, pod, f, c, policy.IncidentLimitsOf(pb).Instances)
 		err := r.patchSpec(ctx, inc, existing)
 		if err == nil {
 			return inc, nil
@@ -340,7 +385,7 @@ func (r *IncidentReconciler) patchSpec(ctx context.Context, inc, old *debugv1bet
 // yet) stays.
 func (r *IncidentReconciler) markLost(ctx context.Context, inc, old *debugv1beta1.PodIncident) {
 	n := len(old.Spec.Instances)
-	if inc.Spec.LastFailure == nil || n == 0 || old.Spec.Instances[n-1].LogError != pendingLogNote {
+	if inc.Spec.LastFailure == nil || n == 0 || old.Spec.Instances[n-1].LogError != record.PendingLogNote {
 		return
 	}
 	// Where it is now: the oldest went first past the bound.
@@ -350,7 +395,7 @@ func (r *IncidentReconciler) markLost(ctx context.Context, inc, old *debugv1beta
 	}
 	at := fmt.Sprintf("/spec/instances/%d", i)
 	patch, err := json.Marshal([]patchOp{{opTest, at + "/containerID", old.Spec.Instances[n-1].ContainerID},
-		{opTest, at + "/logError", pendingLogNote}, {opAdd, at + "/logError", lostLogNote}})
+		{opTest, at + "/logError", record.PendingLogNote}, {opAdd, at + "/logError", lostLogNote}})
 	if err != nil {
 		return
 	}
@@ -423,7 +468,7 @@ func (r *IncidentReconciler) lostLog(f failure, recs []debugv1beta1.PodIncident)
 	at := metav1.NewTime(f.at).Rfc3339Copy()
 	for i := range recs {
 		rec := &recs[i]
-		if rec.Spec.LogError == pendingLogNote && familyOf(rec) == f.family() && rec.Spec.LastTime.Equal(&at) &&
+		if rec.Spec.LogError == record.PendingLogNote && familyOf(rec) == f.family() && rec.Spec.LastTime.Equal(&at) &&
 			!r.logQueue.reading(client.ObjectKeyFromObject(rec)) {
 			return rec
 		}
@@ -449,7 +494,7 @@ func (r *IncidentReconciler) readAgain(ctx context.Context, pb *debugv1beta1.Pod
 // unless the node did not answer lately or too many reads wait: then c says
 // why the record has no log. The debug container's output is read with it.
 func (r *IncidentReconciler) planLog(pb *debugv1beta1.PodBugger, pod *corev1.Pod, f failure, c *capture) (logJob, bool) {
-	limit := limitsOf(pb).logTailBytes
+	limit := policy.IncidentLimitsOf(pb).LogTailBytes
 	if r.Logs == nil || limit == 0 {
 		return logJob{}, false
 	}
@@ -468,7 +513,7 @@ func (r *IncidentReconciler) planLog(pb *debugv1beta1.PodBugger, pod *corev1.Pod
 		c.logError = fmt.Sprintf("not read: %d log reads were waiting for their kubelets", maxQueuedLogReads)
 		return logJob{}, false
 	}
-	c.logError = pendingLogNote
+	c.logError = record.PendingLogNote
 	j := logJob{pod: client.ObjectKeyFromObject(pod), podUID: pod.UID, node: node, container: f.container, limit: limit, slot: -1,
 		scrub: c.scrub}
 	if j.container == "" && len(pod.Spec.Containers) > 0 {
@@ -477,13 +522,13 @@ func (r *IncidentReconciler) planLog(pb *debugv1beta1.PodBugger, pod *corev1.Pod
 	if f.instance != nil {
 		j.instanceID, j.previous = f.instance.ContainerID, f.previous
 	}
-	if name := ContainerName(pb.Name); debuggerStarted(pod, name) {
+	if name := policy.ContainerName(pb.Name); debuggerStarted(pod, name) {
 		j.debugger = name
 	}
 	// The collector may not have started yet (a pod that gets it at its
 	// first failure): its log is read again until it has scanned.
 	if f.instance != nil && policy.ArtifactsOf(pb).Collects(f.container) {
-		j.collector, j.started, j.finished = ContainerName(pb.Name), f.instance.StartedAt, f.instance.FinishedAt
+		j.collector, j.started, j.finished = policy.ContainerName(pb.Name), f.instance.StartedAt, f.instance.FinishedAt
 	}
 	return j, true
 }
@@ -584,7 +629,7 @@ func (r *IncidentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("adding the pass that forgets written records: %w", err)
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		Named(ControllerName+"-incidents").
+		Named(reportingController+"-incidents").
 		For(&corev1.Pod{}, builder.WithPredicates(podFailureChanged)).
 		Watches(&debugv1beta1.PodBugger{}, handler.EnqueueRequestsFromMapFunc(r.podsOf),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -694,7 +739,7 @@ func (w *writtenIncidents) remember(pod *corev1.Pod, inc *debugv1beta1.PodIncide
 		}
 	}
 	slim := inc.DeepCopy()
-	slimIncident(slim)
+	record.Slim(slim)
 	w.byPod[key][inc.Name] = slim
 	if w.last[key] == nil {
 		w.last[key] = map[string]metav1.Time{}

@@ -1,4 +1,4 @@
-package podbugger_test
+package incident_test
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
-	podbuggercontroller "github.com/deckhand-dev/deckhand/internal/controller/podbugger"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/incident"
 	"github.com/deckhand-dev/deckhand/internal/manager"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
@@ -28,7 +28,7 @@ import (
 // reading logs through logs (envtest has no kubelet to read them from). A
 // manager serving the webhooks (and watching another namespace) runs too,
 // so that PodBuggers are admitted.
-func startRecorder(t *testing.T, ns string, logs podbuggercontroller.PodLogs) {
+func startRecorder(t *testing.T, ns string, logs incident.PodLogs) {
 	t.Helper()
 	opts := options()
 	opts.WatchNamespaces = []string{"kube-system"}
@@ -39,13 +39,13 @@ func startRecorder(t *testing.T, ns string, logs podbuggercontroller.PodLogs) {
 // runRecorder runs the incident recorder alone for namespace ns until the
 // test ends or stop is called (a manager that stops: its queued log reads
 // are lost).
-func runRecorder(t *testing.T, ns string, logs podbuggercontroller.PodLogs) (stop func()) {
+func runRecorder(t *testing.T, ns string, logs incident.PodLogs) (stop func()) {
 	t.Helper()
 	return runRecorderIn(t, []string{ns}, logs)
 }
 
 // runRecorderIn is runRecorder for several namespaces.
-func runRecorderIn(t *testing.T, namespaces []string, logs podbuggercontroller.PodLogs) (stop func()) {
+func runRecorderIn(t *testing.T, namespaces []string, logs incident.PodLogs) (stop func()) {
 	t.Helper()
 	return runRecorderWith(t, namespaces, logs, 0, nil)
 }
@@ -53,7 +53,7 @@ func runRecorderIn(t *testing.T, namespaces []string, logs podbuggercontroller.P
 // runRecorderWith is runRecorderIn with each PodBugger writing at most
 // writesPerMinute records a minute (0: the default), reading the Secrets of
 // failing pods' environments through secrets (nil: none).
-func runRecorderWith(t *testing.T, namespaces []string, logs podbuggercontroller.PodLogs, writesPerMinute int,
+func runRecorderWith(t *testing.T, namespaces []string, logs incident.PodLogs, writesPerMinute int,
 	secrets client.Reader) (stop func()) {
 	t.Helper()
 	nss := map[string]cache.Config{}
@@ -70,7 +70,7 @@ func runRecorderWith(t *testing.T, namespaces []string, logs podbuggercontroller
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := podbuggercontroller.NewIncidentReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("podbugger"), logs, writesPerMinute,
+	r := incident.NewIncidentReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder("podbugger"), logs, writesPerMinute,
 		secrets)
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package podbugger
+package incident
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/record"
 )
 
 // A record is written the moment a failure is seen, without its log; the
@@ -43,9 +44,6 @@ const (
 	maxQueuedLogReads             = 1024
 	maxQueuedLogReadsPerNamespace = maxQueuedLogReads / 4
 )
-
-// pendingLogNote is what a record says of its log until the log is read.
-const pendingLogNote = "being read: the failed instance's log is written here once its kubelet answers"
 
 // logJob is the log read a record waits for: whose log, and which state of
 // which record it belongs to (count and lastTime: a record that counted a
@@ -189,7 +187,7 @@ func (r *IncidentReconciler) fillLog(ctx context.Context, j logJob) {
 		{opTest, "/spec/lastTime", j.lastTime},
 		// Not written yet: a read queued again after a restart must not
 		// replace a log its first read wrote.
-		{opTest, pathLogError, pendingLogNote},
+		{opTest, pathLogError, record.PendingLogNote},
 		{opAdd, "/spec/logTail", got.tail},
 		{opAdd, "/spec/logTruncated", got.truncated},
 		{opAdd, pathLogError, j.scrub.clean(got.note, debugv1beta1.MaxIncidentMessage)},

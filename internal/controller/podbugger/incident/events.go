@@ -1,4 +1,4 @@
-package podbugger
+package incident
 
 import (
 	"context"
@@ -77,12 +77,12 @@ func (e *eventWriter) AnnotatedEventf(regarding, related runtime.Object, annotat
 		ev.Annotations = maps.Clone(annotations)
 	}
 	if err != nil {
-		logf.Log.WithName(ControllerName).Error(err, "an Event not written", "reason", reason)
+		logf.Log.WithName(reportingController).Error(err, "an Event not written", "reason", reason)
 		return
 	}
 	if e.queue.push(ev.Namespace, ev) != refusedNone {
 		dropped.WithLabelValues(droppedEvent).Inc()
-		logf.Log.WithName(ControllerName).Info("an Event dropped: too many were waiting to be written",
+		logf.Log.WithName(reportingController).Info("an Event dropped: too many were waiting to be written",
 			"namespace", ev.Namespace, "reason", reason, "note", ev.Note)
 	}
 }

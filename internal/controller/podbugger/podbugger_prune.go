@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/record"
 )
 
 // pruneIncidents deletes pb's PodIncidents beyond incidents.maxRecords (the
@@ -37,7 +39,7 @@ func (r *PodBuggerReconciler) pruneIncidents(ctx context.Context, pb *debugv1bet
 		return nil, 0, fmt.Errorf("listing PodIncidents of PodBugger %s: %w", client.ObjectKeyFromObject(pb), err)
 	}
 	now := r.Now()
-	keep, drop := prunePlan(list.Items, limitsOf(pb), now)
+	keep, drop := prunePlan(list.Items, policy.IncidentLimitsOf(pb), now)
 	if len(drop) > 0 {
 		if changed, err := r.changedSince(ctx, pb); err != nil || changed {
 			return nil, supersededDelay, err
@@ -46,7 +48,7 @@ func (r *PodBuggerReconciler) pruneIncidents(ctx context.Context, pb *debugv1bet
 	if err := r.deleteIncidents(ctx, pb, drop); err != nil {
 		return nil, 0, err
 	}
-	maxAge := limitsOf(pb).maxAge
+	maxAge := policy.IncidentLimitsOf(pb).MaxAge
 	for _, inc := range keep {
 		if d := inc.Spec.LastTime.Add(maxAge).Sub(now) + time.Second; expiry == 0 || d < expiry {
 			expiry = d
@@ -64,11 +66,6 @@ func failingPods(records []*debugv1beta1.PodIncident) map[types.UID]bool {
 	return failing
 }
 
-// goneLogNote is what a record says of its log once its pod is gone, unless
-// its PodBugger keeps logs. The cache keeps it (slimIncident): a record
-// that says it needs no second patch.
-const goneLogNote = "the pod is gone; its log is not kept (spec.incidents.keepLogsAfterPodDeletion)"
-
 // dropLogsOfGonePods removes, from pb's records whose pod is gone, the
 // failed instance's log tail and the debug container's output, and says so
 // in logError, unless pb keeps logs (incidents.keepLogsAfterPodDeletion):
@@ -82,7 +79,7 @@ const goneLogNote = "the pod is gone; its log is not kept (spec.incidents.keepLo
 // that the record still waits for it, which a dropped one does not: it
 // never brings the log back.
 func (r *PodBuggerReconciler) dropLogsOfGonePods(ctx context.Context, pb *debugv1beta1.PodBugger, records []*debugv1beta1.PodIncident, pods []corev1.Pod) error {
-	if limitsOf(pb).keepLogs {
+	if policy.IncidentLimitsOf(pb).KeepLogs {
 		return nil
 	}
 	// The pods of the records that still hold their logs (at most
@@ -90,7 +87,7 @@ func (r *PodBuggerReconciler) dropLogsOfGonePods(ctx context.Context, pb *debugv
 	// can be thousands.
 	missing := map[types.UID]bool{}
 	for _, inc := range records {
-		if inc.Spec.LogError != goneLogNote {
+		if inc.Spec.LogError != record.GoneLogNote {
 			missing[types.UID(inc.Spec.Pod.UID)] = true
 		}
 	}
@@ -102,7 +99,7 @@ func (r *PodBuggerReconciler) dropLogsOfGonePods(ctx context.Context, pb *debugv
 	}
 	var gone []*debugv1beta1.PodIncident
 	for _, inc := range records {
-		if inc.Spec.LogError != goneLogNote && missing[types.UID(inc.Spec.Pod.UID)] {
+		if inc.Spec.LogError != record.GoneLogNote && missing[types.UID(inc.Spec.Pod.UID)] {
 			gone = append(gone, inc)
 		}
 	}
@@ -152,12 +149,12 @@ func (r *PodBuggerReconciler) dropLogsOfGonePods(ctx context.Context, pb *debugv
 func (r *PodBuggerReconciler) dropLogs(ctx context.Context, inc *debugv1beta1.PodIncident) error {
 	ops := make([]patchOp, 0, 6+3*len(inc.Spec.Instances))
 	ops = append(ops, patchOp{opTest, "/metadata/uid", inc.UID}, patchOp{opTest, pathCount, inc.Spec.Count},
-		patchOp{opAdd, "/spec/logTail", ""}, patchOp{opAdd, "/spec/logTruncated", false}, patchOp{opAdd, pathLogError, goneLogNote},
+		patchOp{opAdd, "/spec/logTail", ""}, patchOp{opAdd, "/spec/logTruncated", false}, patchOp{opAdd, pathLogError, record.GoneLogNote},
 		patchOp{opAdd, "/spec/debugContainer", nil})
 	for i := range inc.Spec.Instances {
 		at := fmt.Sprintf("/spec/instances/%d", i)
 		ops = append(ops, patchOp{opAdd, at + "/logTail", ""}, patchOp{opAdd, at + "/logTruncated", false},
-			patchOp{opAdd, at + "/logError", goneLogNote})
+			patchOp{opAdd, at + "/logError", record.GoneLogNote})
 	}
 	patch, err := json.Marshal(ops)
 	if err != nil {
@@ -201,11 +198,11 @@ func (r *PodBuggerReconciler) deleteIncidents(ctx context.Context, pb *debugv1be
 	return errors.Join(errs...)
 }
 
-// prunePlan splits records into those kept (at most l.maxRecords, the
-// latest last failures first, none older than l.maxAge at now) and those to
+// prunePlan splits records into those kept (at most l.MaxRecords, the
+// latest last failures first, none older than l.MaxAge at now) and those to
 // delete, as pointers into records (which it neither changes nor copies).
 // It is pure.
-func prunePlan(records []debugv1beta1.PodIncident, l incidentLimits, now time.Time) (keep, drop []*debugv1beta1.PodIncident) {
+func prunePlan(records []debugv1beta1.PodIncident, l policy.IncidentLimits, now time.Time) (keep, drop []*debugv1beta1.PodIncident) {
 	sorted := make([]*debugv1beta1.PodIncident, len(records))
 	for i := range records {
 		sorted[i] = &records[i]
@@ -214,7 +211,7 @@ func prunePlan(records []debugv1beta1.PodIncident, l incidentLimits, now time.Ti
 		return cmp.Or(b.Spec.LastTime.Compare(a.Spec.LastTime.Time), b.CreationTimestamp.Compare(a.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
 	})
 	for _, inc := range sorted {
-		if len(keep) < l.maxRecords && now.Sub(inc.Spec.LastTime.Time) < l.maxAge {
+		if len(keep) < l.MaxRecords && now.Sub(inc.Spec.LastTime.Time) < l.MaxAge {
 			keep = append(keep, inc)
 		} else {
 			drop = append(drop, inc)
@@ -222,3 +219,22 @@ func prunePlan(records []debugv1beta1.PodIncident, l incidentLimits, now time.Ti
 	}
 	return keep, drop
 }
+
+// patchOp is one operation of a JSON patch (RFC 6902). The recorder
+// (package incident) patches records with its own: an operation's three
+// fields are not worth a package both import, nor, written unkeyed as
+// both write them, an exported type vet would have them key.
+type patchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+const (
+	opTest = "test"
+	opAdd  = "add"
+
+	// Paths dropLogs tests and writes.
+	pathCount    = "/spec/count"
+	pathLogError = "/spec/logError"
+)

@@ -1,4 +1,4 @@
-package podbugger
+package incident
 
 import (
 	"strings"
@@ -146,19 +146,6 @@ func TestOneCrashIsCountedOnce(t *testing.T) {
 	}
 	if recordFor(failure{reason: "CrashLoopBackOff", container: "app", at: t0.Add(time.Minute)}, recs) != nil {
 		t.Error("a crash of another reason counts in the Error record")
-	}
-}
-
-func TestPrunePlanKeepsTheLatestWithinAge(t *testing.T) {
-	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	rec := func(name string, ago time.Duration) debugv1beta1.PodIncident {
-		return debugv1beta1.PodIncident{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: debugv1beta1.PodIncidentSpec{LastTime: metav1.NewTime(now.Add(-ago))}}
-	}
-	keep, drop := prunePlan([]debugv1beta1.PodIncident{rec("old", 2*time.Hour), rec("a", time.Minute), rec("b", 2*time.Minute), rec("c", 3*time.Minute)},
-		incidentLimits{maxRecords: 2, maxAge: time.Hour}, now)
-	if len(keep) != 2 || keep[0].Name != "a" || keep[1].Name != "b" || len(drop) != 2 {
-		t.Errorf("keep %v, drop %v", keep, drop)
 	}
 }
 

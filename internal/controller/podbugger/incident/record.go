@@ -1,4 +1,4 @@
-package podbugger
+package incident
 
 import (
 	"cmp"
@@ -15,16 +15,15 @@ import (
 	"k8s.io/utils/ptr"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/record"
 	"github.com/deckhand-dev/deckhand/internal/redact"
 )
 
-// Defaults of spec.incidents and spec.notReadyAfter, applied here as well as
-// by the schema: a PodBugger written as v1alpha1, or with webhooks off, may
-// lack them.
+// Defaults of spec.notReadyAfter (of spec.incidents: policy.IncidentLimitsOf),
+// applied here as well as by the schema: a PodBugger written as v1alpha1, or
+// with webhooks off, may lack them.
 const (
-	defaultMaxRecords    = 20
-	defaultMaxAge        = 24 * time.Hour
-	defaultLogTailBytes  = 4096
 	defaultNotReadyAfter = 5 * time.Minute
 	// backoffWindow is how close a failure must follow the last one counted
 	// in a record to count there rather than open a new record: twice the
@@ -35,42 +34,6 @@ const (
 	// the last logTailBytes bytes of them.
 	logTailLines = 200
 )
-
-// incidentLimits are pb's bounds on its records.
-type incidentLimits struct {
-	maxRecords   int
-	maxAge       time.Duration
-	logTailBytes int
-	// instances is how many failed instances a record keeps.
-	instances int
-	// keepLogs keeps a record's logs after its pod is gone.
-	keepLogs bool
-}
-
-func limitsOf(pb *debugv1beta1.PodBugger) incidentLimits {
-	l := incidentLimits{maxRecords: defaultMaxRecords, maxAge: defaultMaxAge, logTailBytes: defaultLogTailBytes,
-		instances: debugv1beta1.DefaultIncidentInstances}
-	if in := pb.Spec.Incidents; in != nil {
-		if in.MaxRecords > 0 {
-			l.maxRecords = int(min(in.MaxRecords, 200))
-		}
-		if in.MaxAge != nil && in.MaxAge.Duration > 0 {
-			l.maxAge = in.MaxAge.Duration
-		}
-		if in.LogTailBytes != nil {
-			l.logTailBytes = int(max(0, min(*in.LogTailBytes, debugv1beta1.MaxIncidentLogTail)))
-		}
-		if in.Instances != nil {
-			l.instances = int(max(1, min(*in.Instances, debugv1beta1.MaxIncidentInstances)))
-		}
-		l.keepLogs = in.KeepLogsAfterPodDeletion
-	}
-	// The instances' log tails together fit MaxIncidentInstanceLogs.
-	if l.logTailBytes > 0 {
-		l.instances = max(1, min(l.instances, debugv1beta1.MaxIncidentInstanceLogs/l.logTailBytes))
-	}
-	return l
-}
 
 func notReadyAfterOf(pb *debugv1beta1.PodBugger) time.Duration {
 	if d := pb.Spec.NotReadyAfter; d != nil && d.Duration >= 10*time.Second {
@@ -330,7 +293,7 @@ func newIncident(pb *debugv1beta1.PodBugger, pod *corev1.Pod, f failure, c captu
 	if pb.Spec.Incidents != nil && len(pb.Spec.Incidents.Notify) > 0 {
 		inc.Annotations = map[string]string{debugv1beta1.NotificationAnnotation: debugv1beta1.NotificationOpened}
 	}
-	updateIncident(inc, pod, f, c, limitsOf(pb).instances)
+	updateIncident(inc, pod, f, c, policy.IncidentLimitsOf(pb).Instances)
 	return inc
 }
 
@@ -422,14 +385,14 @@ func nodePressure(node *corev1.Node) *debugv1beta1.IncidentNode {
 }
 
 // keepInstances adds latest to a record's instances and keeps the last keep
-// of them, oldest first (limitsOf bounds keep so that their log tails fit
+// of them, oldest first (policy.IncidentLimitsOf bounds keep so that their log tails fit
 // MaxIncidentInstanceLogs together). An earlier instance whose log was
 // still being read will not be: the kubelet keeps one dead instance per
 // container, and latest replaced it.
 func keepInstances(instances []debugv1beta1.IncidentInstance, latest debugv1beta1.IncidentInstance, keep int) []debugv1beta1.IncidentInstance {
 	out := slices.Clone(instances)
 	for i := range out {
-		if out[i].LogError == pendingLogNote {
+		if out[i].LogError == record.PendingLogNote {
 			out[i].LogError = lostLogNote
 		}
 	}

@@ -1,4 +1,4 @@
-package podbugger
+package incident
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func TestIncidentEventsAreQueuedBoundedFairlyAndKeptNowhere(t *testing.T) {
 	if err := errors.Join(clientgoscheme.AddToScheme(scheme), debugv1beta1.AddToScheme(scheme)); err != nil {
 		t.Fatal(err)
 	}
-	e := newEventWriter(scheme, nil, ControllerName) // nothing writes: Start is not run
+	e := newEventWriter(scheme, nil, reportingController) // nothing writes: Start is not run
 	e.now = func() time.Time { return time.Date(2026, 11, 26, 18, 0, 0, 0, time.UTC) }
 	pb := &debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: "noisy", Name: "pb", UID: types.UID("pb-uid")}}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "noisy", Name: "web-1", UID: types.UID("pod-uid"), ResourceVersion: "42"}}
@@ -96,5 +96,5 @@ func droppedEvents(t *testing.T) float64 {
 func asClientGoWrites(ev *eventsv1.Event) bool {
 	return ev.Reason == EventIncidentRecorded && ev.Type == corev1.EventTypeWarning && ev.Action == "RecordIncident" &&
 		ev.Regarding.Name == "pb" && ev.Regarding.Kind == "PodBugger" && ev.Related != nil && ev.Related.Name == "web-1" &&
-		ev.Related.ResourceVersion == "42" && ev.ReportingController == ControllerName && !ev.EventTime.IsZero()
+		ev.Related.ResourceVersion == "42" && ev.ReportingController == reportingController && !ev.EventTime.IsZero()
 }

@@ -1,4 +1,4 @@
-package podbugger_test
+package incident_test
 
 import (
 	"context"
