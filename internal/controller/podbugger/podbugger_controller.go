@@ -59,7 +59,7 @@ func Setup(mgr ctrl.Manager, opts setupoptions.Options) error {
 		return err
 	}
 	return errors.Join(
-		NewPodBuggerReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(ControllerName), p).SetupWithManager(mgr),
+		NewPodBuggerReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(ControllerName), p).setupWithManager(mgr),
 		incident.Setup(mgr, opts))
 }
 
@@ -237,10 +237,10 @@ func (r *PodBuggerReconciler) read(ctx context.Context, reader client.Reader, pb
 	return ns.Labels, pods.Items, nil
 }
 
-// SetupWithManager watches PodBuggers, the pods of their namespaces, the
+// setupWithManager watches PodBuggers, the pods of their namespaces, the
 // namespaces' labels and the creation of PodIncidents (a new record may
 // exceed maxRecords, or name a pod to inject into: incidentEventHandler).
-func (r *PodBuggerReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *PodBuggerReconciler) setupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&debugv1beta1.PodBugger{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, r.status.WrittenByOthers()))).
