@@ -68,7 +68,7 @@ func TestABurstOfRecordsIsPrunedInAFewPasses(t *testing.T) {
 	// the latest failures.
 	t0 := time.Now().Add(-time.Minute).Truncate(time.Second)
 	for i, p := range pods {
-		crash(t, p, 1, 1, t0.Add(time.Duration(i)*time.Second), false)
+		crash(t, p, 1, t0.Add(time.Duration(i)*time.Second), false)
 	}
 	names := func() ([]string, error) {
 		items, err := incidentsIn(ns)()
@@ -128,11 +128,11 @@ func TestARecordIsNotWrittenToOnceItWasPruned(t *testing.T) {
 	g.Eventually(status(pb)).Should(condition(debugv1beta1.ConditionReady, metav1.ConditionTrue, debugv1beta1.ReasonCaptureOnly))
 
 	t0 := time.Now().Add(-time.Minute).Truncate(time.Second)
-	crash(t, a, 2, 1, t0, true)
+	crash(t, a, 2, t0, true)
 	g.Eventually(incidentsIn(ns)).Should(ConsistOf(HaveField("Spec.Pod.Name", "web-a")))
 	// Another pod's later failure takes the only place (pod web-a has no
 	// event meanwhile: the recorder never saw web-a's record in its cache).
-	crash(t, b, 2, 1, t0.Add(10*time.Second), true)
+	crash(t, b, 2, t0.Add(10*time.Second), true)
 	g.Eventually(incidentsIn(ns)).Should(ConsistOf(HaveField("Spec.Pod.Name", "web-b")))
 	g.Eventually(func() ([]debugv1beta1.PodIncident, error) { // the manager's cache too
 		list := &debugv1beta1.PodIncidentList{}
@@ -143,10 +143,10 @@ func TestARecordIsNotWrittenToOnceItWasPruned(t *testing.T) {
 
 	// The pod's pruned failure, seen again, was counted: it is not
 	// recorded a second time.
-	crash(t, a, 2, 1, t0, true)
+	crash(t, a, 2, t0, true)
 	g.Consistently(incidentsIn(ns)).Should(ConsistOf(HaveField("Spec.Pod.Name", "web-b")))
 
-	crash(t, a, 3, 1, t0.Add(20*time.Second), true)
+	crash(t, a, 3, t0.Add(20*time.Second), true)
 	g.Eventually(incidentsIn(ns)).Should(ConsistOf(And(HaveField("Spec.Pod.Name", "web-a"), HaveField("Spec.Count", int32(1)),
 		HaveField("Spec.LastFailure.ContainerID", "containerd://instance-3"))))
 	g.Expect(gonePatches.Load()).To(BeZero(), "PATCHes of a pruned record")

@@ -48,7 +48,7 @@ func TestARecordsLogGoesWithItsPod(t *testing.T) {
 			recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerError}, func(pb *debugv1beta1.PodBugger) {
 				pb.Spec.Incidents = &debugv1beta1.IncidentPolicy{KeepLogsAfterPodDeletion: keep}
 			})
-			crash(t, web1, 1, 1, time.Now().Add(-time.Second), false)
+			crash(t, web1, 1, time.Now().Add(-time.Second), false)
 			g.Eventually(incidentsIn(ns)).Should(ConsistOf(And(
 				HaveField("Spec.Pod.Name", "web-1"), HaveField("Spec.LogTail", log))))
 

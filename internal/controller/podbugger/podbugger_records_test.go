@@ -31,23 +31,16 @@ func recorder(t *testing.T, ns string, triggers []debugv1beta1.Trigger, change f
 }
 
 // crash sets the pod's container "app" as a kubelet does when its n-th
-// instance exited with code exit (reason Error) at finished and the kubelet restarted it
-// (n > 1: running again, the crash in lastState; crashLoop: waiting in
-// CrashLoopBackOff instead).
-func crash(t *testing.T, p *corev1.Pod, n int, exit int32, finished time.Time, crashLoop bool) {
+// instance exited with code 1 (reason Error) at finished and the kubelet
+// restarted it (n > 1: running again, the crash in lastState; crashLoop:
+// waiting in CrashLoopBackOff instead).
+func crash(t *testing.T, p *corev1.Pod, n int, finished time.Time, crashLoop bool) {
 	t.Helper()
-	if err := crashPod(p, n, exit, finished, crashLoop); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// crashPod is crash for any goroutine: it returns what went wrong.
-func crashPod(p *corev1.Pod, n int, exit int32, finished time.Time, crashLoop bool) error {
 	fresh := &corev1.Pod{}
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), fresh); err != nil {
-		return err
+		t.Fatal(err)
 	}
-	term := &corev1.ContainerStateTerminated{ExitCode: exit, Reason: "Error", ContainerID: fmt.Sprintf("containerd://instance-%d", n),
+	term := &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", ContainerID: fmt.Sprintf("containerd://instance-%d", n),
 		StartedAt: metav1.NewTime(finished.Add(-time.Second)), FinishedAt: metav1.NewTime(finished), Message: strings.Repeat("m", 3000)}
 	cs := corev1.ContainerStatus{Name: "app", Image: "pause", ImageID: "pause", RestartCount: int32(n - 1)}
 	switch {
@@ -60,9 +53,8 @@ func crashPod(p *corev1.Pod, n int, exit int32, finished time.Time, crashLoop bo
 	fresh.Status.Phase = corev1.PodRunning
 	fresh.Status.ContainerStatuses = []corev1.ContainerStatus{cs}
 	if err := env.Client.Status().Update(ctx, fresh); err != nil {
-		return fmt.Errorf("setting pod %s crashed: %w", p.Name, err)
+		t.Fatalf("setting pod %s crashed: %v", p.Name, err)
 	}
-	return nil
 }
 
 // incidentsIn returns the PodIncidents of a namespace.

@@ -41,9 +41,9 @@ func enabledNamespace(t *testing.T) string {
 	return env.NamespaceWithLabels(t, map[string]string{debugv1beta1.NamespaceEnabledLabel: "true"})
 }
 
-// pod creates a pod with one container, "app"; running sets its phase to
-// Running, as a kubelet would (envtest has none).
-func pod(t *testing.T, ns, name string, labels map[string]string, running bool) *corev1.Pod {
+// runningPod creates a pod with one container, "app", and sets its phase
+// to Running, as a kubelet would (envtest has none).
+func runningPod(t *testing.T, ns, name string, labels map[string]string) *corev1.Pod {
 	t.Helper()
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
@@ -52,9 +52,7 @@ func pod(t *testing.T, ns, name string, labels map[string]string, running bool) 
 	if err := env.Client.Create(ctx, p); err != nil {
 		t.Fatalf("creating pod %s: %v", name, err)
 	}
-	if running {
-		setRunning(t, p)
-	}
+	setRunning(t, p)
 	return p
 }
 

@@ -122,11 +122,12 @@ func (q *logQueue) done(j logJob) {
 	q.finish(j.pod.Namespace)
 }
 
-// reading reports whether a job of this process will write record's log.
-func (q *logQueue) reading(record types.NamespacedName) bool {
+// reading reports whether a job of this process will write the log of the
+// record key.
+func (q *logQueue) reading(key types.NamespacedName) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	_, ok := q.records[record]
+	_, ok := q.records[key]
 	return ok
 }
 

@@ -49,7 +49,7 @@ func TestIncidentsAreNotifiedOnceWhenTheyOpenAndClose(t *testing.T) {
 	s.Down.Store(true)
 	ns := env.Namespace(t)
 	_, stop := env.StartManager(t, notifyingOptions(t, s))
-	crashing, quiet := pod(t, ns, "web-1", web, true), pod(t, ns, "web-2", web, true)
+	crashing, quiet := runningPod(t, ns, "web-1", web), runningPod(t, ns, "web-2", web)
 	pb := recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerError}, func(pb *debugv1beta1.PodBugger) {
 		pb.Spec.Incidents = &debugv1beta1.IncidentPolicy{Notify: []string{"hook", "elsewhere", "nowhere"}}
 	})

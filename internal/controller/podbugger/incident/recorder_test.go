@@ -84,7 +84,7 @@ func TestIncidentsNeedNoOptInAndCountRepeats(t *testing.T) {
 	g := testenv.NewG(t)
 	ns := env.Namespace(t) // no debug.deckhand.dev/enabled label
 	env.StartManager(t, options())
-	web1 := pod(t, ns, "web-1", web, true)
+	web1 := runningPod(t, ns, "web-1", web)
 	pb := recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerError, debugv1beta1.TriggerCrashLoopBackOff}, nil)
 	g.Eventually(status(pb)).Should(condition(debugv1beta1.ConditionReady, metav1.ConditionTrue, debugv1beta1.ReasonCaptureOnly))
 
@@ -126,7 +126,7 @@ func TestIncidentsBoundedByCountAndAge(t *testing.T) {
 	})
 	now := time.Now().Truncate(time.Second)
 	for i, age := range []time.Duration{50 * time.Second, 45 * time.Second, 42 * time.Second} {
-		p := pod(t, ns, fmt.Sprintf("web-%d", i), web, true)
+		p := runningPod(t, ns, fmt.Sprintf("web-%d", i), web)
 		crash(t, p, 1, 2, now.Add(-age), false)
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -140,7 +140,7 @@ func TestIncidentsBoundedByCountAndAge(t *testing.T) {
 	}
 	// A crash older than maxAge is never recorded (it would be pruned at
 	// once): a new PodBugger does not dig up a pod's ancient lastState.
-	old := pod(t, ns, "web-old", web, true)
+	old := runningPod(t, ns, "web-old", web)
 	crash(t, old, 1, 2, now.Add(-2*time.Minute), false)
 	g.Eventually(names).Should(ConsistOf("web-1", "web-2"))
 	g.Consistently(env.Events(ns, nil)).ShouldNot(ContainElement(ContainSubstring("web-old")))
@@ -154,8 +154,8 @@ func TestIncidentInjectionReusesOneDebugContainer(t *testing.T) {
 	g := testenv.NewG(t)
 	ns := enabledNamespace(t)
 	env.StartManager(t, options())
-	web1 := pod(t, ns, "web-1", web, true)
-	pod(t, ns, "web-2", web, true) // never fails: never gets a container
+	web1 := runningPod(t, ns, "web-1", web)
+	runningPod(t, ns, "web-2", web) // never fails: never gets a container
 	recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerError}, func(pb *debugv1beta1.PodBugger) {
 		pb.Spec.Incidents = &debugv1beta1.IncidentPolicy{Inject: true}
 	})
@@ -181,11 +181,11 @@ func TestIncidentsNotReadyAndEvicted(t *testing.T) {
 	recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerNotReady, debugv1beta1.TriggerEvicted}, func(pb *debugv1beta1.PodBugger) {
 		pb.Spec.NotReadyAfter = &metav1.Duration{Duration: 10 * time.Second}
 	})
-	slow := pod(t, ns, "web-slow", web, true)
+	slow := runningPod(t, ns, "web-slow", web)
 	slow.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse,
 		LastTransitionTime: metav1.NewTime(time.Now().Add(-5 * time.Second))}}
 	g.Expect(env.Client.Status().Update(ctx, slow)).To(Succeed())
-	gone := pod(t, ns, "web-gone", web, true)
+	gone := runningPod(t, ns, "web-gone", web)
 	gone.Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
 		Reason: "EvictionByEvictionAPI", LastTransitionTime: metav1.Now()}}
 	g.Expect(env.Client.Status().Update(ctx, gone)).To(Succeed())
@@ -275,7 +275,7 @@ func TestAFailureAfterItsRecordWasPrunedOpensANewOne(t *testing.T) {
 	g := testenv.NewG(t)
 	ns := env.Namespace(t)
 	env.StartManager(t, options())
-	web1 := pod(t, ns, "web-1", web, true)
+	web1 := runningPod(t, ns, "web-1", web)
 	pb := recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerCrashLoopBackOff}, nil)
 	g.Eventually(status(pb)).Should(condition(debugv1beta1.ConditionReady, metav1.ConditionTrue, debugv1beta1.ReasonCaptureOnly))
 
