@@ -272,6 +272,25 @@ func readConstants(dir string, name *regexp.Regexp) ([]constant, error) {
 	return out, nil
 }
 
+// readConstantsUnder is readConstants of dir and of every package under it,
+// sorted by value as one list.
+func readConstantsUnder(dir string, name *regexp.Regexp) ([]constant, error) {
+	dirs, err := packageDirs(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []constant
+	for _, d := range dirs {
+		cs, err := readConstants(d, name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cs...)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].value < out[j].value })
+	return out, nil
+}
+
 // meaning is a constant's comment as one line, without its name or value
 // in front ("EventInjected: the container…" is "the container…").
 func meaning(name, doc string) string {
@@ -285,7 +304,8 @@ func meaning(name, doc string) string {
 }
 
 // kindDir is, for one controller, the kinds it runs, the controller
-// package its Events come from and the API package (the newest version) its
+// package its Events come from (with the packages under it: PodBugger's
+// incident recorder) and the API package (the newest version) its
 // conditions are declared in.
 type kindDir struct{ kind, controller, api string }
 
@@ -378,7 +398,7 @@ func eventsPage(root string) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		events, err := readConstants(filepath.Join(root, k.controller), eventConst)
+		events, err := readConstantsUnder(filepath.Join(root, k.controller), eventConst)
 		if err != nil {
 			return nil, err
 		}

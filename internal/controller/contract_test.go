@@ -79,6 +79,25 @@ func TestTheContractHoldsByType(t *testing.T) {
 	}
 }
 
+// TestTheControllersPartsHoldByType checks the packages a kind's
+// controller is split into (PodBugger's incident recorder,
+// podbugger/incident, and what it shares with the PodBugger reconciler,
+// podbugger/record) against the typed rules but the name: ControllerName
+// names a kind, and each part runs as part of its kind's controller.
+func TestTheControllersPartsHoldByType(t *testing.T) {
+	pkgs := loadSubPackages(t)
+	if !slices.ContainsFunc(pkgs, func(p *packages.Package) bool { return p.Name == "incident" }) {
+		t.Fatalf("loaded %d parts of controllers, want podbugger/incident among them", len(pkgs))
+	}
+	for _, p := range pkgs {
+		t.Run(strings.TrimPrefix(p.PkgPath, controllerPrefix), func(t *testing.T) {
+			for _, v := range partViolations(p) {
+				t.Error(v)
+			}
+		})
+	}
+}
+
 // TestTheContractCheckFindsEachPlantedViolation plants one violation of each
 // rule in a copy of the podset package (a file added through go/packages'
 // overlay) and checks each is named, so that no rule can pass by being
@@ -255,6 +274,36 @@ func TestTheContractCheckFindsAWrongControllerName(t *testing.T) {
 // overlay's files added.
 func loadControllers(t *testing.T, overlay map[string][]byte, patterns ...string) []*packages.Package {
 	t.Helper()
+	var out []*packages.Package
+	for _, p := range loadPackages(t, overlay, patterns...) {
+		// The controller packages themselves: internal/controller/<kind>.
+		if rel := strings.TrimPrefix(p.PkgPath, controllerPrefix); rel != p.PkgPath && !strings.Contains(rel, "/") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+const controllerPrefix = "github.com/deckhand-dev/deckhand/internal/controller/"
+
+// loadSubPackages type-checks the packages a kind's controller is split
+// into (internal/controller/<kind>/<part>), but its policy package, which
+// its webhook shares and which runs no controller.
+func loadSubPackages(t *testing.T) []*packages.Package {
+	t.Helper()
+	var out []*packages.Package
+	for _, p := range loadPackages(t, nil) {
+		if rel := strings.TrimPrefix(p.PkgPath, controllerPrefix); rel != p.PkgPath && strings.Contains(rel, "/") && p.Name != "policy" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// loadPackages type-checks the packages of patterns (default every package
+// under internal/controller), with overlay's files added.
+func loadPackages(t *testing.T, overlay map[string][]byte, patterns ...string) []*packages.Package {
+	t.Helper()
 	if len(patterns) == 0 {
 		patterns = []string{"./..."}
 	}
@@ -266,23 +315,23 @@ func loadControllers(t *testing.T, overlay map[string][]byte, patterns ...string
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []*packages.Package
 	for _, p := range pkgs {
 		for _, e := range p.Errors {
 			t.Fatalf("%s: %v", p.PkgPath, e)
 		}
-		// The controller packages themselves: internal/controller/<kind>.
-		if rel := strings.TrimPrefix(p.PkgPath, "github.com/deckhand-dev/deckhand/internal/controller/"); rel != p.PkgPath && !strings.Contains(rel, "/") {
-			out = append(out, p)
-		}
 	}
-	return out
+	return pkgs
 }
 
 // contractViolations lists every typed rule p breaks, in its non-test files.
 func contractViolations(p *packages.Package) []violation {
-	vs := nameViolations(p)
-	vs = append(vs, purityViolations(p)...)
+	return append(nameViolations(p), partViolations(p)...)
+}
+
+// partViolations lists every typed rule but the name that p breaks: the
+// rules a part of a kind's controller keeps too.
+func partViolations(p *packages.Package) []violation {
+	vs := purityViolations(p)
 	vs = append(vs, writerViolations(p)...)
 	vs = append(vs, globalViolations(p)...)
 	return append(vs, signatureViolations(p)...)

@@ -130,7 +130,7 @@ func funcProblems(kind, name string, d *ast.FuncDecl) []string {
 	fn := d.Name.Name
 	var problems []string
 	if d.Recv != nil {
-		if fn == "SetupWithManager" && kind != "podbugger" {
+		if fn == "SetupWithManager" {
 			problems = append(problems, fmt.Sprintf("%s/%s: SetupWithManager: only Setup is exported to set a controller up", kind, name))
 		}
 		return problems

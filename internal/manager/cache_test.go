@@ -13,6 +13,7 @@ import (
 	appsv1beta1 "github.com/deckhand-dev/deckhand/api/apps/v1beta1"
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	podbuggercontroller "github.com/deckhand-dev/deckhand/internal/controller/podbugger"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
 	podsetcontroller "github.com/deckhand-dev/deckhand/internal/controller/podset"
 )
 
@@ -66,7 +67,7 @@ func TestSlimmedPodsStillDriveTheControllers(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		got := &corev1.Pod{}
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pod), got)).To(Succeed())
-		g.Expect(got.Spec.EphemeralContainers).To(ConsistOf(HaveField("Name", podbuggercontroller.ContainerName(pb.Name))))
+		g.Expect(got.Spec.EphemeralContainers).To(ConsistOf(HaveField("Name", policy.ContainerName(pb.Name))))
 	}).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		got := &debugv1beta1.PodBugger{}

@@ -22,6 +22,7 @@ import (
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	podbuggercontroller "github.com/deckhand-dev/deckhand/internal/controller/podbugger"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
 	"github.com/deckhand-dev/deckhand/internal/testenv/faultinject"
 )
 
@@ -164,7 +165,7 @@ func (a *afterStop) observe(ev watch.Event) {
 	if !ok || ev.Type == watch.Deleted {
 		return
 	}
-	container := podbuggercontroller.ContainerName(podBuggerName)
+	container := policy.ContainerName(podBuggerName)
 	for _, c := range p.Spec.EphemeralContainers {
 		if c.Name == container {
 			a.carries(p.Name, p.ResourceVersion)

@@ -16,6 +16,7 @@ import (
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	podbuggercontroller "github.com/deckhand-dev/deckhand/internal/controller/podbugger"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
 )
 
 // The PodBugger invariants.
@@ -112,7 +113,7 @@ func podBuggerPlan(t *testing.T, f *fixture) plan {
 // the pods that carry the debugger. The two namespaces' observers call it
 // from their own goroutines.
 func carrierChecks(f *fixture, on, off string, carriers map[types.NamespacedName]bool) func(watch.Event) {
-	container := podbuggercontroller.ContainerName(podBuggerName)
+	container := policy.ContainerName(podBuggerName)
 	var mu sync.Mutex
 	return func(ev watch.Event) {
 		mu.Lock()

@@ -1,34 +1,12 @@
 package podbugger
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"strings"
-
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
 )
-
-// ContainerName is the name of the ephemeral container a PodBugger adds: the
-// PodBugger's own name when that is a valid container name (a DNS-1123
-// label), else that name with dots turned into dashes, cut to fit, and a
-// hash of the full name appended so that two PodBuggers never share it.
-func ContainerName(podBugger string) string {
-	if len(validation.IsDNS1123Label(podBugger)) == 0 {
-		return podBugger
-	}
-	sum := sha256.Sum256([]byte(podBugger))
-	suffix := "-" + hex.EncodeToString(sum[:])[:8]
-	base := strings.ReplaceAll(podBugger, ".", "-")
-	if room := validation.DNS1123LabelMaxLength - len(suffix); len(base) > room {
-		base = base[:room]
-	}
-	return strings.TrimRight(base, "-") + suffix
-}
 
 // debugContainer is the ephemeral container pb adds to a pod. Its image is
 // the reference the allow-list approved, in full (policy.NormalizeImage):
@@ -43,7 +21,7 @@ func debugContainer(pb *debugv1beta1.PodBugger) corev1.EphemeralContainer {
 	}
 	c := corev1.EphemeralContainer{
 		EphemeralContainerCommon: corev1.EphemeralContainerCommon{
-			Name:    ContainerName(pb.Name),
+			Name:    policy.ContainerName(pb.Name),
 			Image:   image,
 			Command: pb.Spec.Command,
 			Args:    pb.Spec.Args,

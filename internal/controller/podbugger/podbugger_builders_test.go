@@ -30,24 +30,24 @@ func TestContainerName(t *testing.T) {
 	seen := map[string]string{}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			got := ContainerName(tt.name)
+			got := policy.ContainerName(tt.name)
 			if errs := validation.IsDNS1123Label(got); len(errs) > 0 {
-				t.Fatalf("ContainerName(%q) = %q, not a container name: %v", tt.name, got, errs)
+				t.Fatalf("policy.ContainerName(%q) = %q, not a container name: %v", tt.name, got, errs)
 			}
 			if tt.want != "" && got != tt.want {
-				t.Errorf("ContainerName(%q) = %q, want %q", tt.name, got, tt.want)
+				t.Errorf("policy.ContainerName(%q) = %q, want %q", tt.name, got, tt.want)
 			}
-			if got != ContainerName(tt.name) {
-				t.Errorf("ContainerName(%q) is not stable", tt.name)
+			if got != policy.ContainerName(tt.name) {
+				t.Errorf("policy.ContainerName(%q) is not stable", tt.name)
 			}
 		})
-		seen[ContainerName(tt.name)] = tt.name
+		seen[policy.ContainerName(tt.name)] = tt.name
 	}
 	if len(seen) != len(tests) {
 		t.Errorf("two names share a container name: %v", seen)
 	}
 	// "web.debug" must not take the name of a PodBugger called "web-debug".
-	if ContainerName("web.debug") == ContainerName("web-debug") {
+	if policy.ContainerName("web.debug") == policy.ContainerName("web-debug") {
 		t.Error("web.debug and web-debug share a container name")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/record"
 	"github.com/deckhand-dev/deckhand/internal/scopedcache"
 )
 
@@ -29,40 +30,10 @@ func CacheByObject() map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
 		&debugv1beta1.PodIncident{}: {Transform: func(obj any) (any, error) {
 			if inc, ok := obj.(*debugv1beta1.PodIncident); ok {
-				slimIncident(inc)
+				record.Slim(inc)
 			}
 			return obj, nil
 		}},
-	}
-}
-
-// slimIncident drops from inc what the controller never reads of a record.
-func slimIncident(inc *debugv1beta1.PodIncident) {
-	inc.ManagedFields = nil
-	s := &inc.Spec
-	// A record still waiting for its log says so (the constant, which costs
-	// no memory): a read its manager queued and did not finish is read again
-	// by the next (podbugger_incident_logs.go). So does a record whose log
-	// went with its pod: it is not patched again (dropLogsOfGonePods).
-	logError := ""
-	switch s.LogError {
-	case pendingLogNote:
-		logError = pendingLogNote
-	case goneLogNote:
-		logError = goneLogNote
-	}
-	s.LogTail, s.LogError, s.Events, s.Node, s.Resources, s.DebugContainer, s.Pod.Message = "", logError, nil, nil, nil, nil, ""
-	if s.LastFailure != nil {
-		s.LastFailure.Message = ""
-	}
-	// The instances' shapes stay (the next failure appends to them), their
-	// logs and messages do not.
-	for i := range s.Instances {
-		in := &s.Instances[i]
-		if in.LogError != pendingLogNote && in.LogError != goneLogNote {
-			in.LogError = ""
-		}
-		in.LogTail, in.Message = "", ""
 	}
 }
 

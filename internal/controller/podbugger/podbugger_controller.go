@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,9 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/incident"
 	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
-	"github.com/deckhand-dev/deckhand/internal/eventnote"
-	"github.com/deckhand-dev/deckhand/internal/notify"
 	"github.com/deckhand-dev/deckhand/internal/pace"
 	"github.com/deckhand-dev/deckhand/internal/setupoptions"
 	"github.com/deckhand-dev/deckhand/internal/status"
@@ -53,34 +51,16 @@ const (
 // fieldOwner names Deckhand in the pods' managedFields.
 const fieldOwner = "deckhand"
 
-// Setup registers the PodBugger controller.
+// Setup registers the PodBugger controller: its reconciler, and its
+// incident recorder (package incident).
 func Setup(mgr ctrl.Manager, opts setupoptions.Options) error {
 	p, err := policy.From(opts)
 	if err != nil {
 		return err
 	}
-	sinks, err := notify.LoadSinks(opts.PodBuggerIncidentSinksFile)
-	if err != nil {
-		return fmt.Errorf("--podbugger-incident-sinks-file: %w", err)
-	}
-	cs, err := kubernetes.NewForConfig(mgr.GetConfig())
-	if err != nil {
-		return fmt.Errorf("PodBugger incidents: a client for pod logs: %w", err)
-	}
-	// The incident recorder's Events are written uncached
-	// (podbugger_incident_events.go), their notes bounded as every other
-	// controller's are.
-	writer := newEventWriter(mgr.GetScheme(), cs.EventsV1(), ControllerName)
-	var secrets client.Reader
-	if opts.PodBuggerRedactSecretEnv {
-		secrets = mgr.GetAPIReader()
-	}
 	return errors.Join(
-		mgr.Add(writer),
-		NewPodBuggerReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(ControllerName), p).SetupWithManager(mgr),
-		NewIncidentReconciler(mgr.GetClient(), mgr.GetAPIReader(), eventnote.Recorder(writer), ClientsetLogs(cs),
-			opts.PodBuggerIncidentWritesPerMinute, secrets).SetupWithManager(mgr),
-		NewIncidentNotifier(mgr.GetClient(), eventnote.Recorder(writer), sinks, notify.NewOutbox()).SetupWithManager(mgr))
+		NewPodBuggerReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(ControllerName), p).setupWithManager(mgr),
+		incident.Setup(mgr, opts))
 }
 
 // PodBuggerReconciler adds each PodBugger's ephemeral container to the
@@ -218,7 +198,7 @@ func (r *PodBuggerReconciler) observe(ctx context.Context, pb *debugv1beta1.PodB
 			}
 		}
 	}
-	o.carriers = carriersOf(p.carriers, ContainerName(pb.Name))
+	o.carriers = carriersOf(p.carriers, policy.ContainerName(pb.Name))
 	o.pods = pods
 	return o, p, nil
 }
@@ -257,10 +237,10 @@ func (r *PodBuggerReconciler) read(ctx context.Context, reader client.Reader, pb
 	return ns.Labels, pods.Items, nil
 }
 
-// SetupWithManager watches PodBuggers, the pods of their namespaces, the
+// setupWithManager watches PodBuggers, the pods of their namespaces, the
 // namespaces' labels and the creation of PodIncidents (a new record may
 // exceed maxRecords, or name a pod to inject into: incidentEventHandler).
-func (r *PodBuggerReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *PodBuggerReconciler) setupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&debugv1beta1.PodBugger{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, r.status.WrittenByOthers()))).

@@ -14,6 +14,7 @@ import (
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	podbuggercontroller "github.com/deckhand-dev/deckhand/internal/controller/podbugger"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
 	"github.com/deckhand-dev/deckhand/internal/manager"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
@@ -363,8 +364,8 @@ func TestLongNamesGiveValidContainerNames(t *testing.T) {
 	pod(t, ns, "web-1", web, true)
 	name := "incident-4711.web-tier." + strings.Repeat("x", 80)
 	g.Expect(env.Client.Create(ctx, podBugger(ns, name, web))).To(Succeed())
-	g.Eventually(ephemeral(ns, "web-1")).Should(Equal([]string{podbuggercontroller.ContainerName(name)}))
-	g.Expect(len(podbuggercontroller.ContainerName(name))).To(BeNumerically("<=", 63))
+	g.Eventually(ephemeral(ns, "web-1")).Should(Equal([]string{policy.ContainerName(name)}))
+	g.Expect(len(policy.ContainerName(name))).To(BeNumerically("<=", 63))
 }
 
 // The kubelet's report of the debug container is in status: a container that

@@ -27,7 +27,7 @@ func BindFlags(fs *flag.FlagSet, o *setupoptions.Options) {
 			}
 			return nil
 		})
-	fs.IntVar(&o.PodBuggerIncidentWritesPerMinute, "podbugger-incident-writes-per-minute", DefaultIncidentWritesPerMinute,
+	fs.IntVar(&o.PodBuggerIncidentWritesPerMinute, "podbugger-incident-writes-per-minute", policy.DefaultIncidentWritesPerMinute,
 		"How many PodIncidents (new ones, or a failure counted in one) each PodBugger writes in a minute, a sixth of them at once; "+
 			"failures beyond it are recorded when the PodBugger's writes allow, as their pods then show them. 0 or less means the default.")
 	fs.StringVar(&o.PodBuggerIncidentSinksFile, "podbugger-incident-sinks-file", "",

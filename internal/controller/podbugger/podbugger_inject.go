@@ -74,7 +74,7 @@ func (r *PodBuggerReconciler) inject(ctx context.Context, pb *debugv1beta1.PodBu
 			case err == nil:
 				o.carriers[pod.UID] = carrier{name: pod.Name, addedAt: r.Now(), state: debugv1beta1.DebuggerUnknown}
 				injections.WithLabelValues(key.Namespace, key.Name, resultAdded).Inc()
-				logf.FromContext(ctx).Info("added debug container", "pod", klog.KObj(pod), "container", ContainerName(pb.Name))
+				logf.FromContext(ctx).Info("added debug container", "pod", klog.KObj(pod), "container", policy.ContainerName(pb.Name))
 				added = append(added, pod)
 				continue
 			case apierrors.IsConflict(err):
@@ -111,7 +111,7 @@ func (r *PodBuggerReconciler) inject(ctx context.Context, pb *debugv1beta1.PodBu
 func (r *PodBuggerReconciler) failed(pb *debugv1beta1.PodBugger, pod *corev1.Pod, err error) {
 	injections.WithLabelValues(pb.Namespace, pb.Name, resultFailed).Inc()
 	r.Recorder.Eventf(pb, pod, corev1.EventTypeWarning, debugv1beta1.ReasonInjectionFailed, "AddEphemeralContainer",
-		"Adding ephemeral container %s to pod %s failed: %v", ContainerName(pb.Name), pod.Name, err)
+		"Adding ephemeral container %s to pod %s failed: %v", policy.ContainerName(pb.Name), pod.Name, err)
 }
 
 // refused reports whether the apiserver refused a request for good: Pod
@@ -196,7 +196,7 @@ func (r *PodBuggerReconciler) claimsReachHost(ctx context.Context, pb *debugv1be
 // pod would be an API write per pod, doubling an injection's cost. Each pod
 // keeps its own record: the container in its spec, forever.
 func (r *PodBuggerReconciler) recordInjected(pb *debugv1beta1.PodBugger, added []*corev1.Pod) {
-	what := fmt.Sprintf("ephemeral container %s (image %s, profile %s)", ContainerName(pb.Name), pb.Spec.Image, pb.Spec.Profile)
+	what := fmt.Sprintf("ephemeral container %s (image %s, profile %s)", policy.ContainerName(pb.Name), pb.Spec.Image, pb.Spec.Profile)
 	switch len(added) {
 	case 0:
 	case 1:

@@ -42,7 +42,7 @@ type skippedPod struct {
 // record of pb names them) get the container, if incidents.inject says so.
 func planFor(pb *debugv1beta1.PodBugger, selector labels.Selector, pods []corev1.Pod, passOver, failing map[types.UID]bool, pol policy.Policy) plan {
 	running, onIncident := policy.InjectsRunning(pb), policy.InjectsOnIncident(pb)
-	name := ContainerName(pb.Name)
+	name := policy.ContainerName(pb.Name)
 	var p plan
 	var candidates []*corev1.Pod
 	for i := range pods {
