@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -69,20 +68,29 @@ func statusKinds(lists []*metav1.APIResourceList) []statusKind {
 	return out
 }
 
-// otherGroupsFailed reports whether err says only that API groups other
-// than Deckhand's could not be discovered (an aggregated API that is down):
-// the lists discovery returned beside it still hold every Deckhand kind.
-func otherGroupsFailed(err error) bool {
-	var failed *discovery.ErrGroupDiscoveryFailed
-	if !errors.As(err, &failed) {
-		return false
+// deckhandResources are the resources of each Deckhand API group in its
+// preferred version, subresources among them: discovery's
+// ServerPreferredResources leaves subresources out, and a kind's status
+// subresource is what says it has Ready and Stalled conditions. Only
+// Deckhand's groups are asked, so another group that is down (an
+// aggregated API) stops nothing.
+func deckhandResources(d discovery.DiscoveryInterface) ([]*metav1.APIResourceList, error) {
+	groups, err := d.ServerGroups()
+	if err != nil {
+		return nil, err
 	}
-	for gv := range failed.Groups {
-		if strings.HasSuffix(gv.Group, ".deckhand.dev") {
-			return false
+	var lists []*metav1.APIResourceList
+	for _, g := range groups.Groups {
+		if !strings.HasSuffix(g.Name, ".deckhand.dev") {
+			continue
 		}
+		l, err := d.ServerResourcesForGroupVersion(g.PreferredVersion.GroupVersion)
+		if err != nil {
+			return nil, err
+		}
+		lists = append(lists, l)
 	}
-	return true
+	return lists, nil
 }
 
 func statusCommand() command {
@@ -106,8 +114,8 @@ type statusRow struct {
 }
 
 func statusRows(ctx context.Context, x *cli) ([]statusRow, error) {
-	lists, err := discovery.ServerPreferredResources(x.discovery)
-	if err != nil && !otherGroupsFailed(err) {
+	lists, err := deckhandResources(x.discovery)
+	if err != nil {
 		return nil, fmt.Errorf("discovering Deckhand's kinds: %w", err)
 	}
 	var rows []statusRow
