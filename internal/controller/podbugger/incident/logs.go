@@ -324,12 +324,31 @@ func (r *IncidentReconciler) failedLog(ctx context.Context, j logJob, logs PodLo
 			return "", false, fmt.Errorf("not read: the pod could not be read: %w", aerr)
 		case after == instanceGone:
 			return "", false, fmt.Errorf("not read: the container failed again (restart count %d) before the failed instance's log could be read; the kubelet keeps only the last instance's log", restarts)
+		case after == at && at == instanceCurrent && restarts == 0:
+			return firstInstanceLog(ctx, j, logs, out, truncated)
 		case after == at:
 			return out, truncated, nil
 		}
 		at = after
 	}
 	return "", false, errors.New("not read: the container kept restarting while its log was read")
+}
+
+// firstInstanceLog is the log of a container's first instance, which the
+// pod's status still shows as its current state: out, as read, unless the
+// kubelet has restarted the container meanwhile. The kubelet restarts a
+// first failure at once (its backoff begins with the second), and reports
+// the restart to the apiserver about a second later, so the current log
+// just read may already be the next instance's. A first instance has no
+// previous one: a previous log the kubelet serves is that instance's own,
+// read after the restart. (Later instances are restarted after 10 s of
+// backoff at least, long after their failure reaches the apiserver.)
+func firstInstanceLog(ctx context.Context, j logJob, logs PodLogs, out string, truncated bool) (string, bool, error) {
+	prev, prevTruncated, err := logs(ctx, j.pod.Namespace, j.pod.Name, j.container, true, j.limit)
+	if err != nil {
+		return out, truncated, nil // not restarted: no previous instance yet
+	}
+	return prev, prevTruncated, nil
 }
 
 // instanceNow is where j's failed instance is in the pod's status as the

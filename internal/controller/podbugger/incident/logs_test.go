@@ -302,3 +302,40 @@ func TestARecordKeepsTheLastInstancesEachWithItsOwnLog(t *testing.T) {
 		g.Expect(in.LogError).To(BeEmpty())
 	}
 }
+
+// TestAFirstInstanceRestartedBeforeItsLogIsReadKeepsItsOwnLog: the kubelet
+// restarts a container's first failure at once and tells the apiserver
+// about a second later, so a record's log may be read while the pod's
+// status still shows the failed instance as current and the kubelet's
+// current log is already the next instance's. Seen on the real node (the
+// bench's incidents row: a record holding only the next instance's first
+// line). The record keeps the failed instance's log, which the kubelet then
+// serves as the previous one; a container not restarted keeps its current
+// log.
+func TestAFirstInstanceRestartedBeforeItsLogIsReadKeepsItsOwnLog(t *testing.T) {
+	g := testenv.NewG(t)
+	ns := env.Namespace(t)
+	startRecorder(t, ns, func(_ context.Context, _, pod, _ string, previous bool, _ int) (string, bool, error) {
+		switch {
+		case pod == "restarted" && previous:
+			return "the log of containerd://instance-1\n", false, nil
+		case pod == "restarted":
+			return "the log of the next instance\n", false, nil
+		case previous:
+			return "", false, fmt.Errorf("previous terminated container %q in pod %q not found", "app", pod)
+		}
+		return "the log of containerd://instance-1\n", false, nil
+	})
+	recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerError}, nil)
+	finished := time.Now().Add(-time.Second).Truncate(time.Second)
+	for _, name := range []string{"restarted", "stopped"} {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: web},
+			Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
+		env.Create(t, p)
+		time.Sleep(time.Second) // the recorder has seen the pod
+		crash(t, p, 1, 1, finished, false)
+	}
+	g.Eventually(incidentsIn(ns)).WithTimeout(15 * time.Second).Should(ConsistOf(
+		And(HaveField("Spec.Pod.Name", "restarted"), HaveField("Spec.LogTail", "the log of containerd://instance-1\n")),
+		And(HaveField("Spec.Pod.Name", "stopped"), HaveField("Spec.LogTail", "the log of containerd://instance-1\n"))))
+}
