@@ -148,6 +148,17 @@ func startManager(t *testing.T) *process {
 	return p
 }
 
+// artifactsCollector is a PodBugger of "x" pods that records their errors
+// and collects the artifacts a says (its debug container, started on every
+// running pod, collects them).
+func artifactsCollector(ns, name string, a debugv1beta1.IncidentArtifacts) *debugv1beta1.PodBugger {
+	return &debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: debugv1beta1.PodBuggerSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
+			Image:    "docker.io/library/busybox:1.37",
+			Triggers: []debugv1beta1.Trigger{debugv1beta1.TriggerRunning, debugv1beta1.TriggerError},
+			Incidents: &debugv1beta1.IncidentPolicy{Artifacts: &a}}}
+}
+
 func tail(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -221,6 +232,12 @@ func TestAManagerUnderItsLimitSurvivesEveryHostileObject(t *testing.T) {
 			Spec: debugv1beta1.PodBuggerSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
 				Image: "docker.io/library/busybox:1.37", Triggers: []debugv1beta1.Trigger{debugv1beta1.TriggerError},
 				Incidents: &debugv1beta1.IncidentPolicy{MaxRecords: 100000}}}, "spec.incidents.maxRecords"},
+		"a PodBugger copying a terabyte of artifacts at each failure": {artifactsCollector(hostile, "tera", debugv1beta1.IncidentArtifacts{Volume: "dumps",
+			MaxBytes: ptr.To[int64](1 << 40)}), "spec.incidents.artifacts.maxBytes"},
+		"a PodBugger collecting artifacts beside nine containers": {artifactsCollector(hostile, "nine", debugv1beta1.IncidentArtifacts{Volume: "dumps",
+			Containers: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}}), "spec.incidents.artifacts.containers"},
+		"a PodBugger collecting artifacts from a path": {artifactsCollector(hostile, "path", debugv1beta1.IncidentArtifacts{Volume: "../../etc"}),
+			"spec.incidents.artifacts.volume"},
 		"a PodSet whose pods the apiserver refuses, many times over": {&appsv1beta1.PodSet{ObjectMeta: metav1.ObjectMeta{Namespace: hostile, Name: "refused"},
 			Spec: appsv1beta1.PodSetSpec{Replicas: 1, Template: missingVolumesTemplate(500)}}, "spec.template.spec.containers[0].volumeMounts[499].name"},
 	}
