@@ -154,8 +154,8 @@ func startManager(t *testing.T) *process {
 func artifactsCollector(ns, name string, a debugv1beta1.IncidentArtifacts) *debugv1beta1.PodBugger {
 	return &debugv1beta1.PodBugger{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: debugv1beta1.PodBuggerSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
-			Image:    "docker.io/library/busybox:1.37",
-			Triggers: []debugv1beta1.Trigger{debugv1beta1.TriggerRunning, debugv1beta1.TriggerError},
+			Image:     "docker.io/library/busybox:1.37",
+			Triggers:  []debugv1beta1.Trigger{debugv1beta1.TriggerRunning, debugv1beta1.TriggerError},
 			Incidents: &debugv1beta1.IncidentPolicy{Artifacts: &a}}}
 }
 
