@@ -82,7 +82,9 @@ func incidentLogs(ctx context.Context, x *cli, name string) error {
 	if err := x.c.Get(ctx, client.ObjectKey{Namespace: x.namespace, Name: name}, i); err != nil {
 		return fmt.Errorf("reading PodIncident %s/%s: %w", x.namespace, name, err)
 	}
-	if len(i.Spec.Instances) > 1 {
+	if len(i.Spec.Instances) > 1 || slices.ContainsFunc(i.Spec.Instances, func(in debugv1beta1.IncidentInstance) bool {
+		return len(in.Artifacts) > 0 || in.ArtifactsError != ""
+	}) {
 		_, err := fmt.Fprint(x.out, instanceLogs(i.Spec.Instances))
 		return err
 	}
@@ -105,7 +107,7 @@ func incidentLogs(ctx context.Context, x *cli, name string) error {
 }
 
 // instanceLogs is each instance's log, oldest first, under a line naming the
-// instance, or why it has none.
+// instance, or why it has none, and the artifacts it left.
 func instanceLogs(instances []debugv1beta1.IncidentInstance) string {
 	var b strings.Builder
 	for n, in := range instances {
@@ -128,8 +130,34 @@ func instanceLogs(instances []debugv1beta1.IncidentInstance) string {
 		default:
 			b.WriteString("(no log yet: it is read after the record is written)\n")
 		}
+		writeArtifacts(&b, in)
 	}
 	return b.String()
+}
+
+// writeArtifacts lists the files an instance left in its artifacts volume:
+// each with its size, hash and where its copy is in the pod (the debug
+// container mounts the volume at /deckhand-artifacts), or why it was not
+// read.
+func writeArtifacts(b *strings.Builder, in debugv1beta1.IncidentInstance) {
+	for _, f := range in.Artifacts {
+		fmt.Fprintf(b, "--- artifact %s: %d bytes", f.Name, f.Size)
+		switch {
+		case f.Error != "":
+			fmt.Fprintf(b, ", %s\n", f.Error)
+			continue
+		case f.Truncated:
+			b.WriteString(" (its start kept)")
+		}
+		fmt.Fprintf(b, ", sha256 %s", orDash(f.SHA256, "-"))
+		if f.Copy != "" {
+			fmt.Fprintf(b, ", copy /deckhand-artifacts/%s", f.Copy)
+		}
+		b.WriteByte('\n')
+	}
+	if in.ArtifactsError != "" {
+		fmt.Fprintf(b, "--- artifacts: %s\n", in.ArtifactsError)
+	}
 }
 
 // where names what was searched: the namespace, or every namespace.

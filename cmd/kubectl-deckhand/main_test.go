@@ -129,14 +129,19 @@ func TestJudge(t *testing.T) {
 }
 
 // A record of several instances prints each instance's log, oldest first,
-// under a line naming it, or why it has none.
+// under a line naming it, or why it has none, and the files each left.
 func TestInstanceLogs(t *testing.T) {
 	at := func(s int) metav1.Time { return metav1.NewTime(time.Date(2026, 11, 29, 8, 0, s, 0, time.UTC)) }
 	got := instanceLogs([]debugv1beta1.IncidentInstance{
 		{FailedInstance: debugv1beta1.FailedInstance{ExitCode: 1, Reason: "Error", FinishedAt: at(3), RestartCount: 2, ContainerID: "containerd://a"},
 			LogError: "not read: the container failed again before this instance's log was read"},
 		{FailedInstance: debugv1beta1.FailedInstance{ExitCode: 137, Reason: "OOMKilled", FinishedAt: at(9), RestartCount: 3, ContainerID: "containerd://b"},
-			LogTail: "start\nout of memory", LogTruncated: true},
+			LogTail: "start\nout of memory", LogTruncated: true,
+			Artifacts: []debugv1beta1.IncidentArtifact{
+				{Name: "core.dump", Size: 25, SHA256: "fa93", Copy: ".deckhand/1795962459/core.dump"},
+				{Name: "heap.bin", Size: 3072, SHA256: "e5a0", Truncated: true, Copy: ".deckhand/1795962459/heap.bin"},
+				{Name: "secret.key", Size: 40, Error: "not readable by the debug container's user"}},
+			ArtifactsError: "1 more files not listed: a record lists at most 16 an instance"},
 	})
 	want := `=== instance 1 of 2: exit 1 (Error), finished 2026-11-29T08:00:03Z, restart 2, containerd://a ===
 (no log: not read: the container failed again before this instance's log was read)
@@ -144,6 +149,10 @@ func TestInstanceLogs(t *testing.T) {
 start
 out of memory
 (the log was longer: this is its tail)
+--- artifact core.dump: 25 bytes, sha256 fa93, copy /deckhand-artifacts/.deckhand/1795962459/core.dump
+--- artifact heap.bin: 3072 bytes (its start kept), sha256 e5a0, copy /deckhand-artifacts/.deckhand/1795962459/heap.bin
+--- artifact secret.key: 40 bytes, not readable by the debug container's user
+--- artifacts: 1 more files not listed: a record lists at most 16 an instance
 `
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
