@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -393,10 +394,70 @@ func TestRealNodeIncidentsReuseOneDebugContainer(t *testing.T) {
 func TestRealNodeIncidentArtifactsAreListedAndKept(t *testing.T) {
 	c.RealNode(t)
 	g := rnG(t)
+	ns := c.RealNodeNamespace(t, map[string]string{debugv1beta1.NamespaceEnabledLabel: "true"})
+	listed := crashWithDumps(t, g, ns, corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}})
+	// The copy is in the volume, as hashed.
+	out, err := c.Kubectl("exec", "-n", ns, "dumper", "-c", "dumps", "--", "sha256sum", "/deckhand-artifacts/"+listed.Artifacts[0].Copy)
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(HavePrefix(listed.Artifacts[0].SHA256))
+}
+
+// Dumps that must outlive their pod go to a PersistentVolumeClaim the pod
+// mounts: the collector copies them into the claim, and once the pod is
+// deleted the copy is still on the volume, as its record hashed it. (An
+// ephemeral container can mount only the pod's own volumes.) The volume is
+// a directory of the real node's host, bound to the claim by hand.
+func TestRealNodeIncidentArtifactsInAClaimOutliveTheirPod(t *testing.T) {
+	c.RealNode(t)
+	g := rnG(t)
 	ctx := context.Background()
 	ns := c.RealNodeNamespace(t, map[string]string{debugv1beta1.NamespaceEnabledLabel: "true"})
-	c.RunManager(t, "--controllers", "podbugger", "--podbugger-allowed-images", "localhost/deckhand/busybox:*")
+	dir := t.TempDir()
+	g.Expect(os.Chmod(dir, 0o777)).To(Succeed()) // the pod's user and the debug container's write it
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: ns + "-dumps"},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			StorageClassName:              "",
+			ClaimRef:                      &corev1.ObjectReference{Namespace: ns, Name: "dumps"},
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir}},
+		}}
+	g.Expect(c.Client.Create(ctx, pv)).To(Succeed())
+	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), pv) })
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dumps"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: ptr.To(""),
+			VolumeName:       pv.Name,
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("64Mi")}},
+		}}
+	g.Expect(c.Client.Create(ctx, pvc)).To(Succeed())
 
+	listed := crashWithDumps(t, g, ns, corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "dumps"}})
+	g.Expect(c.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dumper"}},
+		client.GracePeriodSeconds(0))).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dumper"}, &corev1.Pod{}))
+	}).WithTimeout(time.Minute).Should(BeTrue())
+	for _, f := range listed.Artifacts {
+		kept, err := os.ReadFile(filepath.Join(dir, f.Copy))
+		g.Expect(err).NotTo(HaveOccurred(), "%s's copy after its pod was deleted", f.Name)
+		sum := sha256.Sum256(kept)
+		g.Expect(hex.EncodeToString(sum[:])).To(Equal(f.SHA256), "%s's copy as its record hashed it", f.Name)
+	}
+}
+
+// crashWithDumps runs, in ns, a PodBugger collecting the artifacts of the
+// volume "dumps" and a pod with that volume (from source) that writes a
+// 25-byte core.dump and a 3 KiB heap.bin into it and exits 1, over and
+// over; and waits until two records' instances list those files, each
+// with its size, its SHA-256 (heap.bin's cut to maxFileBytes) and its copy.
+// It returns the last instance listed.
+func crashWithDumps(t *testing.T, g Gomega, ns string, source corev1.VolumeSource) debugv1beta1.IncidentInstance {
+	t.Helper()
+	ctx := context.Background()
+	c.RunManager(t, "--controllers", "podbugger", "--podbugger-allowed-images", "localhost/deckhand/busybox:*")
 	pb := &debugv1beta1.PodBugger{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dumps"},
 		Spec: debugv1beta1.PodBuggerSpec{
@@ -412,7 +473,7 @@ func TestRealNodeIncidentArtifactsAreListedAndKept(t *testing.T) {
 	dumper := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dumper", Labels: map[string]string{"app": "dumper"}},
 		Spec: restrictedSpec("sh", "-c", `printf 'deckhand dump of a crash\n' >/dumps/core.dump; `+
 			`dd if=/dev/zero of=/dumps/heap.bin bs=1024 count=3 2>/dev/null; sleep 1; exit 1`)}
-	dumper.Spec.Volumes = []corev1.Volume{{Name: "dumps", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	dumper.Spec.Volumes = []corev1.Volume{{Name: "dumps", VolumeSource: source}}
 	dumper.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "dumps", MountPath: "/dumps"}}
 	g.Expect(c.Client.Create(ctx, dumper)).To(Succeed())
 
@@ -443,10 +504,7 @@ func TestRealNodeIncidentArtifactsAreListedAndKept(t *testing.T) {
 	}).WithTimeout(3 * time.Minute).Should(Succeed())
 	t.Logf("instance %s (restart %d, finished %s) lists %+v", listed.ContainerID, listed.RestartCount,
 		listed.FinishedAt.UTC().Format(time.RFC3339), listed.Artifacts)
-	// The copy is in the volume, as hashed.
-	out, err := c.Kubectl("exec", "-n", ns, "dumper", "-c", "dumps", "--", "sha256sum", "/deckhand-artifacts/"+listed.Artifacts[0].Copy)
-	g.Expect(err).NotTo(HaveOccurred(), out)
-	g.Expect(out).To(HavePrefix(listed.Artifacts[0].SHA256))
+	return listed
 }
 
 // The kubelet evicts a pod that writes past its ephemeral-storage limit
