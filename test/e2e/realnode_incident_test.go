@@ -406,7 +406,10 @@ func TestRealNodeIncidentArtifactsAreListedAndKept(t *testing.T) {
 // mounts: the collector copies them into the claim, and once the pod is
 // deleted the copy is still on the volume, as its record hashed it. (An
 // ephemeral container can mount only the pod's own volumes.) The volume is
-// a directory of the real node's host, bound to the claim by hand.
+// a directory of the real node's host, bound to the claim by hand: the
+// real node has no storage provisioner. A claim bound to a hostPath volume
+// reaches into its node, which PodBuggers skip unless the operator allows
+// host access, as this test's manager does.
 func TestRealNodeIncidentArtifactsInAClaimOutliveTheirPod(t *testing.T) {
 	c.RealNode(t)
 	g := rnG(t)
@@ -434,7 +437,8 @@ func TestRealNodeIncidentArtifactsInAClaimOutliveTheirPod(t *testing.T) {
 		}}
 	g.Expect(c.Client.Create(ctx, pvc)).To(Succeed())
 
-	listed := crashWithDumps(t, g, ns, corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "dumps"}})
+	listed := crashWithDumps(t, g, ns, corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "dumps"}},
+		"--podbugger-allow-host-access")
 	g.Expect(c.Client.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dumper"}},
 		client.GracePeriodSeconds(0))).To(Succeed())
 	g.Eventually(func() bool {
@@ -453,11 +457,11 @@ func TestRealNodeIncidentArtifactsInAClaimOutliveTheirPod(t *testing.T) {
 // 25-byte core.dump and a 3 KiB heap.bin into it and exits 1, over and
 // over; and waits until two records' instances list those files, each
 // with its size, its SHA-256 (heap.bin's cut to maxFileBytes) and its copy.
-// It returns the last instance listed.
-func crashWithDumps(t *testing.T, g Gomega, ns string, source corev1.VolumeSource) debugv1beta1.IncidentInstance {
+// It returns the last instance listed. The manager runs with flags added.
+func crashWithDumps(t *testing.T, g Gomega, ns string, source corev1.VolumeSource, flags ...string) debugv1beta1.IncidentInstance {
 	t.Helper()
 	ctx := context.Background()
-	c.RunManager(t, "--controllers", "podbugger", "--podbugger-allowed-images", "localhost/deckhand/busybox:*")
+	c.RunManager(t, append([]string{"--controllers", "podbugger", "--podbugger-allowed-images", "localhost/deckhand/busybox:*"}, flags...)...)
 	pb := &debugv1beta1.PodBugger{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "dumps"},
 		Spec: debugv1beta1.PodBuggerSpec{
