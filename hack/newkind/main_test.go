@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/deckhand-dev/deckhand/internal/textdiff"
 )
 
 func TestNewKindRefusesBadNames(t *testing.T) {
@@ -171,7 +173,7 @@ func TestAScaffoldedKindNeedsNoOtherEdit(t *testing.T) {
 	run([]string{"UPDATE_GOLDEN=1"}, "go", "test", "-count=1", "-run", "^TestEachModeGrantsWhatItsGoldenFileSays$", "./test/installs/")
 	changed := 0
 	for file, after := range goldens(t, root) {
-		for _, line := range diffLines(before[file], after) {
+		for _, line := range textdiff.Lines(before[file], after) {
 			changed++
 			if !strings.Contains(line, "gizmos") {
 				t.Errorf("%s: the kind changed a right that is not its own: %s", file, line)
@@ -243,24 +245,6 @@ func goldens(t *testing.T, root string) map[string]string {
 			t.Fatal(err)
 		}
 		out[filepath.Base(f)] = string(data)
-	}
-	return out
-}
-
-// diffLines are the lines of after that before does not have, and those of
-// before that after lost.
-func diffLines(before, after string) []string {
-	b, a := strings.Split(before, "\n"), strings.Split(after, "\n")
-	var out []string
-	for _, l := range a {
-		if !slices.Contains(b, l) {
-			out = append(out, "+ "+l)
-		}
-	}
-	for _, l := range b {
-		if !slices.Contains(a, l) {
-			out = append(out, "- "+l)
-		}
 	}
 	return out
 }

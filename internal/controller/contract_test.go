@@ -288,12 +288,15 @@ const controllerPrefix = "github.com/deckhand-dev/deckhand/internal/controller/"
 
 // loadSubPackages type-checks the packages a kind's controller is split
 // into (internal/controller/<kind>/<part>), but its policy package, which
-// its webhook shares and which runs no controller.
+// its webhook shares and which runs no controller, and the helpers its
+// tests share (<kind>test), which only tests import.
 func loadSubPackages(t *testing.T) []*packages.Package {
 	t.Helper()
 	var out []*packages.Package
 	for _, p := range loadPackages(t, nil) {
-		if rel := strings.TrimPrefix(p.PkgPath, controllerPrefix); rel != p.PkgPath && strings.Contains(rel, "/") && p.Name != "policy" {
+		rel := strings.TrimPrefix(p.PkgPath, controllerPrefix)
+		kind, _, nested := strings.Cut(rel, "/")
+		if rel != p.PkgPath && nested && p.Name != "policy" && p.Name != kind+"test" {
 			out = append(out, p)
 		}
 	}

@@ -12,7 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/deckhand-dev/deckhand/internal/scopedcache"
+	"github.com/deckhand-dev/deckhand/internal/scopedcache/compact"
+	"github.com/deckhand-dev/deckhand/internal/scopedcache/intern"
 )
 
 // podCache is how the manager's cache holds pods. A cluster holds many more
@@ -94,7 +95,7 @@ func slimPod(registry []Controller, obj any) any {
 // field: only memory says so (TestCachedPodHeap).
 type cachedPod struct {
 	// Meta holds the slim pod's metadata.
-	scopedcache.Meta
+	compact.Meta
 	node string
 	// names are the names of the containers, then of the init containers
 	// (inits of them), then of the ephemeral containers (ephemerals).
@@ -142,7 +143,7 @@ func (c *cachedPod) GetObjectKind() schema.ObjectKind { return schema.EmptyObjec
 func (c *cachedPod) DeepCopyObject() runtime.Object {
 	if c.whole != nil {
 		whole := c.whole.DeepCopy()
-		return &cachedPod{whole: whole, Meta: scopedcache.MetaOf(&whole.ObjectMeta)}
+		return &cachedPod{whole: whole, Meta: compact.MetaOf(&whole.ObjectMeta)}
 	}
 	out := *c
 	out.Meta = c.DeepCopy()
@@ -166,7 +167,7 @@ func compactPod(slim *corev1.Pod) *cachedPod {
 	// Semantically: an empty list or map reads as none (the apiserver
 	// sends neither).
 	if !equality.Semantic.DeepEqual(c.pod(slim.TypeMeta), slim) {
-		return &cachedPod{Meta: scopedcache.MetaOf(&slim.ObjectMeta), whole: slim}
+		return &cachedPod{Meta: compact.MetaOf(&slim.ObjectMeta), whole: slim}
 	}
 	return c
 }
@@ -174,39 +175,39 @@ func compactPod(slim *corev1.Pod) *cachedPod {
 // compactFields holds what it can of slim; compactPod checks that it was
 // all.
 func compactFields(slim *corev1.Pod) *cachedPod {
-	c := &cachedPod{Meta: scopedcache.MetaOf(&slim.ObjectMeta)}
+	c := &cachedPod{Meta: compact.MetaOf(&slim.ObjectMeta)}
 	spec, st := &slim.Spec, &slim.Status
-	c.node = scopedcache.Intern(spec.NodeName)
+	c.node = intern.String(spec.NodeName)
 	c.inits, c.ephemerals = uint16(len(spec.InitContainers)), uint16(len(spec.EphemeralContainers)) //nolint:gosec // overflowing, the pod would be held whole
 	if n := len(spec.Containers) + len(spec.InitContainers) + len(spec.EphemeralContainers); n > 0 {
 		c.names = make([]string, 0, n)
 		for _, ct := range slices.Concat(spec.Containers, spec.InitContainers) {
-			c.names = append(c.names, scopedcache.Intern(ct.Name))
+			c.names = append(c.names, intern.String(ct.Name))
 		}
 		for _, ct := range spec.EphemeralContainers {
-			c.names = append(c.names, scopedcache.Intern(ct.Name))
+			c.names = append(c.names, intern.String(ct.Name))
 		}
 	}
-	c.phase = corev1.PodPhase(scopedcache.Intern(string(st.Phase)))
+	c.phase = corev1.PodPhase(intern.String(string(st.Phase)))
 	if st.Reason != "" || st.Message != "" {
-		c.why = &[2]string{scopedcache.Intern(st.Reason), st.Message}
+		c.why = &[2]string{intern.String(st.Reason), st.Message}
 	}
 	if len(st.Conditions) > 0 {
 		c.conditions = make([]cachedCondition, len(st.Conditions))
 		for i, k := range st.Conditions {
-			c.conditions[i] = cachedCondition{typ: corev1.PodConditionType(scopedcache.Intern(string(k.Type))),
-				status: corev1.ConditionStatus(scopedcache.Intern(string(k.Status))), reason: scopedcache.Intern(k.Reason), at: k.LastTransitionTime}
+			c.conditions[i] = cachedCondition{typ: corev1.PodConditionType(intern.String(string(k.Type))),
+				status: corev1.ConditionStatus(intern.String(string(k.Status))), reason: intern.String(k.Reason), at: k.LastTransitionTime}
 		}
 	}
 	c.initStatuses, c.ephemeralStatuses = uint16(len(st.InitContainerStatuses)), uint16(len(st.EphemeralContainerStatuses)) //nolint:gosec // overflowing, the pod would be held whole
 	if n := len(st.ContainerStatuses) + len(st.InitContainerStatuses) + len(st.EphemeralContainerStatuses); n > 0 {
 		c.statuses = make([]cachedStatus, 0, n)
 		for _, s := range slices.Concat(st.ContainerStatuses, st.InitContainerStatuses, st.EphemeralContainerStatuses) {
-			cs := cachedStatus{name: scopedcache.Intern(s.Name), state: compactState(s.State), last: compactState(s.LastTerminationState),
+			cs := cachedStatus{name: intern.String(s.Name), state: compactState(s.State), last: compactState(s.LastTerminationState),
 				restarts: s.RestartCount, ready: s.Ready}
 			s.Name, s.State, s.LastTerminationState, s.RestartCount, s.Ready = "", corev1.ContainerState{}, corev1.ContainerState{}, 0, false
 			if !reflect.ValueOf(s).IsZero() {
-				s.Image, s.ImageID = scopedcache.Intern(s.Image), scopedcache.Intern(s.ImageID)
+				s.Image, s.ImageID = intern.String(s.Image), intern.String(s.ImageID)
 				cs.rest = &s
 			}
 			c.statuses = append(c.statuses, cs)
@@ -219,11 +220,11 @@ func compactFields(slim *corev1.Pod) *cachedPod {
 func compactState(s corev1.ContainerState) corev1.ContainerState {
 	out := s
 	if s.Waiting != nil {
-		out.Waiting = &corev1.ContainerStateWaiting{Reason: scopedcache.Intern(s.Waiting.Reason), Message: s.Waiting.Message}
+		out.Waiting = &corev1.ContainerStateWaiting{Reason: intern.String(s.Waiting.Reason), Message: s.Waiting.Message}
 	}
 	if t := s.Terminated; t != nil {
 		held := *t
-		held.Reason = scopedcache.Intern(t.Reason)
+		held.Reason = intern.String(t.Reason)
 		out.Terminated = &held
 	}
 	return out

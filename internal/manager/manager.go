@@ -32,6 +32,7 @@ import (
 	"github.com/deckhand-dev/deckhand/internal/eventnote"
 	"github.com/deckhand-dev/deckhand/internal/metricsauth"
 	"github.com/deckhand-dev/deckhand/internal/scopedcache"
+	"github.com/deckhand-dev/deckhand/internal/scopedcache/pagedlist"
 	"github.com/deckhand-dev/deckhand/internal/webhookauth"
 	"github.com/deckhand-dev/deckhand/internal/webhookcert"
 )
@@ -294,9 +295,9 @@ func cacheOptions(opts Options) cache.Options {
 	}
 	// Informers list in pages rather than stream their lists: a streamed
 	// list waits up to 1.25 s for the apiserver's bookmark, and the scoped
-	// cache's kinds wait for two in a row (scopedcache/pages.go). The
+	// cache's kinds wait for two in a row (scopedcache/pagedlist). The
 	// scoped cache's own informers are built with this constructor too.
-	cacheOpts.NewInformer = scopedcache.InPages(cacheOpts)
+	cacheOpts.NewInformer = pagedlist.Informers(cacheOpts)
 	return cacheOpts
 }
 

@@ -24,7 +24,7 @@ import (
 // version), watches from a resourceVersion (410 Expired when it is
 // compacted away), watches cut, outages (every request refused) and slow
 // lists. Every informer the cache starts reads it as it would a real
-// apiserver, through controller-runtime's list-watch and InPages.
+// apiserver, through controller-runtime's list-watch and pagedlist.Informers.
 type fakeAPI struct {
 	mu        sync.Mutex
 	rv        uint64

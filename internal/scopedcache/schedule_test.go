@@ -27,6 +27,8 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/deckhand-dev/deckhand/internal/scopedcache/pagedlist"
 )
 
 // The randomized schedule test: the scoped cache of pods over a fake
@@ -227,7 +229,7 @@ func (s *schedule) startCache(ctx context.Context, expand func(client.Object) (c
 	cfg := &rest.Config{Host: "http://apiserver.invalid", ContentConfig: rest.ContentConfig{
 		ContentType: "application/json", AcceptContentTypes: "application/json"}}
 	opts := cache.Options{Scheme: scheme.Scheme, Mapper: mapper, HTTPClient: &http.Client{Transport: s.api}}
-	opts.NewInformer = InPages(opts)
+	opts.NewInformer = pagedlist.Informers(opts)
 	need := Need{Object: &corev1.Pod{}, Expand: expand, Namespaces: func(context.Context, client.Reader) ([]string, error) {
 		return *s.needed.Load(), nil
 	}}

@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/deckhand-dev/deckhand/internal/scopedcache/intern"
 )
 
 // Stubs: what the cluster-wide informer holds of namespaces nothing needs.
@@ -117,7 +119,7 @@ func isStub(obj any) bool {
 // stubOf is o reduced to a stub, its namespace shared with the other stubs
 // of the namespace.
 func stubOf(o client.Object) *stub {
-	return &stub{name: o.GetName(), namespace: Intern(o.GetNamespace()), resourceVersion: o.GetResourceVersion()}
+	return &stub{name: o.GetName(), namespace: intern.String(o.GetNamespace()), resourceVersion: o.GetResourceVersion()}
 }
 
 // skipStubs is extract for everything but stubs, which are in no index.

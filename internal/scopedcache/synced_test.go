@@ -18,6 +18,7 @@ import (
 
 	"github.com/deckhand-dev/deckhand/internal/manager"
 	"github.com/deckhand-dev/deckhand/internal/scopedcache"
+	"github.com/deckhand-dev/deckhand/internal/scopedcache/pagedlist"
 	"github.com/deckhand-dev/deckhand/internal/testenv/faultinject"
 )
 
@@ -45,7 +46,7 @@ func TestWaitingForACacheChecksOftenerThanClientGosPoll(t *testing.T) {
 		NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
 			return countingSync{SharedIndexInformer: toolscache.NewSharedIndexInformer(lw, obj, resync, idx), checks: &checks}
 		}}
-	opts.NewInformer = scopedcache.InPages(opts) // lists, as the manager's informers do
+	opts.NewInformer = pagedlist.Informers(opts) // lists, as the manager's informers do
 	c, err := cache.New(cfg, opts)
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = c.GetInformer(ctx, &corev1.ConfigMap{})

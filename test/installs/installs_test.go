@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/deckhand-dev/deckhand/internal/testenv"
+	"github.com/deckhand-dev/deckhand/internal/textdiff"
 )
 
 // root is the repository's root.
@@ -230,7 +231,7 @@ func TestEachModeGrantsWhatItsGoldenFileSays(t *testing.T) {
 				t.Fatal(err)
 			}
 			if text != string(want) {
-				t.Errorf("%s grants other rights than %s: review, then run with UPDATE_GOLDEN=1\n%s", m.name, golden, lineDiff(string(want), text))
+				t.Errorf("%s grants other rights than %s: review, then run with UPDATE_GOLDEN=1\n%s", m.name, golden, strings.Join(textdiff.Lines(string(want), text), "\n"))
 			}
 			for _, l := range lines {
 				if strings.Contains(l, "  secrets  ") && (strings.Contains(l, "  secrets  *  ") || strings.Contains(l, "create")) {
@@ -252,26 +253,9 @@ func TestEachModeGrantsWhatItsGoldenFileSays(t *testing.T) {
 		"install-namespaced-self-signed": "chart-namespaced-self-signed",
 	} {
 		if got[install] != nil && !slices.Equal(got[install], got[chart]) {
-			t.Errorf("%s and %s grant different rights:\n%s", install, chart, lineDiff(strings.Join(got[install], "\n"), strings.Join(got[chart], "\n")))
+			t.Errorf("%s and %s grant different rights:\n%s", install, chart, strings.Join(textdiff.Lines(strings.Join(got[install], "\n"), strings.Join(got[chart], "\n")), "\n"))
 		}
 	}
-}
-
-// lineDiff lists the lines only in want (-) and only in got (+).
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var out []string
-	for _, l := range w {
-		if !slices.Contains(g, l) {
-			out = append(out, "- "+l)
-		}
-	}
-	for _, l := range g {
-		if !slices.Contains(w, l) {
-			out = append(out, "+ "+l)
-		}
-	}
-	return strings.Join(out, "\n")
 }
 
 // Both installs ship the certificate Secret, empty and untyped, in

@@ -16,6 +16,7 @@ import (
 
 	deckhandbatchv1 "github.com/deckhand-dev/deckhand/api/batch/v1"
 	"github.com/deckhand-dev/deckhand/internal/scopedcache"
+	"github.com/deckhand-dev/deckhand/internal/scopedcache/compact"
 )
 
 // CacheByObject keeps Jobs in the manager's cache as slimJob makes them:
@@ -39,7 +40,7 @@ type cachedJob struct {
 	// Meta holds name, namespace, UID, resourceVersion, generation,
 	// creation and deletion timestamps, labels and Deckhand's annotations,
 	// in 192 bytes (a metav1.ObjectMeta is 232 before its labels).
-	scopedcache.Meta
+	compact.Meta
 	// ttl is spec.ttlSecondsAfterFinished, which leaves the Job to
 	// Kubernetes.
 	ttl *int32
@@ -106,7 +107,7 @@ func slimJob(obj any) (any, error) {
 		return obj, nil // a cachedJob already, a tombstone, or a stub of the scoped cache
 	}
 	slim := &cachedJob{
-		Meta: scopedcache.MetaOf(&metav1.ObjectMeta{
+		Meta: compact.MetaOf(&metav1.ObjectMeta{
 			Name:              job.Name,
 			Namespace:         job.Namespace,
 			UID:               job.UID,

@@ -23,7 +23,7 @@ import (
 // is held as a cachedJob. Issue 26's target is 1 KiB for all the manager
 // spends on a Job, and the manager spends more than the cache holds (its
 // queue, the handover record): 677 B with a metav1.ObjectMeta, 597 B with
-// scopedcache.Meta.
+// compact.Meta.
 const maxCachedJobBytes = 640
 
 // finishedJobJSON is a finished Job as the apiserver sends it: labels the

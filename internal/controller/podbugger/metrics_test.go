@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/podbuggertest"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
@@ -16,7 +17,7 @@ func TestMetricSeriesGoWithThePodBugger(t *testing.T) {
 	series := func() (int, error) {
 		return testenv.MetricSeries("deckhand_podbugger_injections_total", map[string]string{"namespace": ns, "podbugger": pb.Name})
 	}
-	g.Eventually(ephemeral(ns, "web-1")).Should(HaveLen(1))
+	g.Eventually(podbuggertest.Ephemeral(env, ns, "web-1")).Should(HaveLen(1))
 	g.Expect(testenv.Metric("deckhand_podbugger_injections_total",
 		map[string]string{"namespace": ns, "podbugger": pb.Name, "result": "added"})).To(BeEquivalentTo(1))
 

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	podbuggercontroller "github.com/deckhand-dev/deckhand/internal/controller/podbugger"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/podbuggertest"
 	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 	"github.com/deckhand-dev/deckhand/internal/testenv/faultinject"
@@ -21,10 +22,10 @@ import (
 // shows as free.
 func TestMaxPodsHoldsWhenTheCacheLags(t *testing.T) {
 	g := testenv.NewG(t)
-	ns := enabledNamespace(t)
+	ns := podbuggertest.EnabledNamespace(t, env)
 	// The manager serves the webhook (so the PodBugger can be created) but
 	// watches another namespace: this test drives Reconcile itself.
-	opts := options()
+	opts := podbuggertest.Options(env)
 	opts.WatchNamespaces = []string{"kube-system"}
 	env.StartManager(t, opts)
 
@@ -32,9 +33,9 @@ func TestMaxPodsHoldsWhenTheCacheLags(t *testing.T) {
 		name    string
 		running bool
 	}{{"web-a", true}, {"web-b", false}, {"web-c", true}} {
-		pod(t, ns, p.name, web, p.running)
+		pod(t, ns, p.name, podbuggertest.Web, p.running)
 	}
-	pb := podBugger(ns, "web-debug", web)
+	pb := podbuggertest.PodBugger(ns, "web-debug", podbuggertest.Web)
 	pb.Spec.MaxPods = 2
 	g.Expect(env.Client.Create(ctx, pb)).To(Succeed())
 	beforeInjection := &corev1.PodList{}
@@ -50,13 +51,13 @@ func TestMaxPodsHoldsWhenTheCacheLags(t *testing.T) {
 	// First pass, on an up-to-date view: web-a and web-c get the container.
 	_, err = reconciler(env.Client).Reconcile(ctx, req)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(ephemeral(ns, "web-a")()).To(HaveLen(1))
-	g.Expect(ephemeral(ns, "web-c")()).To(HaveLen(1))
+	g.Expect(podbuggertest.Ephemeral(env, ns, "web-a")()).To(HaveLen(1))
+	g.Expect(podbuggertest.Ephemeral(env, ns, "web-c")()).To(HaveLen(1))
 
 	// web-b starts running; the cache has seen that, not the injections.
 	b := &corev1.Pod{}
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-b"}, b)).To(Succeed())
-	setRunning(t, b)
+	podbuggertest.SetRunning(t, env, b)
 	stale := beforeInjection.DeepCopy()
 	for i := range stale.Items {
 		if stale.Items[i].Name == "web-b" {
@@ -65,5 +66,5 @@ func TestMaxPodsHoldsWhenTheCacheLags(t *testing.T) {
 	}
 
 	_, _ = reconciler(faultinject.StaleLists(env.Client, stale)).Reconcile(ctx, req)
-	g.Expect(ephemeral(ns, "web-b")()).To(BeEmpty(), "maxPods 2 is already reached by web-a and web-c")
+	g.Expect(podbuggertest.Ephemeral(env, ns, "web-b")()).To(BeEmpty(), "maxPods 2 is already reached by web-a and web-c")
 }

@@ -16,6 +16,7 @@ import (
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	podbuggercontroller "github.com/deckhand-dev/deckhand/internal/controller/podbugger"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/podbuggertest"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
@@ -52,26 +53,26 @@ func settledPasses(t *testing.T) float64 {
 func TestABurstOfRecordsIsPrunedInAFewPasses(t *testing.T) {
 	g := testenv.NewG(t)
 	ns := env.Namespace(t)
-	env.StartManager(t, options())
+	env.StartManager(t, podbuggertest.Options(env))
 	const n = 30
 	pods := make([]*corev1.Pod, n)
 	for i := range pods {
-		pods[i] = pod(t, ns, fmt.Sprintf("web-%d", i), web, true)
+		pods[i] = pod(t, ns, fmt.Sprintf("web-%d", i), podbuggertest.Web, true)
 	}
-	pb := recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerError}, func(pb *debugv1beta1.PodBugger) {
+	pb := podbuggertest.Recorder(t, env, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerError}, func(pb *debugv1beta1.PodBugger) {
 		pb.Spec.Incidents = &debugv1beta1.IncidentPolicy{MaxRecords: 3}
 	})
-	g.Eventually(status(pb)).Should(condition(debugv1beta1.ConditionReady, metav1.ConditionTrue, debugv1beta1.ReasonCaptureOnly))
+	g.Eventually(podbuggertest.Status(env, pb)).Should(podbuggertest.Condition(debugv1beta1.ConditionReady, metav1.ConditionTrue, debugv1beta1.ReasonCaptureOnly))
 	before := settledPasses(t)
 
 	// Each pod fails a second after the one before it: the last three are
 	// the latest failures.
 	t0 := time.Now().Add(-time.Minute).Truncate(time.Second)
 	for i, p := range pods {
-		crash(t, p, 1, t0.Add(time.Duration(i)*time.Second), false)
+		podbuggertest.Crash(t, env, p, 1, 1, t0.Add(time.Duration(i)*time.Second), false)
 	}
 	names := func() ([]string, error) {
-		items, err := incidentsIn(ns)()
+		items, err := podbuggertest.IncidentsIn(env, ns)()
 		out := make([]string, 0, len(items))
 		for _, i := range items {
 			out = append(out, i.Spec.Pod.Name)
@@ -85,10 +86,10 @@ func TestABurstOfRecordsIsPrunedInAFewPasses(t *testing.T) {
 	t.Logf("%d records created, %d pruned, in %g passes", n, n-3, after-before)
 	g.Expect(after-before).To(BeNumerically("<=", 5), "passes of the PodBugger for %d records", n)
 
-	kept, err := incidentsIn(ns)()
+	kept, err := podbuggertest.IncidentsIn(env, ns)()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(env.Client.Delete(ctx, &kept[0])).To(Succeed())
-	g.Eventually(incidentsIn(ns)).Should(HaveLen(2))
+	g.Eventually(podbuggertest.IncidentsIn(env, ns)).Should(HaveLen(2))
 	g.Consistently(passes, 2*time.Second).Should(Equal(after), "a record deleted by hand woke its PodBugger")
 	// The next test's manager must not find these pods' failures, whose
 	// records were pruned, under a PodBugger of a namespace going away.
@@ -120,20 +121,20 @@ func TestARecordIsNotWrittenToOnceItWasPruned(t *testing.T) {
 			return resp, err
 		})
 	})
-	mgr, _ := env.StartManagerWithConfig(t, cfg, options())
-	a, b := pod(t, ns, "web-a", web, true), pod(t, ns, "web-b", web, true)
-	pb := recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerError, debugv1beta1.TriggerCrashLoopBackOff}, func(pb *debugv1beta1.PodBugger) {
+	mgr, _ := env.StartManagerWithConfig(t, cfg, podbuggertest.Options(env))
+	a, b := pod(t, ns, "web-a", podbuggertest.Web, true), pod(t, ns, "web-b", podbuggertest.Web, true)
+	pb := podbuggertest.Recorder(t, env, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerError, debugv1beta1.TriggerCrashLoopBackOff}, func(pb *debugv1beta1.PodBugger) {
 		pb.Spec.Incidents = &debugv1beta1.IncidentPolicy{MaxRecords: 1}
 	})
-	g.Eventually(status(pb)).Should(condition(debugv1beta1.ConditionReady, metav1.ConditionTrue, debugv1beta1.ReasonCaptureOnly))
+	g.Eventually(podbuggertest.Status(env, pb)).Should(podbuggertest.Condition(debugv1beta1.ConditionReady, metav1.ConditionTrue, debugv1beta1.ReasonCaptureOnly))
 
 	t0 := time.Now().Add(-time.Minute).Truncate(time.Second)
-	crash(t, a, 2, t0, true)
-	g.Eventually(incidentsIn(ns)).Should(ConsistOf(HaveField("Spec.Pod.Name", "web-a")))
+	podbuggertest.Crash(t, env, a, 2, 1, t0, true)
+	g.Eventually(podbuggertest.IncidentsIn(env, ns)).Should(ConsistOf(HaveField("Spec.Pod.Name", "web-a")))
 	// Another pod's later failure takes the only place (pod web-a has no
 	// event meanwhile: the recorder never saw web-a's record in its cache).
-	crash(t, b, 2, t0.Add(10*time.Second), true)
-	g.Eventually(incidentsIn(ns)).Should(ConsistOf(HaveField("Spec.Pod.Name", "web-b")))
+	podbuggertest.Crash(t, env, b, 2, 1, t0.Add(10*time.Second), true)
+	g.Eventually(podbuggertest.IncidentsIn(env, ns)).Should(ConsistOf(HaveField("Spec.Pod.Name", "web-b")))
 	g.Eventually(func() ([]debugv1beta1.PodIncident, error) { // the manager's cache too
 		list := &debugv1beta1.PodIncidentList{}
 		err := mgr.GetClient().List(ctx, list, client.InNamespace(ns))
@@ -143,11 +144,11 @@ func TestARecordIsNotWrittenToOnceItWasPruned(t *testing.T) {
 
 	// The pod's pruned failure, seen again, was counted: it is not
 	// recorded a second time.
-	crash(t, a, 2, t0, true)
-	g.Consistently(incidentsIn(ns)).Should(ConsistOf(HaveField("Spec.Pod.Name", "web-b")))
+	podbuggertest.Crash(t, env, a, 2, 1, t0, true)
+	g.Consistently(podbuggertest.IncidentsIn(env, ns)).Should(ConsistOf(HaveField("Spec.Pod.Name", "web-b")))
 
-	crash(t, a, 3, t0.Add(20*time.Second), true)
-	g.Eventually(incidentsIn(ns)).Should(ConsistOf(And(HaveField("Spec.Pod.Name", "web-a"), HaveField("Spec.Count", int32(1)),
+	podbuggertest.Crash(t, env, a, 3, 1, t0.Add(20*time.Second), true)
+	g.Eventually(podbuggertest.IncidentsIn(env, ns)).Should(ConsistOf(And(HaveField("Spec.Pod.Name", "web-a"), HaveField("Spec.Count", int32(1)),
 		HaveField("Spec.LastFailure.ContainerID", "containerd://instance-3"))))
 	g.Expect(gonePatches.Load()).To(BeZero(), "PATCHes of a pruned record")
 	g.Expect(env.Client.Delete(ctx, pb)).To(Succeed())

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/podbuggertest"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 	"github.com/deckhand-dev/deckhand/internal/testenv/faultinject"
 )
@@ -43,23 +44,23 @@ func TestARecordsLogGoesWithItsPod(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := testenv.NewG(t)
 			ns := env.Namespace(t)
-			env.StartManagerWithConfig(t, servingLogs(ns, log), options())
-			web1 := pod(t, ns, "web-1", web, true)
-			recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerError}, func(pb *debugv1beta1.PodBugger) {
+			env.StartManagerWithConfig(t, servingLogs(ns, log), podbuggertest.Options(env))
+			web1 := pod(t, ns, "web-1", podbuggertest.Web, true)
+			podbuggertest.Recorder(t, env, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerError}, func(pb *debugv1beta1.PodBugger) {
 				pb.Spec.Incidents = &debugv1beta1.IncidentPolicy{KeepLogsAfterPodDeletion: keep}
 			})
-			crash(t, web1, 1, time.Now().Add(-time.Second), false)
-			g.Eventually(incidentsIn(ns)).Should(ConsistOf(And(
+			podbuggertest.Crash(t, env, web1, 1, 1, time.Now().Add(-time.Second), false)
+			g.Eventually(podbuggertest.IncidentsIn(env, ns)).Should(ConsistOf(And(
 				HaveField("Spec.Pod.Name", "web-1"), HaveField("Spec.LogTail", log))))
 
 			g.Expect(env.Client.Delete(ctx, web1, client.GracePeriodSeconds(0))).To(Succeed())
 			g.Eventually(env.Exists(web1)).Should(BeFalse())
 			if keep {
-				g.Consistently(incidentsIn(ns)).WithTimeout(3*time.Second).Should(ConsistOf(
+				g.Consistently(podbuggertest.IncidentsIn(env, ns)).WithTimeout(3*time.Second).Should(ConsistOf(
 					HaveField("Spec.LogTail", log)), "the PodBugger keeps logs after its pods are gone")
 				return
 			}
-			g.Eventually(incidentsIn(ns)).Should(ConsistOf(And(
+			g.Eventually(podbuggertest.IncidentsIn(env, ns)).Should(ConsistOf(And(
 				HaveField("Spec.Pod.Name", "web-1"), HaveField("Spec.Reason", debugv1beta1.IncidentError),
 				HaveField("Spec.LastFailure.ExitCode", int32(1)),
 				HaveField("Spec.LogTail", BeEmpty()),

@@ -15,6 +15,7 @@ import (
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	podbuggercontroller "github.com/deckhand-dev/deckhand/internal/controller/podbugger"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/podbuggertest"
 	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 	"github.com/deckhand-dev/deckhand/internal/testenv/faultinject"
@@ -25,7 +26,7 @@ import (
 // with a clock of its own.
 func webhookOnly(t *testing.T) policy.Policy {
 	t.Helper()
-	opts := options()
+	opts := podbuggertest.Options(env)
 	opts.WatchNamespaces = []string{"kube-system"}
 	env.StartManager(t, opts)
 	p, err := policy.From(opts.Options)
@@ -40,7 +41,7 @@ func webhookOnly(t *testing.T) policy.Policy {
 func restrictedPod(t *testing.T, ns, name string) {
 	t.Helper()
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: web},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: podbuggertest.Web},
 		Spec: corev1.PodSpec{
 			SecurityContext: &corev1.PodSecurityContext{
 				RunAsNonRoot:   ptr.To(true),
@@ -54,7 +55,7 @@ func restrictedPod(t *testing.T, ns, name string) {
 		},
 	}
 	env.Create(t, p)
-	setRunning(t, p)
+	podbuggertest.SetRunning(t, env, p)
 }
 
 // A pod whose injection the apiserver refuses must neither take a place
@@ -63,17 +64,17 @@ func restrictedPod(t *testing.T, ns, name string) {
 // times.
 func TestRefusedPodsAreRememberedAndFreeTheirPlace(t *testing.T) {
 	g := testenv.NewG(t)
-	ns := enabledNamespace(t)
+	ns := podbuggertest.EnabledNamespace(t, env)
 	p := webhookOnly(t)
 
 	// web-1-root runs as root and predates the restricted level: Pod Security
 	// refuses any ephemeral container in it.
-	pod(t, ns, "web-1-root", web, true)
+	pod(t, ns, "web-1-root", podbuggertest.Web, true)
 	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
 	g.Expect(env.Update(namespace, func() { namespace.Labels["pod-security.kubernetes.io/enforce"] = "restricted" })).To(Succeed())
 	restrictedPod(t, ns, "web-2")
 	restrictedPod(t, ns, "web-3")
-	pb := podBugger(ns, "web-debug", web)
+	pb := podbuggertest.PodBugger(ns, "web-debug", podbuggertest.Web)
 	pb.Spec.MaxPods = 2
 	g.Expect(env.Client.Create(ctx, pb)).To(Succeed())
 
@@ -91,12 +92,12 @@ func TestRefusedPodsAreRememberedAndFreeTheirPlace(t *testing.T) {
 	}
 
 	reconcile()
-	g.Expect(ephemeral(ns, "web-1-root")()).To(BeEmpty())
-	g.Expect(ephemeral(ns, "web-2")()).To(HaveLen(1))
-	g.Expect(ephemeral(ns, "web-3")()).To(HaveLen(1), "web-1-root's place within maxPods goes to the next pod")
+	g.Expect(podbuggertest.Ephemeral(env, ns, "web-1-root")()).To(BeEmpty())
+	g.Expect(podbuggertest.Ephemeral(env, ns, "web-2")()).To(HaveLen(1))
+	g.Expect(podbuggertest.Ephemeral(env, ns, "web-3")()).To(HaveLen(1), "web-1-root's place within maxPods goes to the next pod")
 	g.Expect(failed()).To(BeEquivalentTo(1))
-	g.Expect(status(pb)()).To(And(installed(2),
-		condition(debugv1beta1.ConditionReady, metav1.ConditionFalse, debugv1beta1.ReasonInjectionFailed),
+	g.Expect(podbuggertest.Status(env, pb)()).To(And(installed(2),
+		podbuggertest.Condition(debugv1beta1.ConditionReady, metav1.ConditionFalse, debugv1beta1.ReasonInjectionFailed),
 		HaveField("Conditions", ContainElement(HaveField("Message", ContainSubstring("pod web-1-root"))))))
 
 	// web-2 goes, a place is free, and web-1-root is the only candidate: pod
@@ -119,16 +120,16 @@ func TestRefusedPodsAreRememberedAndFreeTheirPlace(t *testing.T) {
 		reconcile()
 	}
 	g.Expect(failed()).To(BeEquivalentTo(5))
-	g.Expect(status(pb)()).To(condition(debugv1beta1.ConditionReady, metav1.ConditionFalse, debugv1beta1.ReasonInjectionFailed))
+	g.Expect(podbuggertest.Status(env, pb)()).To(podbuggertest.Condition(debugv1beta1.ConditionReady, metav1.ConditionFalse, debugv1beta1.ReasonInjectionFailed))
 }
 
 // A pod that cannot take the container is reported once, not on every pass.
 func TestSkippedPodsAreCountedOncePerPod(t *testing.T) {
 	g := testenv.NewG(t)
-	ns := enabledNamespace(t)
+	ns := podbuggertest.EnabledNamespace(t, env)
 	p := webhookOnly(t)
-	pod(t, ns, "web-1", web, true) // its container is "app"
-	pb := podBugger(ns, "web-debug", web)
+	pod(t, ns, "web-1", podbuggertest.Web, true) // its container is "app"
+	pb := podbuggertest.PodBugger(ns, "web-debug", podbuggertest.Web)
 	pb.Spec.TargetContainerName = "nginx"
 	g.Expect(env.Client.Create(ctx, pb)).To(Succeed())
 
@@ -148,10 +149,10 @@ func TestSkippedPodsAreCountedOncePerPod(t *testing.T) {
 // the label.
 func TestOptOutTakesEffectBeforeTheCacheSeesIt(t *testing.T) {
 	g := testenv.NewG(t)
-	ns := enabledNamespace(t)
+	ns := podbuggertest.EnabledNamespace(t, env)
 	p := webhookOnly(t)
-	pod(t, ns, "web-1", web, true)
-	pb := podBugger(ns, "web-debug", web)
+	pod(t, ns, "web-1", podbuggertest.Web, true)
+	pb := podbuggertest.PodBugger(ns, "web-debug", podbuggertest.Web)
 	g.Expect(env.Client.Create(ctx, pb)).To(Succeed())
 
 	cached := &corev1.Namespace{}
@@ -161,6 +162,6 @@ func TestOptOutTakesEffectBeforeTheCacheSeesIt(t *testing.T) {
 	r := podbuggercontroller.NewPodBuggerReconciler(faultinject.StaleGets(env.Client, cached), env.Client, events.NewFakeRecorder(100), p)
 	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(pb)})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(ephemeral(ns, "web-1")()).To(BeEmpty())
-	g.Expect(status(pb)()).To(condition(debugv1beta1.ConditionBlocked, metav1.ConditionTrue, debugv1beta1.ReasonNamespaceNotEnabled))
+	g.Expect(podbuggertest.Ephemeral(env, ns, "web-1")()).To(BeEmpty())
+	g.Expect(podbuggertest.Status(env, pb)()).To(podbuggertest.Condition(debugv1beta1.ConditionBlocked, metav1.ConditionTrue, debugv1beta1.ReasonNamespaceNotEnabled))
 }

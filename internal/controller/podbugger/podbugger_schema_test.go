@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	debugv1alpha1 "github.com/deckhand-dev/deckhand/api/debug/v1alpha1"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/podbuggertest"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
@@ -14,8 +15,8 @@ import (
 // pod it debugs, so its size is bounded at the schema, in both served
 // versions, and a refusal names the field.
 func TestSchemaBoundsCommandAndArgs(t *testing.T) {
-	ns := enabledNamespace(t)
-	env.StartManager(t, options()) // the webhooks, and conversion of v1alpha1
+	ns := podbuggertest.EnabledNamespace(t, env)
+	env.StartManager(t, podbuggertest.Options(env)) // the webhooks, and conversion of v1alpha1
 	tests := map[string]struct {
 		command, args []string
 		want          string // a regexp the refusal matches; "" for admitted
@@ -28,7 +29,7 @@ func TestSchemaBoundsCommandAndArgs(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := testenv.NewG(t)
-			pb := podBugger(ns, "pb", web)
+			pb := podbuggertest.PodBugger(ns, "pb", podbuggertest.Web)
 			pb.GenerateName, pb.Name = "pb-", ""
 			pb.Spec.Command, pb.Spec.Args = tc.command, tc.args
 			old := &debugv1alpha1.PodBugger{}

@@ -11,6 +11,7 @@ import (
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	podbuggercontroller "github.com/deckhand-dev/deckhand/internal/controller/podbugger"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/podbuggertest"
 	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/policy"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
@@ -35,7 +36,7 @@ func (c staleGets) Get(ctx context.Context, key client.ObjectKey, obj client.Obj
 // owner suspended, narrowed or deleted it, a cache that has not caught up
 // must not inject on its old word.
 func TestNoInjectionForAPodBuggerThatChangedSinceTheCacheSawIt(t *testing.T) {
-	opts := options()
+	opts := podbuggertest.Options(env)
 	// The manager serves the webhook (so the PodBugger can be created) but
 	// watches another namespace: this test drives Reconcile itself.
 	opts.WatchNamespaces = []string{"kube-system"}
@@ -57,9 +58,9 @@ func TestNoInjectionForAPodBuggerThatChangedSinceTheCacheSawIt(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := testenv.NewG(t)
-			ns := enabledNamespace(t)
-			pod(t, ns, "web-a", web, true)
-			pb := podBugger(ns, "web-debug", web)
+			ns := podbuggertest.EnabledNamespace(t, env)
+			pod(t, ns, "web-a", podbuggertest.Web, true)
+			pb := podbuggertest.PodBugger(ns, "web-debug", podbuggertest.Web)
 			g.Expect(env.Client.Create(ctx, pb)).To(Succeed())
 			cached := pb.DeepCopy()
 			change(g, pb)
@@ -67,7 +68,7 @@ func TestNoInjectionForAPodBuggerThatChangedSinceTheCacheSawIt(t *testing.T) {
 			r := podbuggercontroller.NewPodBuggerReconciler(staleGets{env.Client, cached}, env.Client, events.NewFakeRecorder(100), p)
 			_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(cached)})
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(ephemeral(ns, "web-a")()).To(BeEmpty(), "injected for a PodBugger its owner had changed")
+			g.Expect(podbuggertest.Ephemeral(env, ns, "web-a")()).To(BeEmpty(), "injected for a PodBugger its owner had changed")
 		})
 	}
 }

@@ -40,6 +40,7 @@ import (
 
 	"github.com/deckhand-dev/deckhand/internal/manager"
 	"github.com/deckhand-dev/deckhand/internal/scopedcache"
+	"github.com/deckhand-dev/deckhand/internal/scopedcache/pagedlist"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 	"github.com/deckhand-dev/deckhand/internal/testenv/proc"
 )
@@ -249,7 +250,7 @@ func child() int {
 	}
 	opts := cache.Options{Scheme: manager.Scheme, DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: manager.SlimPod}}}
-	opts.NewInformer = scopedcache.InPages(opts)
+	opts.NewInformer = pagedlist.Informers(opts)
 	start := time.Now()
 	newCache := scopedcache.Options{ClusterWideAbove: above}.New(scopedcache.Need{Object: &corev1.Pod{},
 		Namespaces: func(context.Context, client.Reader) ([]string, error) { return needed, nil },

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/podbuggertest"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
 
@@ -29,7 +30,7 @@ import (
 func TestACrashStormDoesNotDelayAnotherTenantsLogs(t *testing.T) {
 	g := testenv.NewG(t)
 	noisy, quiet := env.Namespace(t), env.Namespace(t)
-	opts := options()
+	opts := podbuggertest.Options(env)
 	opts.WatchNamespaces = []string{"kube-system"}
 	env.StartManager(t, opts)
 	runRecorderIn(t, []string{noisy, quiet}, func(ctx context.Context, ns, pod, _ string, _ bool, _ int) (string, bool, error) {
@@ -43,7 +44,7 @@ func TestACrashStormDoesNotDelayAnotherTenantsLogs(t *testing.T) {
 		return "the log of " + pod + "\n", false, nil
 	})
 	for _, ns := range []string{noisy, quiet} {
-		pb := recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerCrashLoopBackOff}, nil)
+		pb := podbuggertest.Recorder(t, env, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerCrashLoopBackOff}, nil)
 		// The next test's manager, watching every namespace, must not find
 		// these pods' failures under a PodBugger of a namespace going away.
 		t.Cleanup(func() {
@@ -54,7 +55,7 @@ func TestACrashStormDoesNotDelayAnotherTenantsLogs(t *testing.T) {
 
 	const storm, samples = 500, 5
 	newPod := func(ns, name string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: web},
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: podbuggertest.Web},
 			Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
 	}
 	noisyPods := make([]*corev1.Pod, storm)
@@ -74,9 +75,9 @@ func TestACrashStormDoesNotDelayAnotherTenantsLogs(t *testing.T) {
 	logLatency := func(p *corev1.Pod) time.Duration {
 		t.Helper()
 		start := time.Now()
-		crash(t, p, 2, 1, start.Add(-time.Second).Truncate(time.Second), true)
+		podbuggertest.Crash(t, env, p, 2, 1, start.Add(-time.Second).Truncate(time.Second), true)
 		g.Eventually(func() (string, error) {
-			items, err := incidentsIn(quiet)()
+			items, err := podbuggertest.IncidentsIn(env, quiet)()
 			for _, i := range items {
 				if i.Spec.Pod.Name == p.Name {
 					return i.Spec.LogTail, err
@@ -96,14 +97,14 @@ func TestACrashStormDoesNotDelayAnotherTenantsLogs(t *testing.T) {
 	}
 
 	t0 := time.Now().Add(-time.Second).Truncate(time.Second)
-	inParallel(t, noisyPods, func(p *corev1.Pod) error { return crashPod(p, 2, 1, t0, true) })
+	inParallel(t, noisyPods, func(p *corev1.Pod) error { return podbuggertest.CrashPod(env, p, 2, 1, t0, true) })
 	// Every record of the storm is written, most of their logs wait.
-	g.Eventually(incidentsIn(noisy)).WithTimeout(time.Minute).Should(HaveLen(storm))
+	g.Eventually(podbuggertest.IncidentsIn(env, noisy)).WithTimeout(time.Minute).Should(HaveLen(storm))
 	for _, p := range quietPods[samples:] {
 		stormy = append(stormy, logLatency(p))
 	}
 	waiting := 0
-	items, err := incidentsIn(noisy)()
+	items, err := podbuggertest.IncidentsIn(env, noisy)()
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, i := range items {
 		if strings.HasPrefix(i.Spec.LogError, "being read") {
@@ -129,21 +130,21 @@ func TestACrashStormDoesNotDelayAnotherTenantsLogs(t *testing.T) {
 func TestAPodBuggersRecordWritesAreRateLimitedNotLost(t *testing.T) {
 	g := testenv.NewG(t)
 	ns := env.Namespace(t)
-	opts := options()
+	opts := podbuggertest.Options(env)
 	opts.WatchNamespaces = []string{"kube-system"}
 	env.StartManager(t, opts)
 	const pods, perMinute, burst = 40, 120, 20
 	runRecorderWith(t, []string{ns}, func(context.Context, string, string, string, bool, int) (string, bool, error) {
 		return "the log\n", false, nil
 	}, perMinute, nil)
-	pb := recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerCrashLoopBackOff}, nil)
+	pb := podbuggertest.Recorder(t, env, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerCrashLoopBackOff}, nil)
 	t.Cleanup(func() {
 		g.Expect(client.IgnoreNotFound(env.Client.Delete(ctx, pb))).To(Succeed())
 		g.Eventually(env.Exists(pb)).Should(BeFalse())
 	})
 	ps := make([]*corev1.Pod, pods)
 	for i := range ps {
-		ps[i] = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("web-%d", i), Labels: web},
+		ps[i] = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("web-%d", i), Labels: podbuggertest.Web},
 			Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
 	}
 	inParallel(t, ps, func(p *corev1.Pod) error { return env.Client.Create(ctx, p) })
@@ -153,14 +154,14 @@ func TestAPodBuggersRecordWritesAreRateLimitedNotLost(t *testing.T) {
 
 	t0 := time.Now().Add(-time.Second).Truncate(time.Second)
 	start := time.Now()
-	inParallel(t, ps, func(p *corev1.Pod) error { return crashPod(p, 2, 1, t0, true) })
+	inParallel(t, ps, func(p *corev1.Pod) error { return podbuggertest.CrashPod(env, p, 2, 1, t0, true) })
 	count := func() (int, error) {
-		items, err := incidentsIn(ns)()
+		items, err := podbuggertest.IncidentsIn(env, ns)()
 		return len(items), err
 	}
 	// A burst, then two a second: at most 26 in the first three seconds.
 	g.Consistently(count).WithTimeout(3*time.Second).Should(BeNumerically("<=", burst+3*perMinute/60), "records written at once")
-	g.Eventually(incidentsIn(ns)).WithTimeout(30 * time.Second).Should(And(HaveLen(pods),
+	g.Eventually(podbuggertest.IncidentsIn(env, ns)).WithTimeout(30 * time.Second).Should(And(HaveLen(pods),
 		HaveEach(And(HaveField("Spec.Count", int32(1)), HaveField("Spec.LastFailure.ContainerID", "containerd://instance-2")))))
 	deferred, err := testenv.Metric("deckhand_podbugger_incident_writes_deferred_total", nil)
 	g.Expect(err).NotTo(HaveOccurred())

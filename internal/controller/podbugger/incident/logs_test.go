@@ -20,6 +20,7 @@ import (
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/incident"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/podbuggertest"
 	"github.com/deckhand-dev/deckhand/internal/manager"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
@@ -30,7 +31,7 @@ import (
 // so that PodBuggers are admitted.
 func startRecorder(t *testing.T, ns string, logs incident.PodLogs) {
 	t.Helper()
-	opts := options()
+	opts := podbuggertest.Options(env)
 	opts.WatchNamespaces = []string{"kube-system"}
 	env.StartManager(t, opts)
 	runRecorder(t, ns, logs)
@@ -118,13 +119,13 @@ func TestASilentKubeletDelaysOnlyItsOwnLogs(t *testing.T) {
 		}
 		return fmt.Sprintf("the log of %s/%s, previous=%t\n", pod, container, previous), false, nil
 	})
-	recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerCrashLoopBackOff}, nil)
+	podbuggertest.Recorder(t, env, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerCrashLoopBackOff}, nil)
 
 	const perNode = 10
 	pods := make([]*corev1.Pod, 0, 2*perNode)
 	for _, node := range []string{"silent", "healthy"} {
 		for i := range perNode {
-			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", node, i), Labels: web},
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", node, i), Labels: podbuggertest.Web},
 				Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
 			env.Create(t, p)
 			pods = append(pods, p)
@@ -133,12 +134,12 @@ func TestASilentKubeletDelaysOnlyItsOwnLogs(t *testing.T) {
 	time.Sleep(time.Second) // the recorder has seen the pods
 	t0 := time.Now().Add(-time.Second).Truncate(time.Second)
 	for _, p := range pods { // the silent node's first: they take the workers first
-		crash(t, p, 2, 1, t0, true)
+		podbuggertest.Crash(t, env, p, 2, 1, t0, true)
 	}
 	crashed := time.Now()
 
 	byPod := func() (map[string]debugv1beta1.PodIncident, error) {
-		items, err := incidentsIn(ns)()
+		items, err := podbuggertest.IncidentsIn(env, ns)()
 		out := map[string]debugv1beta1.PodIncident{}
 		for _, i := range items {
 			out[i.Spec.Pod.Name] = i
@@ -183,23 +184,23 @@ func TestASilentKubeletDelaysOnlyItsOwnLogs(t *testing.T) {
 func TestALogLostInARestartIsReadByTheNextManager(t *testing.T) {
 	g := testenv.NewG(t)
 	ns := env.Namespace(t)
-	opts := options()
+	opts := podbuggertest.Options(env)
 	opts.WatchNamespaces = []string{"kube-system"}
 	env.StartManager(t, opts)
 	stop := runRecorder(t, ns, func(ctx context.Context, _, _, _ string, _ bool, _ int) (string, bool, error) {
 		<-ctx.Done() // the kubelet has not answered when the manager stops
 		return "", false, ctx.Err()
 	})
-	recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerCrashLoopBackOff}, nil)
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app", Labels: web},
+	podbuggertest.Recorder(t, env, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerCrashLoopBackOff}, nil)
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app", Labels: podbuggertest.Web},
 		Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
 	env.Create(t, p)
 	time.Sleep(time.Second) // the recorder has seen the pod
-	crash(t, p, 2, 1, time.Now().Add(-time.Second).Truncate(time.Second), true)
-	g.Eventually(incidentsIn(ns)).WithTimeout(10 * time.Second).Should(ConsistOf(
+	podbuggertest.Crash(t, env, p, 2, 1, time.Now().Add(-time.Second).Truncate(time.Second), true)
+	g.Eventually(podbuggertest.IncidentsIn(env, ns)).WithTimeout(10 * time.Second).Should(ConsistOf(
 		HaveField("Spec.LogError", ContainSubstring("being read"))))
 	stop()
-	recs, err := incidentsIn(ns)()
+	recs, err := podbuggertest.IncidentsIn(env, ns)()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(recs).To(ConsistOf(HaveField("Spec.LogError", ContainSubstring("being read"))), "the stopped manager wrote no log")
 
@@ -208,7 +209,7 @@ func TestALogLostInARestartIsReadByTheNextManager(t *testing.T) {
 		reads.Add(1)
 		return fmt.Sprintf("the log of %s/%s, previous=%t\n", pod, container, previous), false, nil
 	})
-	g.Eventually(incidentsIn(ns)).WithTimeout(15 * time.Second).Should(ConsistOf(And(
+	g.Eventually(podbuggertest.IncidentsIn(env, ns)).WithTimeout(15 * time.Second).Should(ConsistOf(And(
 		HaveField("Spec.LogTail", "the log of app/app, previous=true\n"),
 		HaveField("Spec.LogError", BeEmpty()),
 		HaveField("Spec.Count", int32(1)),
@@ -234,10 +235,10 @@ func TestARecordKeepsNoCredential(t *testing.T) {
 	})
 	// The PodBugger's own pattern, for a secret of a shape only its owner
 	// knows.
-	recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerCrashLoopBackOff}, func(pb *debugv1beta1.PodBugger) {
+	podbuggertest.Recorder(t, env, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerCrashLoopBackOff}, func(pb *debugv1beta1.PodBugger) {
 		pb.Spec.Incidents = &debugv1beta1.IncidentPolicy{Redact: []string{`CUST-[0-9]{6}`}}
 	})
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app", Labels: web},
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app", Labels: podbuggertest.Web},
 		Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
 	env.Create(t, p)
 	time.Sleep(time.Second) // the recorder has seen the pod
@@ -251,7 +252,7 @@ func TestARecordKeepsNoCredential(t *testing.T) {
 			ContainerID: "containerd://instance-1", StartedAt: at, FinishedAt: at, Message: "login failed: password=hunter2hunter2 for CUST-654321"}}}}
 	fresh.Status.Phase = corev1.PodRunning
 	g.Expect(env.Client.Status().Update(ctx, fresh)).To(Succeed())
-	g.Eventually(incidentsIn(ns)).WithTimeout(15 * time.Second).Should(ConsistOf(And(
+	g.Eventually(podbuggertest.IncidentsIn(env, ns)).WithTimeout(15 * time.Second).Should(ConsistOf(And(
 		HaveField("Spec.LogTail", ContainSubstring("[REDACTED:")),
 		HaveField("Spec.LogTail", And(Not(ContainSubstring(token)), Not(ContainSubstring("hunter2")), ContainSubstring("no order for [REDACTED:pattern]"))),
 		HaveField("Spec.LastFailure.Message", And(Not(ContainSubstring("hunter2")), ContainSubstring("[REDACTED:"), ContainSubstring("for [REDACTED:pattern]"))),
@@ -277,21 +278,21 @@ func TestARecordKeepsTheLastInstancesEachWithItsOwnLog(t *testing.T) {
 		}
 		return "the log of " + term.ContainerID + "\n", false, nil
 	})
-	recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerCrashLoopBackOff}, nil)
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app", Labels: web},
+	podbuggertest.Recorder(t, env, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerCrashLoopBackOff}, nil)
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app", Labels: podbuggertest.Web},
 		Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
 	env.Create(t, p)
 	time.Sleep(time.Second) // the recorder has seen the pod
 	start := time.Now().Add(-time.Minute).Truncate(time.Second)
 	for n := 1; n <= 7; n++ {
-		crash(t, p, n, int32(n), start.Add(time.Duration(n)*time.Second), true)
+		podbuggertest.Crash(t, env, p, n, int32(n), start.Add(time.Duration(n)*time.Second), true)
 		id := fmt.Sprintf("containerd://instance-%d", n)
-		g.Eventually(incidentsIn(ns)).WithTimeout(15*time.Second).Should(ConsistOf(And(
+		g.Eventually(podbuggertest.IncidentsIn(env, ns)).WithTimeout(15*time.Second).Should(ConsistOf(And(
 			HaveField("Spec.Count", int32(n)),
 			HaveField("Spec.Instances", HaveLen(min(n, 5))),
 			HaveField("Spec.LogTail", "the log of "+id+"\n"))), "crash %d", n)
 	}
-	recs, err := incidentsIn(ns)()
+	recs, err := podbuggertest.IncidentsIn(env, ns)()
 	g.Expect(err).NotTo(HaveOccurred())
 	instances := recs[0].Spec.Instances
 	for i, in := range instances {

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/podbuggertest"
 	"github.com/deckhand-dev/deckhand/internal/manager"
 	"github.com/deckhand-dev/deckhand/internal/notify/notifytest"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
@@ -24,7 +25,7 @@ func notifyingOptions(t *testing.T, s *notifytest.Receiver) manager.Options {
 	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	o := options()
+	o := podbuggertest.Options(env)
 	o.PodBuggerIncidentSinksFile = path
 	return o
 }
@@ -49,19 +50,19 @@ func TestIncidentsAreNotifiedOnceWhenTheyOpenAndClose(t *testing.T) {
 	s.Down.Store(true)
 	ns := env.Namespace(t)
 	_, stop := env.StartManager(t, notifyingOptions(t, s))
-	crashing, quiet := runningPod(t, ns, "web-1", web), runningPod(t, ns, "web-2", web)
-	pb := recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerError}, func(pb *debugv1beta1.PodBugger) {
+	crashing, quiet := runningPod(t, ns, "web-1", podbuggertest.Web), runningPod(t, ns, "web-2", podbuggertest.Web)
+	pb := podbuggertest.Recorder(t, env, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerError}, func(pb *debugv1beta1.PodBugger) {
 		pb.Spec.Incidents = &debugv1beta1.IncidentPolicy{Notify: []string{"hook", "elsewhere", "nowhere"}}
 	})
 
 	// web-1 is failing now; web-2 failed twice 20 minutes ago, and its
 	// record is closed as soon as it opens.
 	now := time.Now().Truncate(time.Second)
-	crash(t, quiet, 1, 2, now.Add(-20*time.Minute), false)
-	g.Eventually(incidentsIn(ns)).Should(HaveLen(1))
-	crash(t, quiet, 2, 2, now.Add(-19*time.Minute), false)
-	crash(t, crashing, 1, 1, now.Add(-2*time.Second), false)
-	g.Eventually(incidentsIn(ns)).Should(ConsistOf(
+	podbuggertest.Crash(t, env, quiet, 1, 2, now.Add(-20*time.Minute), false)
+	g.Eventually(podbuggertest.IncidentsIn(env, ns)).Should(HaveLen(1))
+	podbuggertest.Crash(t, env, quiet, 2, 2, now.Add(-19*time.Minute), false)
+	podbuggertest.Crash(t, env, crashing, 1, 1, now.Add(-2*time.Second), false)
+	g.Eventually(podbuggertest.IncidentsIn(env, ns)).Should(ConsistOf(
 		And(HaveField("Spec.Pod.Name", "web-1"), HaveField("Annotations", HaveKeyWithValue(debugv1beta1.NotificationAnnotation, "opened"))),
 		And(HaveField("Spec.Pod.Name", "web-2"), HaveField("Spec.Count", int32(2)))))
 	g.Eventually(env.Events(ns, pb)).Should(ContainElement(And(HavePrefix("NotificationSinkUnknown: spec.incidents.notify: "),
@@ -71,7 +72,7 @@ func TestIncidentsAreNotifiedOnceWhenTheyOpenAndClose(t *testing.T) {
 	// their openings when the manager stops.
 	g.Consistently(s.Times, "3s").Should(BeEmpty())
 	stop()
-	recs, err := incidentsIn(ns)()
+	recs, err := podbuggertest.IncidentsIn(env, ns)()
 	g.Expect(err).NotTo(HaveOccurred())
 	var open, closed debugv1beta1.PodIncident
 	for _, r := range recs {
@@ -87,7 +88,7 @@ func TestIncidentsAreNotifiedOnceWhenTheyOpenAndClose(t *testing.T) {
 	// crashes on, in the same record, and is not told again.
 	s.Down.Store(false)
 	env.StartManager(t, notifyingOptions(t, s))
-	crash(t, crashing, 2, 1, now, false)
+	podbuggertest.Crash(t, env, crashing, 2, 1, now, false)
 	openKey, closedKeys := string(open.UID)+"/opened", []string{string(closed.UID) + "/opened", string(closed.UID) + "/closed"}
 	g.Eventually(s.Times, "20s").Should(Equal(map[string]int{openKey: 1, closedKeys[0]: 1, closedKeys[1]: 1}))
 	g.Eventually(owed(ns, open.Name)).Should(Equal("closed"))

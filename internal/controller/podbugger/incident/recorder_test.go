@@ -2,7 +2,6 @@ package incident_test
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -11,69 +10,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/podbuggertest"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
-
-// recorder is a PodBugger of web pods that records the failures triggers
-// names, changed by change.
-func recorder(t *testing.T, ns string, triggers []debugv1beta1.Trigger, change func(*debugv1beta1.PodBugger)) *debugv1beta1.PodBugger {
-	t.Helper()
-	pb := podBugger(ns, "web-incidents", web)
-	pb.Spec.Triggers = triggers
-	if change != nil {
-		change(pb)
-	}
-	env.Create(t, pb)
-	return pb
-}
-
-// crash sets the pod's container "app" as a kubelet does when its n-th
-// instance exited with code exit (reason Error) at finished and the kubelet restarted it
-// (n > 1: running again, the crash in lastState; crashLoop: waiting in
-// CrashLoopBackOff instead).
-func crash(t *testing.T, p *corev1.Pod, n int, exit int32, finished time.Time, crashLoop bool) {
-	t.Helper()
-	if err := crashPod(p, n, exit, finished, crashLoop); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// crashPod is crash for any goroutine: it returns what went wrong.
-func crashPod(p *corev1.Pod, n int, exit int32, finished time.Time, crashLoop bool) error {
-	fresh := &corev1.Pod{}
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(p), fresh); err != nil {
-		return err
-	}
-	term := &corev1.ContainerStateTerminated{ExitCode: exit, Reason: "Error", ContainerID: fmt.Sprintf("containerd://instance-%d", n),
-		StartedAt: metav1.NewTime(finished.Add(-time.Second)), FinishedAt: metav1.NewTime(finished), Message: strings.Repeat("m", 3000)}
-	cs := corev1.ContainerStatus{Name: "app", Image: "pause", ImageID: "pause", RestartCount: int32(n - 1)}
-	switch {
-	case crashLoop:
-		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}
-		cs.LastTerminationState.Terminated = term
-	default:
-		cs.State.Terminated = term
-	}
-	fresh.Status.Phase = corev1.PodRunning
-	fresh.Status.ContainerStatuses = []corev1.ContainerStatus{cs}
-	if err := env.Client.Status().Update(ctx, fresh); err != nil {
-		return fmt.Errorf("setting pod %s crashed: %w", p.Name, err)
-	}
-	return nil
-}
-
-// incidentsIn returns the PodIncidents of a namespace.
-func incidentsIn(ns string) func() ([]debugv1beta1.PodIncident, error) {
-	return func() ([]debugv1beta1.PodIncident, error) {
-		list := &debugv1beta1.PodIncidentList{}
-		err := env.Client.List(ctx, list, client.InNamespace(ns))
-		return list.Items, err
-	}
-}
 
 // TestIncidentsNeedNoOptInAndCountRepeats: a capture-only PodBugger in a
 // namespace that never opted in records a crash as a PodIncident the user
@@ -83,14 +25,14 @@ func incidentsIn(ns string) func() ([]debugv1beta1.PodIncident, error) {
 func TestIncidentsNeedNoOptInAndCountRepeats(t *testing.T) {
 	g := testenv.NewG(t)
 	ns := env.Namespace(t) // no debug.deckhand.dev/enabled label
-	env.StartManager(t, options())
-	web1 := runningPod(t, ns, "web-1", web)
-	pb := recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerError, debugv1beta1.TriggerCrashLoopBackOff}, nil)
-	g.Eventually(status(pb)).Should(condition(debugv1beta1.ConditionReady, metav1.ConditionTrue, debugv1beta1.ReasonCaptureOnly))
+	env.StartManager(t, podbuggertest.Options(env))
+	web1 := runningPod(t, ns, "web-1", podbuggertest.Web)
+	pb := podbuggertest.Recorder(t, env, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerError, debugv1beta1.TriggerCrashLoopBackOff}, nil)
+	g.Eventually(podbuggertest.Status(env, pb)).Should(podbuggertest.Condition(debugv1beta1.ConditionReady, metav1.ConditionTrue, debugv1beta1.ReasonCaptureOnly))
 
 	t0 := time.Now().Add(-3 * time.Second).Truncate(time.Second)
-	crash(t, web1, 1, 1, t0, false)
-	g.Eventually(incidentsIn(ns)).Should(ConsistOf(And(
+	podbuggertest.Crash(t, env, web1, 1, 1, t0, false)
+	g.Eventually(podbuggertest.IncidentsIn(env, ns)).Should(ConsistOf(And(
 		HaveField("Spec.Pod.Name", "web-1"), HaveField("Spec.Container", "app"),
 		HaveField("Spec.Reason", debugv1beta1.IncidentError), HaveField("Spec.Count", int32(1)),
 		HaveField("Spec.LastFailure.ExitCode", int32(1)),
@@ -101,18 +43,18 @@ func TestIncidentsNeedNoOptInAndCountRepeats(t *testing.T) {
 	// The same crash seen again in CrashLoopBackOff is not counted twice;
 	// the next crashes, in CrashLoopBackOff, are counted in one record of
 	// that reason.
-	crash(t, web1, 1, 1, t0, true)
-	crash(t, web1, 2, 1, t0.Add(2*time.Second), true)
-	crash(t, web1, 3, 1, t0.Add(4*time.Second), true)
-	g.Eventually(incidentsIn(ns)).Should(ConsistOf(
+	podbuggertest.Crash(t, env, web1, 1, 1, t0, true)
+	podbuggertest.Crash(t, env, web1, 2, 1, t0.Add(2*time.Second), true)
+	podbuggertest.Crash(t, env, web1, 3, 1, t0.Add(4*time.Second), true)
+	g.Eventually(podbuggertest.IncidentsIn(env, ns)).Should(ConsistOf(
 		And(HaveField("Spec.Reason", debugv1beta1.IncidentError), HaveField("Spec.Count", int32(1))),
 		And(HaveField("Spec.Reason", debugv1beta1.IncidentCrashLoopBackOff), HaveField("Spec.Count", int32(2)),
 			HaveField("Spec.LastFailure.ContainerID", "containerd://instance-3"), HaveField("Spec.LastFailure.RestartCount", int32(2)),
 			// Counted from the cache's slim copy, the record still holds
 			// all it copied.
 			HaveField("Spec.LastFailure.Message", HaveLen(debugv1beta1.MaxIncidentMessage)), HaveField("Spec.QOSClass", "BestEffort"))))
-	g.Consistently(incidentsIn(ns)).Should(HaveLen(2))
-	g.Expect(ephemeral(ns, "web-1")()).To(BeEmpty())
+	g.Consistently(podbuggertest.IncidentsIn(env, ns)).Should(HaveLen(2))
+	g.Expect(podbuggertest.Ephemeral(env, ns, "web-1")()).To(BeEmpty())
 }
 
 // TestIncidentsBoundedByCountAndAge: a PodBugger keeps at most maxRecords
@@ -120,18 +62,18 @@ func TestIncidentsNeedNoOptInAndCountRepeats(t *testing.T) {
 func TestIncidentsBoundedByCountAndAge(t *testing.T) {
 	g := testenv.NewG(t)
 	ns := env.Namespace(t)
-	env.StartManager(t, options())
-	recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerError}, func(pb *debugv1beta1.PodBugger) {
+	env.StartManager(t, podbuggertest.Options(env))
+	podbuggertest.Recorder(t, env, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerError}, func(pb *debugv1beta1.PodBugger) {
 		pb.Spec.Incidents = &debugv1beta1.IncidentPolicy{MaxRecords: 2, MaxAge: &metav1.Duration{Duration: time.Minute}}
 	})
 	now := time.Now().Truncate(time.Second)
 	for i, age := range []time.Duration{50 * time.Second, 45 * time.Second, 42 * time.Second} {
-		p := runningPod(t, ns, fmt.Sprintf("web-%d", i), web)
-		crash(t, p, 1, 2, now.Add(-age), false)
+		p := runningPod(t, ns, fmt.Sprintf("web-%d", i), podbuggertest.Web)
+		podbuggertest.Crash(t, env, p, 1, 2, now.Add(-age), false)
 		time.Sleep(200 * time.Millisecond)
 	}
 	names := func() ([]string, error) {
-		items, err := incidentsIn(ns)()
+		items, err := podbuggertest.IncidentsIn(env, ns)()
 		out := make([]string, 0, len(items))
 		for _, i := range items {
 			out = append(out, i.Spec.Pod.Name)
@@ -140,8 +82,8 @@ func TestIncidentsBoundedByCountAndAge(t *testing.T) {
 	}
 	// A crash older than maxAge is never recorded (it would be pruned at
 	// once): a new PodBugger does not dig up a pod's ancient lastState.
-	old := runningPod(t, ns, "web-old", web)
-	crash(t, old, 1, 2, now.Add(-2*time.Minute), false)
+	old := runningPod(t, ns, "web-old", podbuggertest.Web)
+	podbuggertest.Crash(t, env, old, 1, 2, now.Add(-2*time.Minute), false)
 	g.Eventually(names).Should(ConsistOf("web-1", "web-2"))
 	g.Consistently(env.Events(ns, nil)).ShouldNot(ContainElement(ContainSubstring("web-old")))
 	g.Eventually(names, 30*time.Second).Should(BeEmpty()) // both past maxAge by then
@@ -152,24 +94,24 @@ func TestIncidentsBoundedByCountAndAge(t *testing.T) {
 // later failures reuse it (and their records hold its output's place).
 func TestIncidentInjectionReusesOneDebugContainer(t *testing.T) {
 	g := testenv.NewG(t)
-	ns := enabledNamespace(t)
-	env.StartManager(t, options())
-	web1 := runningPod(t, ns, "web-1", web)
-	runningPod(t, ns, "web-2", web) // never fails: never gets a container
-	recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerError}, func(pb *debugv1beta1.PodBugger) {
+	ns := podbuggertest.EnabledNamespace(t, env)
+	env.StartManager(t, podbuggertest.Options(env))
+	web1 := runningPod(t, ns, "web-1", podbuggertest.Web)
+	runningPod(t, ns, "web-2", podbuggertest.Web) // never fails: never gets a container
+	podbuggertest.Recorder(t, env, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerError}, func(pb *debugv1beta1.PodBugger) {
 		pb.Spec.Incidents = &debugv1beta1.IncidentPolicy{Inject: true}
 	})
 	t0 := time.Now().Add(-10 * time.Second).Truncate(time.Second)
-	crash(t, web1, 1, 1, t0, false)
-	g.Eventually(ephemeral(ns, "web-1")).Should(Equal([]string{"web-incidents"}))
+	podbuggertest.Crash(t, env, web1, 1, 1, t0, false)
+	g.Eventually(podbuggertest.Ephemeral(env, ns, "web-1")).Should(Equal([]string{"web-incidents"}))
 	// A kubelet's backoff spaces crashes out; the test waits for each to
 	// be counted before the next (the recorder reads a pod's latest status).
 	for n := 2; n <= 4; n++ {
-		crash(t, web1, n, 1, t0.Add(time.Duration(n)*time.Second), false)
-		g.Eventually(incidentsIn(ns)).Should(ConsistOf(HaveField("Spec.Count", int32(n))))
+		podbuggertest.Crash(t, env, web1, n, 1, t0.Add(time.Duration(n)*time.Second), false)
+		g.Eventually(podbuggertest.IncidentsIn(env, ns)).Should(ConsistOf(HaveField("Spec.Count", int32(n))))
 	}
-	g.Consistently(ephemeral(ns, "web-1")).Should(Equal([]string{"web-incidents"}))
-	g.Expect(ephemeral(ns, "web-2")()).To(BeEmpty())
+	g.Consistently(podbuggertest.Ephemeral(env, ns, "web-1")).Should(Equal([]string{"web-incidents"}))
+	g.Expect(podbuggertest.Ephemeral(env, ns, "web-2")()).To(BeEmpty())
 }
 
 // TestIncidentsNotReadyAndEvicted: a pod not Ready beyond notReadyAfter and
@@ -177,29 +119,29 @@ func TestIncidentInjectionReusesOneDebugContainer(t *testing.T) {
 func TestIncidentsNotReadyAndEvicted(t *testing.T) {
 	g := testenv.NewG(t)
 	ns := env.Namespace(t)
-	env.StartManager(t, options())
-	recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerNotReady, debugv1beta1.TriggerEvicted}, func(pb *debugv1beta1.PodBugger) {
+	env.StartManager(t, podbuggertest.Options(env))
+	podbuggertest.Recorder(t, env, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerNotReady, debugv1beta1.TriggerEvicted}, func(pb *debugv1beta1.PodBugger) {
 		pb.Spec.NotReadyAfter = &metav1.Duration{Duration: 10 * time.Second}
 	})
-	slow := runningPod(t, ns, "web-slow", web)
+	slow := runningPod(t, ns, "web-slow", podbuggertest.Web)
 	slow.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse,
 		LastTransitionTime: metav1.NewTime(time.Now().Add(-5 * time.Second))}}
 	g.Expect(env.Client.Status().Update(ctx, slow)).To(Succeed())
-	gone := runningPod(t, ns, "web-gone", web)
+	gone := runningPod(t, ns, "web-gone", podbuggertest.Web)
 	gone.Status.Conditions = []corev1.PodCondition{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
 		Reason: "EvictionByEvictionAPI", LastTransitionTime: metav1.Now()}}
 	g.Expect(env.Client.Status().Update(ctx, gone)).To(Succeed())
 
-	g.Eventually(incidentsIn(ns)).Should(ContainElement(And(HaveField("Spec.Pod.Name", "web-gone"), HaveField("Spec.Reason", debugv1beta1.IncidentEvicted))))
-	g.Expect(incidentsIn(ns)()).NotTo(ContainElement(HaveField("Spec.Reason", debugv1beta1.IncidentNotReady)))
-	g.Eventually(incidentsIn(ns), 15*time.Second).Should(ContainElement(And(HaveField("Spec.Pod.Name", "web-slow"), HaveField("Spec.Reason", debugv1beta1.IncidentNotReady))))
+	g.Eventually(podbuggertest.IncidentsIn(env, ns)).Should(ContainElement(And(HaveField("Spec.Pod.Name", "web-gone"), HaveField("Spec.Reason", debugv1beta1.IncidentEvicted))))
+	g.Expect(podbuggertest.IncidentsIn(env, ns)()).NotTo(ContainElement(HaveField("Spec.Reason", debugv1beta1.IncidentNotReady)))
+	g.Eventually(podbuggertest.IncidentsIn(env, ns), 15*time.Second).Should(ContainElement(And(HaveField("Spec.Pod.Name", "web-slow"), HaveField("Spec.Reason", debugv1beta1.IncidentNotReady))))
 }
 
 // TestSchemaValidatesTriggers: what a trigger needs is refused at admission,
 // naming the field.
 func TestSchemaValidatesTriggers(t *testing.T) {
 	ns := env.Namespace(t)
-	env.StartManager(t, options())
+	env.StartManager(t, podbuggertest.Options(env))
 	tests := map[string]struct {
 		change func(*debugv1beta1.PodBugger)
 		want   string
@@ -230,7 +172,7 @@ func TestSchemaValidatesTriggers(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := testenv.NewG(t)
-			pb := podBugger(ns, "", web)
+			pb := podbuggertest.PodBugger(ns, "", podbuggertest.Web)
 			pb.GenerateName = "pb-"
 			tc.change(pb)
 			err := env.Client.Create(ctx, pb)
@@ -274,21 +216,21 @@ func reconcileErrors(t *testing.T) float64 {
 func TestAFailureAfterItsRecordWasPrunedOpensANewOne(t *testing.T) {
 	g := testenv.NewG(t)
 	ns := env.Namespace(t)
-	env.StartManager(t, options())
-	web1 := runningPod(t, ns, "web-1", web)
-	pb := recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerCrashLoopBackOff}, nil)
-	g.Eventually(status(pb)).Should(condition(debugv1beta1.ConditionReady, metav1.ConditionTrue, debugv1beta1.ReasonCaptureOnly))
+	env.StartManager(t, podbuggertest.Options(env))
+	web1 := runningPod(t, ns, "web-1", podbuggertest.Web)
+	pb := podbuggertest.Recorder(t, env, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerCrashLoopBackOff}, nil)
+	g.Eventually(podbuggertest.Status(env, pb)).Should(podbuggertest.Condition(debugv1beta1.ConditionReady, metav1.ConditionTrue, debugv1beta1.ReasonCaptureOnly))
 
 	t0 := time.Now().Add(-3 * time.Second).Truncate(time.Second)
-	crash(t, web1, 2, 1, t0, true)
-	g.Eventually(incidentsIn(ns)).Should(HaveLen(1))
-	first, err := incidentsIn(ns)()
+	podbuggertest.Crash(t, env, web1, 2, 1, t0, true)
+	g.Eventually(podbuggertest.IncidentsIn(env, ns)).Should(HaveLen(1))
+	first, err := podbuggertest.IncidentsIn(env, ns)()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(env.Client.Delete(ctx, &first[0])).To(Succeed())
 	errorsBefore := reconcileErrors(t)
 
-	crash(t, web1, 3, 1, t0.Add(2*time.Second), true)
-	g.Eventually(incidentsIn(ns)).Should(ConsistOf(And(
+	podbuggertest.Crash(t, env, web1, 3, 1, t0.Add(2*time.Second), true)
+	g.Eventually(podbuggertest.IncidentsIn(env, ns)).Should(ConsistOf(And(
 		HaveField("Spec.Count", int32(1)), HaveField("Spec.LastFailure.ContainerID", "containerd://instance-3"))))
 	g.Expect(reconcileErrors(t)-errorsBefore).To(BeZero(), "reconcile errors of the incident recorder")
 }
@@ -300,10 +242,10 @@ func TestAFailureAfterItsRecordWasPrunedOpensANewOne(t *testing.T) {
 func TestInitContainerFailuresAreRecorded(t *testing.T) {
 	g := testenv.NewG(t)
 	ns := env.Namespace(t)
-	env.StartManager(t, options())
-	recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerError, debugv1beta1.TriggerOOMKilled}, nil)
+	env.StartManager(t, podbuggertest.Options(env))
+	podbuggertest.Recorder(t, env, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerError, debugv1beta1.TriggerOOMKilled}, nil)
 	limits := corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("16Mi")}
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-init", Labels: web}, Spec: corev1.PodSpec{
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-init", Labels: podbuggertest.Web}, Spec: corev1.PodSpec{
 		InitContainers: []corev1.Container{
 			{Name: "migrate", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{Limits: limits}},
 			{Name: "proxy", Image: "registry.k8s.io/pause:3.10", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)},
@@ -325,11 +267,11 @@ func TestInitContainerFailuresAreRecorded(t *testing.T) {
 		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}}
 	g.Expect(env.Client.Status().Update(ctx, p)).To(Succeed())
 
-	g.Eventually(incidentsIn(ns)).Should(ConsistOf(
+	g.Eventually(podbuggertest.IncidentsIn(env, ns)).Should(ConsistOf(
 		And(HaveField("Spec.Container", "migrate"), HaveField("Spec.ContainerKind", debugv1beta1.ContainerKindInit),
 			HaveField("Spec.Reason", debugv1beta1.IncidentError), HaveField("Spec.LastFailure.ExitCode", int32(3)),
 			HaveField("Spec.Resources.Limits", HaveKeyWithValue(corev1.ResourceMemory, resource.MustParse("16Mi")))),
 		And(HaveField("Spec.Container", "proxy"), HaveField("Spec.ContainerKind", debugv1beta1.ContainerKindSidecar),
 			HaveField("Spec.Reason", debugv1beta1.IncidentOOMKilled), HaveField("Spec.LastFailure.ContainerID", "containerd://proxy-1"))))
-	g.Consistently(incidentsIn(ns)).Should(HaveLen(2))
+	g.Consistently(podbuggertest.IncidentsIn(env, ns)).Should(HaveLen(2))
 }

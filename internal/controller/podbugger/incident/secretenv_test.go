@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
+	"github.com/deckhand-dev/deckhand/internal/controller/podbugger/podbuggertest"
 	"github.com/deckhand-dev/deckhand/internal/manager"
 	"github.com/deckhand-dev/deckhand/internal/testenv"
 )
@@ -31,14 +32,14 @@ func secretEnvPod(t *testing.T, ns string, secrets client.Reader) {
 		Data: map[string][]byte{"password": []byte(takenByKey + "\n"), "other": []byte(notTaken)}})
 	env.Create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api"},
 		Data: map[string][]byte{"KEY": []byte(takenByFrom)}})
-	opts := options()
+	opts := podbuggertest.Options(env)
 	opts.WatchNamespaces = []string{"kube-system"}
 	env.StartManager(t, opts)
 	runRecorderWith(t, []string{ns}, func(context.Context, string, string, string, bool, int) (string, bool, error) {
 		return "connecting as " + takenByKey + " with " + takenByFrom + "\nfallback " + notTaken + "\nexit 1\n", false, nil
 	}, 0, secrets)
-	recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerCrashLoopBackOff}, nil)
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app", Labels: web},
+	podbuggertest.Recorder(t, env, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerCrashLoopBackOff}, nil)
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app", Labels: podbuggertest.Web},
 		Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10",
 			Env: []corev1.EnvVar{{Name: "DB", ValueFrom: &corev1.EnvVarSource{
 				SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "password"}}}},
@@ -66,7 +67,7 @@ func TestARecordKeepsNoValueItsPodTakesFromSecrets(t *testing.T) {
 	ns := env.Namespace(t)
 	before, _ := testenv.Metric("deckhand_podbugger_secret_env_reads_total", map[string]string{"outcome": "read"})
 	secretEnvPod(t, ns, env.Client)
-	g.Eventually(incidentsIn(ns)).WithTimeout(15 * time.Second).Should(ConsistOf(And(
+	g.Eventually(podbuggertest.IncidentsIn(env, ns)).WithTimeout(15 * time.Second).Should(ConsistOf(And(
 		HaveField("Spec.LogTail", And(Not(ContainSubstring(takenByKey)), Not(ContainSubstring(takenByFrom)),
 			ContainSubstring("connecting as [REDACTED:secret-env] with [REDACTED:secret-env]"), ContainSubstring(notTaken))),
 		HaveField("Spec.LastFailure.Message", "refused [REDACTED:secret-env]"))))
@@ -83,7 +84,7 @@ func TestARecordIsWrittenWhenItsPodsSecretsCannotBeRead(t *testing.T) {
 	nobody, err := client.New(env.UserConfig(t, "nobody"), client.Options{Scheme: manager.Scheme})
 	g.Expect(err).NotTo(HaveOccurred())
 	secretEnvPod(t, ns, nobody)
-	g.Eventually(incidentsIn(ns)).WithTimeout(15 * time.Second).Should(ConsistOf(
+	g.Eventually(podbuggertest.IncidentsIn(env, ns)).WithTimeout(15 * time.Second).Should(ConsistOf(
 		HaveField("Spec.LogTail", ContainSubstring("connecting as "+takenByKey))))
 	g.Expect(testenv.Metric("deckhand_podbugger_secret_env_reads_total", map[string]string{"outcome": "forbidden"})).
 		To(BeNumerically(">", before))

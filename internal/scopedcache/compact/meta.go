@@ -1,15 +1,18 @@
-package scopedcache
+// Package compact holds the compact forms of what cached objects carry: Meta,
+// an object's metadata in fewer bytes than a metav1.ObjectMeta, which a
+// compact type embeds to be a metav1.Object.
+package compact
 
 import (
 	"slices"
-	"strings"
-	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/deckhand-dev/deckhand/internal/scopedcache/intern"
 )
 
-// Meta is the metadata of an object held compact (Need.Expand): what a
+// Meta is the metadata of an object held compact (scopedcache.Need.Expand): what a
 // metav1.ObjectMeta holds but generateName, selfLink and managedFields
 // (which no cache keeps), in 192 bytes instead of 232, labels as key, value
 // pairs (a slice of four labels is 128 bytes, a map of them over 300) and
@@ -35,7 +38,7 @@ var _ metav1.Object = &Meta{}
 
 // MetaOf is what a Meta holds of m, sharing m's content but its labels.
 func MetaOf(m *metav1.ObjectMeta) Meta {
-	out := Meta{name: m.Name, namespace: Intern(m.Namespace), uid: string(m.UID), resourceVersion: m.ResourceVersion,
+	out := Meta{name: m.Name, namespace: intern.String(m.Namespace), uid: string(m.UID), resourceVersion: m.ResourceVersion,
 		generation: m.Generation, creation: m.CreationTimestamp, deletion: m.DeletionTimestamp, grace: m.DeletionGracePeriodSeconds,
 		annotations: m.Annotations, finalizers: m.Finalizers}
 	out.SetLabels(m.Labels)
@@ -47,7 +50,7 @@ func MetaOf(m *metav1.ObjectMeta) Meta {
 		for i := range out.owners {
 			// Objects of one owner share all of it.
 			r := &out.owners[i]
-			r.APIVersion, r.Kind, r.Name, r.UID = Intern(r.APIVersion), Intern(r.Kind), Intern(r.Name), types.UID(Intern(string(r.UID)))
+			r.APIVersion, r.Kind, r.Name, r.UID = intern.String(r.APIVersion), intern.String(r.Kind), intern.String(r.Name), types.UID(intern.String(string(r.UID)))
 			r.Controller, r.BlockOwnerDeletion = shared(r.Controller), shared(r.BlockOwnerDeletion)
 		}
 	}
@@ -103,53 +106,11 @@ func shared(b *bool) *bool {
 	}
 }
 
-// Intern is s, held once however many objects carry it, within a bound.
-//
-// unique.Make alone shares a string only while its handle lives, and the
-// string it returns does not keep the handle: after the next GC the next
-// object of the same text got a copy of its own. So the table keeps every
-// string it returns, up to internBytes of them; when they would pass that,
-// it starts again empty (the objects holding the old strings keep them;
-// later objects share new copies). A tenant writing distinct values (labels
-// up to 63 bytes, images) fills it sooner, so sharing starts over more
-// often, but the table never holds more than internBytes.
-func Intern(s string) string {
-	if s == "" {
-		return ""
-	}
-	interned.mu.Lock()
-	defer interned.mu.Unlock()
-	if held, ok := interned.m[s]; ok {
-		return held
-	}
-	cost := len(s) + internEntry
-	if interned.m == nil || interned.bytes+cost > internBytes {
-		interned.m, interned.bytes = make(map[string]string, 1024), 0
-	}
-	held := strings.Clone(s)
-	interned.m[held] = held
-	interned.bytes += cost
-	return held
-}
-
-// internBytes bounds what Intern's table holds: its strings' bytes and
-// their entries' (internEntry each). 4 MiB is some 30,000 label values.
-const (
-	internBytes = 4 << 20
-	internEntry = 64
-)
-
-var interned struct {
-	mu    sync.Mutex
-	m     map[string]string
-	bytes int
-}
-
 // GetNamespace is metav1.Object's.
 func (m *Meta) GetNamespace() string { return m.namespace }
 
 // SetNamespace is metav1.Object's.
-func (m *Meta) SetNamespace(namespace string) { m.namespace = Intern(namespace) }
+func (m *Meta) SetNamespace(namespace string) { m.namespace = intern.String(namespace) }
 
 // GetName is metav1.Object's.
 func (m *Meta) GetName() string { return m.name }
@@ -266,9 +227,9 @@ func (m *Meta) SetLabels(in map[string]string) {
 		case string(m.GetUID()):
 			v = string(m.GetUID())
 		default:
-			v = Intern(v)
+			v = intern.String(v)
 		}
-		m.labels = append(m.labels, Intern(k), v)
+		m.labels = append(m.labels, intern.String(k), v)
 	}
 }
 

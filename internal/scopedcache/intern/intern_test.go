@@ -1,4 +1,4 @@
-package scopedcache
+package intern
 
 import (
 	"runtime"
@@ -10,10 +10,10 @@ import (
 // Objects made after a GC share the strings of those made before it: the
 // memory figures of compact objects count each repeated string once.
 func TestInternSharesAcrossGCs(t *testing.T) {
-	first := Intern(strings.Repeat("label-value-", 3))
+	first := String(strings.Repeat("label-value-", 3))
 	runtime.GC()
 	runtime.GC()
-	later := Intern(strings.Repeat("label-value-", 3))
+	later := String(strings.Repeat("label-value-", 3))
 	if unsafe.StringData(first) != unsafe.StringData(later) {
 		t.Fatalf("a string interned after a GC is a new copy: shared only between two GCs")
 	}
@@ -24,7 +24,7 @@ func TestInternSharesAcrossGCs(t *testing.T) {
 // over rather than grow it.
 func TestInternIsBounded(t *testing.T) {
 	for i := range 200_000 {
-		Intern(strings.Repeat("x", 40) + string(rune('a'+i%26)) + strings.Repeat("y", i%97) + itoa(i))
+		String(strings.Repeat("x", 40) + string(rune('a'+i%26)) + strings.Repeat("y", i%97) + itoa(i))
 	}
 	interned.mu.Lock()
 	defer interned.mu.Unlock()

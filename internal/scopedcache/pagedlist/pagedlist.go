@@ -1,4 +1,6 @@
-package scopedcache
+// Package pagedlist makes informers that read their lists in pages, each
+// page's objects transformed as the page arrives, and never stream them.
+package pagedlist
 
 import (
 	"context"
@@ -33,7 +35,7 @@ import (
 // A plain paginated list has no such wait, but client-go's reflector
 // gathers every page into one list of whole decoded objects before its
 // transform runs: the peak the streaming list exists to avoid (100,000
-// Jobs decoded at once). So the List of InPages' informers reads the pages
+// Jobs decoded at once). So the List of Informers' informers reads the pages
 // itself and transforms each page's objects before reading the next: the
 // peak is one page of whole objects; the informer's store still applies
 // the transform again to what it is given, which every transform here
@@ -47,10 +49,10 @@ const pageSize = 500
 // NewInformerFunc is cache.Options.NewInformer.
 type NewInformerFunc = func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer
 
-// InPages is an informer constructor for opts (its NewInformer, or
+// Informers is an informer constructor for opts (its NewInformer, or
 // client-go's when nil) whose informers list in pages, transformed page by
 // page with the transform opts gives their kind, instead of streaming.
-func InPages(opts cache.Options) NewInformerFunc {
+func Informers(opts cache.Options) NewInformerFunc {
 	next := opts.NewInformer
 	if next == nil {
 		next = toolscache.NewSharedIndexInformer

@@ -1,4 +1,4 @@
-package scopedcache_test
+package pagedlist_test
 
 import (
 	"context"
@@ -18,10 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/deckhand-dev/deckhand/internal/scopedcache"
+	"github.com/deckhand-dev/deckhand/internal/scopedcache/pagedlist"
 )
 
-// An informer of InPages reads its list as pages, each transformed before
+// An informer of Informers reads its list as pages, each transformed before
 // the next is read, so the peak is one page of whole objects, not the list;
 // and it never streams the list, whose end the apiserver announces only on
 // its once-a-second bookmark timer.
@@ -37,7 +37,7 @@ func TestInformersListInPagesTransformedAsTheyArrive(t *testing.T) {
 		return nil
 	})
 	var handed toolscache.ListerWatcher
-	newInformer := scopedcache.InPages(cache.Options{
+	newInformer := pagedlist.Informers(cache.Options{
 		ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: func(o any) (any, error) {
 			transformed++
 			p := o.(*corev1.Pod)
@@ -112,7 +112,7 @@ func TestAListWhoseVersionExpiredStartsOverOnce(t *testing.T) {
 			return nil
 		})
 		var handed toolscache.ListerWatcher
-		scopedcache.InPages(cache.Options{NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
+		pagedlist.Informers(cache.Options{NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
 			handed = lw
 			return toolscache.NewSharedIndexInformer(lw, obj, resync, idx)
 		}})(lw, &corev1.Pod{}, 0, toolscache.Indexers{})
