@@ -327,16 +327,16 @@ func TestAFirstInstanceRestartedBeforeItsLogIsReadKeepsItsOwnLog(t *testing.T) {
 		}
 		return "the log of containerd://instance-1\n", false, nil
 	})
-	recorder(t, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerError}, nil)
+	podbuggertest.Recorder(t, env, ns, []debugv1beta1.Trigger{debugv1beta1.TriggerError}, nil)
 	finished := time.Now().Add(-time.Second).Truncate(time.Second)
 	for _, name := range []string{"restarted", "stopped"} {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: web},
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: podbuggertest.Web},
 			Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
 		env.Create(t, p)
 		time.Sleep(time.Second) // the recorder has seen the pod
-		crash(t, p, 1, 1, finished, false)
+		podbuggertest.Crash(t, env, p, 1, 1, finished, false)
 	}
-	g.Eventually(incidentsIn(ns)).WithTimeout(15 * time.Second).Should(ConsistOf(
+	g.Eventually(podbuggertest.IncidentsIn(env, ns)).WithTimeout(15 * time.Second).Should(ConsistOf(
 		And(HaveField("Spec.Pod.Name", "restarted"), HaveField("Spec.LogTail", "the log of containerd://instance-1\n")),
 		And(HaveField("Spec.Pod.Name", "stopped"), HaveField("Spec.LogTail", "the log of containerd://instance-1\n"))))
 }
