@@ -167,30 +167,66 @@ func (r *registration) deliver(s *space, ev event, old, obj any, initial bool) {
 	k := r.k
 	k.deliverMu.RLock()
 	defer k.deliverMu.RUnlock()
-	// Handed once delivering, not while a handover holds deliveries: an
-	// event waiting behind a handover is dropped, not told (toldUpTo).
-	r.mu.Lock()
-	r.advance(s, obj)
-	r.mu.Unlock()
 	ns, name := keyOf(obj)
-	if k.ownerOf(ns) != s {
-		return
-	}
-	r.mu.Lock()
-	_, tracked := r.told[ns]
-	r.mu.Unlock()
-	if initial && !tracked && !regress.untrackedFirst {
+	// The handler is told ns's events one at a time, in the order they
+	// passed the owner check: an event of the old owner that passed it
+	// before a claim is told before any of the claimant's.
+	tell := r.tellLock(ns)
+	tell.Lock()
+	defer tell.Unlock()
+	if initial && !regress.untrackedFirst && k.ownerOf(ns) == s && !r.tracks(ns) {
 		// The first the handler hears of ns from its owner: recorded from
 		// here on, so that a switch starting before the owner has synced
 		// (or told all it holds) knows what was told.
 		k.trackFirst(r, s, ns)
 	}
+	ok := false
+	// Handed, checked against the owner and recorded as told at one
+	// instant for a claim (claimLocked), as for a handover (deliverMu):
+	// an event handed and then dropped behind a change of owner would
+	// count as told (toldUpTo) and never be.
+	k.claimMu.RLock()
 	r.mu.Lock()
-	ev, old, obj, ok := r.checkLocked(s, ns, name, ev, old, obj)
+	r.advance(s, obj)
 	r.mu.Unlock()
+	if k.onHanded != nil {
+		k.onHanded(s, ns, name)
+	}
+	if k.ownerOf(ns) == s {
+		r.mu.Lock()
+		ev, old, obj, ok = r.checkLocked(s, ns, name, ev, old, obj)
+		r.mu.Unlock()
+	}
+	k.claimMu.RUnlock()
 	if ok {
 		r.dispatch(ev, old, obj, initial)
 	}
+}
+
+// tellLock is what r's deliveries of namespace hold from their owner check
+// to the end of telling the handler. A claim does not take it: a handler
+// being told an event may read the cache, and the read claim a namespace.
+func (r *registration) tellLock(namespace string) *sync.Mutex {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.telling == nil {
+		r.telling = map[string]*sync.Mutex{}
+	}
+	m := r.telling[namespace]
+	if m == nil {
+		m = &sync.Mutex{}
+		r.telling[namespace] = m
+	}
+	return m
+}
+
+// tracks reports whether r's deliveries of namespace are checked against
+// what it was told.
+func (r *registration) tracks(namespace string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.told[namespace]
+	return ok
 }
 
 // advance records that r has been handed obj's version by s. r.mu is
@@ -638,6 +674,9 @@ type registration struct {
 
 	mu   sync.Mutex
 	told map[string]*toldIn
+	// telling holds, per namespace, the lock of its deliveries
+	// (tellLock); kept for the registration's life (a mutex a namespace).
+	telling map[string]*sync.Mutex
 	// pos is, per space, the latest resourceVersion r has been handed
 	// (toldUpTo).
 	pos map[*space]uint64
