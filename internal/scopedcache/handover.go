@@ -199,6 +199,9 @@ func (r *registration) deliver(s *space, ev event, old, obj any, initial bool) {
 	}
 	k.claimMu.RUnlock()
 	if ok {
+		if k.onTelling != nil {
+			k.onTelling(s, ns, name)
+		}
 		r.dispatch(ev, old, obj, initial)
 	}
 }

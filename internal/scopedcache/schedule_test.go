@@ -185,6 +185,9 @@ type schedule struct {
 	// handed, when set, is told of each event a delivery has been handed
 	// (kind.onHanded).
 	handed atomic.Pointer[func(s *space, namespace, name string)]
+	// telling, when set, is told of each event a delivery is about to
+	// tell a handler (kind.onTelling).
+	telling atomic.Pointer[func(s *space, namespace, name string)]
 }
 
 func runSchedule(seed uint64, logf func(string, ...any)) (err error) {
@@ -248,6 +251,11 @@ func (s *schedule) startCache(ctx context.Context, expand func(client.Object) (c
 	s.k.onUntold = s.untold
 	s.k.onHanded = func(sp *space, namespace, name string) {
 		if f := s.handed.Load(); f != nil {
+			(*f)(sp, namespace, name)
+		}
+	}
+	s.k.onTelling = func(sp *space, namespace, name string) {
+		if f := s.telling.Load(); f != nil {
 			(*f)(sp, namespace, name)
 		}
 	}

@@ -417,6 +417,9 @@ type kind struct {
 	// onHanded, when set (by tests), is told of each event a delivery has
 	// been handed, before its check against the owner.
 	onHanded func(s *space, namespace, name string)
+	// onTelling, when set (by tests), is told of each event a delivery
+	// is about to tell a handler.
+	onTelling func(s *space, namespace, name string)
 }
 
 type indexer struct {
