@@ -193,3 +193,92 @@ func stubNotNeeded(t *testing.T, s *schedule) {
 		return nil
 	})
 }
+
+// A namespace's own informer that never synced, stopped while a
+// cluster-wide informer ran, left its namespace to nothing, not to the
+// cluster-wide informer: that informer had listed the namespace while the
+// own one owned it, its Adds dropped but counted as handed, and a space of
+// the namespace started later counted them as told (trackLocked), so
+// handlers were never told those pods. The path of seed 592 (a debug
+// trace of a failing replay: "handler 0 holds ns-03/p3 at "", the
+// apiserver at 27 []"): ns-00's own informer cannot list; the kind goes
+// cluster-wide and back below the threshold before the cluster-wide
+// informer has synced (ns-02, needed then, keeps it running: its own
+// informer cannot list either); the cluster-wide informer lists ns-00;
+// ns-00's own informer, not needed, is stopped (not synced in keepFor),
+// and ns-00 is needed again.
+func TestAStoppedOwnersNamespaceIsToldAnew(t *testing.T) {
+	s := newScriptWith(t, Options{}, map[string]int{"ns-00": 2}, []string{"ns-01"}, nil)
+	s.api.refuse("ns-00", true)
+	s.need["ns-00"] = true
+	s.publishNeeds()
+	s.k.pokeRun()
+	var own *space
+	s.eventually(t, "ns-00's own informer starts", func() error {
+		s.k.mu.Lock()
+		defer s.k.mu.Unlock()
+		if own = s.k.spaces["ns-00"]; own == nil || s.k.ownerOf("ns-00") != own {
+			return fmt.Errorf("ns-00 has no informer of its own owning it")
+		}
+		return nil
+	})
+
+	// Cluster-wide, and back below the threshold before its informer has
+	// listed.
+	s.api.setListDelay(300 * time.Millisecond)
+	s.api.refuse("ns-02", true)
+	s.needFirst(ClusterWideAbove + 1)
+	var all *space
+	s.eventually(t, "the cluster-wide informer starts", func() error {
+		s.k.mu.Lock()
+		defer s.k.mu.Unlock()
+		if all = s.k.spaces[allNamespaces]; all == nil {
+			return fmt.Errorf("no cluster-wide informer")
+		}
+		return nil
+	})
+	clear(s.need)
+	for _, ns := range []string{"ns-00", "ns-01", "ns-02"} {
+		s.need[ns] = true
+	}
+	s.publishNeeds()
+	s.k.pokeRun()
+	s.eventually(t, "the cluster-wide informer lists", func() error {
+		if !isClosed(all.synced) {
+			return fmt.Errorf("not synced")
+		}
+		for i, r := range s.k.handlers {
+			if r.toldUpTo(all) == 0 {
+				return fmt.Errorf("handler %d has been handed nothing of it", i)
+			}
+		}
+		return nil
+	})
+	s.api.setListDelay(0)
+	if s.k.ownerOf("ns-00") != own {
+		t.Fatalf("ns-00 was handed over before its own informer stopped")
+	}
+
+	// Not needed, ns-00's own informer stops; needed again, a new one
+	// tells it.
+	s.need["ns-00"] = false
+	s.publishNeeds()
+	s.k.pokeRun()
+	s.eventually(t, "ns-00's own informer stops", func() error {
+		s.k.mu.Lock()
+		defer s.k.mu.Unlock()
+		if s.k.spaces["ns-00"] != nil {
+			return fmt.Errorf("still running")
+		}
+		return nil
+	})
+	s.api.refuse("ns-00", false)
+	s.api.refuse("ns-02", false)
+	s.need["ns-00"] = true
+	s.publishNeeds()
+	s.k.pokeRun()
+	s.eventually(t, "ns-00 needed again", s.converged)
+	if err := s.check(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -2,6 +2,7 @@ package scopedcache
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,7 +43,8 @@ import (
 // It is replaced, never changed, and read without a lock.
 type owners struct {
 	byNS map[string]*space
-	// all owns the namespaces byNS does not name.
+	// all owns the namespaces byNS does not name; one byNS names nil is
+	// nothing's (disown).
 	all *space
 }
 
@@ -58,7 +60,7 @@ func (k *kind) ownerOf(namespace string) *space { return k.owners.Load().of(name
 
 // setOwner makes s the owner of namespace (of every namespace not owned by
 // a namespace's own space when s is cluster-wide), or, with s nil, leaves
-// namespace to the cluster-wide space.
+// namespace to the cluster-wide space (disown leaves it to nothing).
 func (k *kind) setOwner(namespace string, s *space) {
 	k.ownMu.Lock()
 	defer k.ownMu.Unlock()
@@ -79,7 +81,11 @@ func (k *kind) setOwner(namespace string, s *space) {
 }
 
 // disown removes s from the owners: the namespaces it owned have no owner
-// (or the cluster-wide space) from now on.
+// from now on. A namespace's own space leaves its namespace to nothing,
+// not to a cluster-wide space running: that space's events there were
+// not told (another space owned it) though handed (toldUpTo), and a space
+// joining later would count what it holds as told (trackLocked). The next
+// space of the namespace tells it from its start (joinLocked).
 func (k *kind) disown(s *space) {
 	o := k.owners.Load()
 	if s.namespace == allNamespaces {
@@ -88,9 +94,26 @@ func (k *kind) disown(s *space) {
 		}
 		return
 	}
-	if o.byNS[s.namespace] == s {
-		k.setOwner(s.namespace, nil)
+	if o.byNS[s.namespace] != s {
+		return
 	}
+	if o.all == nil {
+		k.setOwner(s.namespace, nil)
+		return
+	}
+	k.ownMu.Lock()
+	defer k.ownMu.Unlock()
+	o = k.owners.Load()
+	n := &owners{byNS: maps.Clone(o.byNS), all: o.all}
+	n.byNS[s.namespace] = nil // nothing tells it
+	k.owners.Store(n)
+}
+
+// untoldLocked reports whether nothing tells namespace though a
+// cluster-wide space runs (disown). k.mu is held.
+func (k *kind) untoldLocked(namespace string) bool {
+	s, ok := k.owners.Load().byNS[namespace]
+	return ok && s == nil
 }
 
 // told is what a handler was last told about one object of a tracked

@@ -628,7 +628,9 @@ func (k *kind) plan(needed sets.Set[string], now time.Time) ([]move, error) {
 		// namespaces it holds stubs of (stubs.go): those keep their own.
 		wanted := sets.New(allNamespaces)
 		for ns := range needed {
-			if k.isStubbed(ns) {
+			if k.isStubbed(ns) || k.untoldLocked(ns) {
+				// And those nothing tells (disown): their own tells them
+				// from its start, and hands them over once synced.
 				wanted.Insert(ns)
 			}
 		}
@@ -1008,7 +1010,9 @@ func (k *kind) joinLocked(s *space) {
 		k.setOwner(allNamespaces, s)
 	}
 	for ns, from := range o.byNS {
-		k.trackLocked(ns, from)
+		if from != nil {
+			k.trackLocked(ns, from)
+		}
 	}
 }
 
