@@ -37,7 +37,9 @@ import (
 // the namespace's own space tells it (and answers its reads) from its start,
 // and is handed it, the difference told, once it has synced. An own space
 // that started before the cluster-wide space stubbed its namespace claims
-// it so at the first read (claimLocked).
+// it so at the first read (claimLocked). A namespace's own space that stops
+// while it owns its namespace leaves it to nothing, never to a cluster-wide
+// space whose events there were dropped (disown).
 
 // owners maps each namespace to the space whose events reach handlers.
 // It is replaced, never changed, and read without a lock.
