@@ -123,7 +123,7 @@ func (a *fakeAPI) setDown(down bool) {
 
 // refuse refuses (or serves again) the requests of namespace's own
 // informers, and ends their watches: an outage only they see.
-func (a *fakeAPI) refuse(namespace string, refused bool) { //nolint:unparam // the scripted tests refuse ns-00 today; the namespace is what a test reads
+func (a *fakeAPI) refuse(namespace string, refused bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.refused == nil {

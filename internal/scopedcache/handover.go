@@ -2,6 +2,7 @@ package scopedcache
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,13 +37,16 @@ import (
 // the namespace's own space tells it (and answers its reads) from its start,
 // and is handed it, the difference told, once it has synced. An own space
 // that started before the cluster-wide space stubbed its namespace claims
-// it so at the first read (claimLocked).
+// it so at the first read (claimLocked). A namespace's own space that stops
+// while it owns its namespace leaves it to nothing, never to a cluster-wide
+// space whose events there were dropped (disown).
 
 // owners maps each namespace to the space whose events reach handlers.
 // It is replaced, never changed, and read without a lock.
 type owners struct {
 	byNS map[string]*space
-	// all owns the namespaces byNS does not name.
+	// all owns the namespaces byNS does not name; one byNS names nil is
+	// nothing's (disown).
 	all *space
 }
 
@@ -58,7 +62,7 @@ func (k *kind) ownerOf(namespace string) *space { return k.owners.Load().of(name
 
 // setOwner makes s the owner of namespace (of every namespace not owned by
 // a namespace's own space when s is cluster-wide), or, with s nil, leaves
-// namespace to the cluster-wide space.
+// namespace to the cluster-wide space (disown leaves it to nothing).
 func (k *kind) setOwner(namespace string, s *space) {
 	k.ownMu.Lock()
 	defer k.ownMu.Unlock()
@@ -79,7 +83,11 @@ func (k *kind) setOwner(namespace string, s *space) {
 }
 
 // disown removes s from the owners: the namespaces it owned have no owner
-// (or the cluster-wide space) from now on.
+// from now on. A namespace's own space leaves its namespace to nothing,
+// not to a cluster-wide space running: that space's events there were
+// not told (another space owned it) though handed (toldUpTo), and a space
+// joining later would count what it holds as told (trackLocked). The next
+// space of the namespace tells it from its start (joinLocked).
 func (k *kind) disown(s *space) {
 	o := k.owners.Load()
 	if s.namespace == allNamespaces {
@@ -88,9 +96,26 @@ func (k *kind) disown(s *space) {
 		}
 		return
 	}
-	if o.byNS[s.namespace] == s {
-		k.setOwner(s.namespace, nil)
+	if o.byNS[s.namespace] != s {
+		return
 	}
+	if o.all == nil {
+		k.setOwner(s.namespace, nil)
+		return
+	}
+	k.ownMu.Lock()
+	defer k.ownMu.Unlock()
+	o = k.owners.Load()
+	n := &owners{byNS: maps.Clone(o.byNS), all: o.all}
+	n.byNS[s.namespace] = nil // nothing tells it
+	k.owners.Store(n)
+}
+
+// untoldLocked reports whether nothing tells namespace though a
+// cluster-wide space runs (disown). k.mu is held.
+func (k *kind) untoldLocked(namespace string) bool {
+	s, ok := k.owners.Load().byNS[namespace]
+	return ok && s == nil
 }
 
 // told is what a handler was last told about one object of a tracked
@@ -167,30 +192,69 @@ func (r *registration) deliver(s *space, ev event, old, obj any, initial bool) {
 	k := r.k
 	k.deliverMu.RLock()
 	defer k.deliverMu.RUnlock()
-	// Handed once delivering, not while a handover holds deliveries: an
-	// event waiting behind a handover is dropped, not told (toldUpTo).
-	r.mu.Lock()
-	r.advance(s, obj)
-	r.mu.Unlock()
 	ns, name := keyOf(obj)
-	if k.ownerOf(ns) != s {
-		return
-	}
-	r.mu.Lock()
-	_, tracked := r.told[ns]
-	r.mu.Unlock()
-	if initial && !tracked && !regress.untrackedFirst {
+	// The handler is told ns's events one at a time, in the order they
+	// passed the owner check: an event of the old owner that passed it
+	// before a claim is told before any of the claimant's.
+	tell := r.tellLock(ns)
+	tell.Lock()
+	defer tell.Unlock()
+	if initial && !regress.untrackedFirst && k.ownerOf(ns) == s && !r.tracks(ns) {
 		// The first the handler hears of ns from its owner: recorded from
 		// here on, so that a switch starting before the owner has synced
 		// (or told all it holds) knows what was told.
 		k.trackFirst(r, s, ns)
 	}
+	ok := false
+	// Handed, checked against the owner and recorded as told at one
+	// instant for a claim (claimLocked), as for a handover (deliverMu):
+	// an event handed and then dropped behind a change of owner would
+	// count as told (toldUpTo) and never be.
+	k.claimMu.RLock()
 	r.mu.Lock()
-	ev, old, obj, ok := r.checkLocked(s, ns, name, ev, old, obj)
+	r.advance(s, obj)
 	r.mu.Unlock()
+	if k.onHanded != nil {
+		k.onHanded(s, ns, name)
+	}
+	if k.ownerOf(ns) == s {
+		r.mu.Lock()
+		ev, old, obj, ok = r.checkLocked(s, ns, name, ev, old, obj)
+		r.mu.Unlock()
+	}
+	k.claimMu.RUnlock()
 	if ok {
+		if k.onTelling != nil {
+			k.onTelling(s, ns, name)
+		}
 		r.dispatch(ev, old, obj, initial)
 	}
+}
+
+// tellLock is what r's deliveries of namespace hold from their owner check
+// to the end of telling the handler. A claim does not take it: a handler
+// being told an event may read the cache, and the read claim a namespace.
+func (r *registration) tellLock(namespace string) *sync.Mutex {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.telling == nil {
+		r.telling = map[string]*sync.Mutex{}
+	}
+	m := r.telling[namespace]
+	if m == nil {
+		m = &sync.Mutex{}
+		r.telling[namespace] = m
+	}
+	return m
+}
+
+// tracks reports whether r's deliveries of namespace are checked against
+// what it was told.
+func (r *registration) tracks(namespace string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.told[namespace]
+	return ok
 }
 
 // advance records that r has been handed obj's version by s. r.mu is
@@ -638,6 +702,9 @@ type registration struct {
 
 	mu   sync.Mutex
 	told map[string]*toldIn
+	// telling holds, per namespace, the lock of its deliveries
+	// (tellLock); kept for the registration's life (a mutex a namespace).
+	telling map[string]*sync.Mutex
 	// pos is, per space, the latest resourceVersion r has been handed
 	// (toldUpTo).
 	pos map[*space]uint64

@@ -184,6 +184,12 @@ type schedule struct {
 	readErrs chan string
 	// options are the cache's (KeepFor 200 ms when zero).
 	options Options
+	// handed, when set, is told of each event a delivery has been handed
+	// (kind.onHanded).
+	handed atomic.Pointer[func(s *space, namespace, name string)]
+	// telling, when set, is told of each event a delivery is about to
+	// tell a handler (kind.onTelling).
+	telling atomic.Pointer[func(s *space, namespace, name string)]
 }
 
 func runSchedule(seed uint64, logf func(string, ...any)) (err error) {
@@ -245,6 +251,16 @@ func (s *schedule) startCache(ctx context.Context, expand func(client.Object) (c
 	s.k = s.c.kinds[corev1.SchemeGroupVersion.WithKind("Pod")]
 	s.k.onRead = s.onRead
 	s.k.onUntold = s.untold
+	s.k.onHanded = func(sp *space, namespace, name string) {
+		if f := s.handed.Load(); f != nil {
+			(*f)(sp, namespace, name)
+		}
+	}
+	s.k.onTelling = func(sp *space, namespace, name string) {
+		if f := s.telling.Load(); f != nil {
+			(*f)(sp, namespace, name)
+		}
+	}
 	for range 2 {
 		if err := s.addLedger(); err != nil {
 			return err

@@ -402,6 +402,11 @@ type kind struct {
 	owners    atomic.Pointer[owners]
 	ownMu     sync.Mutex
 	deliverMu sync.RWMutex
+	// claimMu is held for writing by a claim (claimLocked), around its
+	// record and its change of owner, and for reading by a delivery from
+	// being handed an event to its check against the owner and the
+	// record. Taken after mu, never before it.
+	claimMu sync.RWMutex
 
 	// onRead, when set (by tests), is told which space answers each read
 	// of a namespace, and the owners of that moment. k.mu is held.
@@ -409,6 +414,12 @@ type kind struct {
 	// onUntold, when set (by tests), is told of each space stopped, after
 	// its namespaces lost it as their owner. k.mu is held.
 	onUntold func(namespace string)
+	// onHanded, when set (by tests), is told of each event a delivery has
+	// been handed, before its check against the owner.
+	onHanded func(s *space, namespace, name string)
+	// onTelling, when set (by tests), is told of each event a delivery
+	// is about to tell a handler.
+	onTelling func(s *space, namespace, name string)
 }
 
 type indexer struct {
@@ -617,7 +628,9 @@ func (k *kind) plan(needed sets.Set[string], now time.Time) ([]move, error) {
 		// namespaces it holds stubs of (stubs.go): those keep their own.
 		wanted := sets.New(allNamespaces)
 		for ns := range needed {
-			if k.isStubbed(ns) {
+			if k.isStubbed(ns) || k.untoldLocked(ns) {
+				// And those nothing tells (disown): their own tells them
+				// from its start, and hands them over once synced.
 				wanted.Insert(ns)
 			}
 		}
@@ -997,7 +1010,9 @@ func (k *kind) joinLocked(s *space) {
 		k.setOwner(allNamespaces, s)
 	}
 	for ns, from := range o.byNS {
-		k.trackLocked(ns, from)
+		if from != nil {
+			k.trackLocked(ns, from)
+		}
 	}
 }
 
@@ -1012,8 +1027,14 @@ func (k *kind) joinLocked(s *space) {
 // needed for a moment) and the namespace is read: the cluster-wide space
 // cannot answer the read, and s cannot answer it while another space
 // tells the namespace. Its events are checked against what was told: the
-// cluster-wide space may have told a version s has yet to. k.mu is held.
+// cluster-wide space may have told a version s has yet to. The record and
+// the change of owner are one instant for deliveries (claimMu): a delivery
+// handed an event is checked against the owner and recorded before the
+// claim, or handed it after. A delivery does not hold claimMu while it
+// tells the handler, which may read the cache and so claim. k.mu is held.
 func (k *kind) claimLocked(s *space) {
+	k.claimMu.Lock()
+	defer k.claimMu.Unlock()
 	from := k.ownerOf(s.namespace)
 	if from != nil && from != s {
 		k.trackLocked(s.namespace, from)
