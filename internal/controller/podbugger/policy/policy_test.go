@@ -43,6 +43,7 @@ func TestChecks(t *testing.T) {
 		"general with the flag":    {check: ProfileAllowed, in: input("busybox:1", debugv1beta1.ProfileGeneral, enabled, true)},
 		"no runAsUser":             {check: UserNotRoot, in: input("busybox:1", "", enabled, false)},
 		"runAsUser 1000":           {check: UserNotRoot, in: withUser(input("busybox:1", "", enabled, false), 1000)},
+		"runAsUser 1":              {check: UserNotRoot, in: withUser(input("busybox:1", "", enabled, false), 1)},
 		"runAsUser 0 (root)":       {check: UserNotRoot, in: withUser(input("busybox:1", "", enabled, false), 0), reason: debugv1beta1.ReasonRootUser, field: "spec.runAsUser"},
 		"runAsUser -1":             {check: UserNotRoot, in: withUser(input("busybox:1", "", enabled, false), -1), reason: debugv1beta1.ReasonRootUser, field: "spec.runAsUser"},
 	}
@@ -108,6 +109,25 @@ func TestRedactPatterns(t *testing.T) {
 		_, errs := RedactPatterns(pb(c.patterns...))
 		if len(errs) != 1 || errs[0].Field != c.field || !strings.Contains(errs[0].Error(), c.says) {
 			t.Errorf("%s: %v, want one error on %s saying %q", name, errs, c.field, c.says)
+		}
+	}
+}
+
+// A refused image's message shows the allow-list, and says so when it is
+// empty.
+func TestImageRefusalShowsTheAllowList(t *testing.T) {
+	images, err := ParseImagePatterns([]string{"busybox:*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb := &debugv1beta1.PodBugger{Spec: debugv1beta1.PodBuggerSpec{Image: "evil:1"}}
+	for want, p := range map[string]Policy{
+		"(--podbugger-allowed-images: busybox:*)":                  {AllowedImages: images},
+		"(--podbugger-allowed-images: empty: no image is allowed)": {},
+	} {
+		v, violated := ImageAllowed(Input{PodBugger: pb, Policy: p})
+		if !violated || !strings.Contains(v.Err.Error(), want) {
+			t.Errorf("violation %v, want one saying %s", v.Err, want)
 		}
 	}
 }
