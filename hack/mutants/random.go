@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/yaml"
 )
@@ -122,10 +123,17 @@ func runRandom(r *Random, gremlins, only string) error {
 		if !strings.Contains(p.Dir, only) {
 			continue
 		}
+		start := time.Now()
 		ms, err := unleash(root, gremlins, p)
 		if err != nil {
 			return err
 		}
+		counts := map[string]int{}
+		for _, m := range ms {
+			counts[m.Status]++
+		}
+		fmt.Printf("%-40s %3d killed %3d survived %3d other  %5.0fs\n", p.Dir, counts[statusKilled], counts[statusLived],
+			len(ms)-counts[statusKilled]-counts[statusLived], time.Since(start).Seconds())
 		ran[p.Dir] = true
 		all = append(all, ms...)
 	}
