@@ -55,6 +55,13 @@ func TestParseRunesCountsWhatTheParseSpends(t *testing.T) {
 		"folded, octal of three digits":   {`(?i)[\1017]`, 2 + 1 + 2},
 		"folded, braced hex never closed": {`(?i)[\x{41-z]`, 0},
 		"folded, a letter escaped":        {`(?i)[\.a]`, 2 + 2 + 1},
+		"Unicode class of no name":        {`\p{}[a-c]`, unicodeClassRunes + 2},
+		"Unicode class name read whole":   {`\p{[}a]`, unicodeClassRunes},
+		"an empty POSIX class":            {`[[::]]`, groupRunes},
+		"Perl class ends the pattern":     {`[\d`, groupRunes},
+		"octal escape ends the pattern":   {`[\10`, 2},
+		"octal of two digits":             {`[\17]`, 2},
+		"escape ends the pattern":         {`[\n`, 2},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -92,6 +99,14 @@ func TestOfCountsTheRunesAClassHolds(t *testing.T) {
 		if c.Runes != want {
 			t.Errorf("Of(%q).Runes = %d, want %d", pattern, c.Runes, want)
 		}
+	}
+}
+
+// TestOfTakesAPatternCostingMaxRunes: the bound is inclusive.
+func TestOfTakesAPatternCostingMaxRunes(t *testing.T) {
+	c, err := Of(strings.Repeat(`\pL`, MaxRunes/unicodeClassRunes))
+	if err != nil || c.Runes != MaxRunes {
+		t.Errorf("a pattern costing MaxRunes: %+v, %v", c, err)
 	}
 }
 

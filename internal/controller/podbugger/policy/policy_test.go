@@ -101,9 +101,11 @@ func TestRedactPatterns(t *testing.T) {
 		field    string
 		says     string
 	}{
-		"a regex bomb":          {[]string{"ok", bomb}, "spec.incidents.redact[1]", "compiles to more than 2048 instructions"},
-		"too many together":     {[]string{half, half, half}, "spec.incidents.redact[2]", "with the patterns before it"},
-		"Unicode classes":       {[]string{strings.Repeat(`\pL`, 5)}, "spec.incidents.redact[0]", "runes"},
+		"a regex bomb":      {[]string{"ok", bomb}, "spec.incidents.redact[1]", "compiles to more than 2048 instructions"},
+		"too many together": {[]string{half, half, half}, "spec.incidents.redact[2]", "with the patterns before it"},
+		"Unicode classes":   {[]string{strings.Repeat(`\pL`, 5)}, "spec.incidents.redact[0]", "runes"},
+		"classes too many together": {[]string{`\pL\pL\pL`, `\pN\pN\pN`}, "spec.incidents.redact[1]",
+			"with the patterns before it, the PodBugger's character classes cost more than 16384 runes"},
 		"one RE2 does not take": {[]string{`(?<name>x)`, `a(`}, "spec.incidents.redact[1]", "missing closing )"},
 	} {
 		_, errs := RedactPatterns(pb(c.patterns...))
