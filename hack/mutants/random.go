@@ -39,8 +39,9 @@ type Random struct {
 type RandomPackage struct {
 	// Dir is the package's directory.
 	Dir string `json:"dir"`
-	// Exclude are regexps of the files (from the module root) gremlins
-	// leaves alone: the package's files that are not pure.
+	// Exclude are regexps of the files (their paths within Dir, as
+	// gremlins matches them) gremlins leaves alone: the package's files
+	// that are not pure.
 	Exclude []string `json:"exclude,omitempty"`
 	// Why says why the package is pure, or why the excluded files are not.
 	Why string `json:"why"`
