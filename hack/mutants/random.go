@@ -275,27 +275,33 @@ func reportRandom(w io.Writer, r *Random, ms []randomMutant, ran map[string]bool
 		}
 	}
 	killed, lived := counts[statusKilled], counts[statusLived]
-	var tally []string
+	tally := make([]string, 0, len(counts))
 	for s, n := range counts {
 		tally = append(tally, fmt.Sprintf("%s %d", strings.ToLower(s), n))
 	}
 	slices.Sort(tally)
-	fmt.Fprintf(w, "\nrandom mutants: %s\n", strings.Join(tally, ", "))
+	lines := []string{"", "random mutants: " + strings.Join(tally, ", ")}
+	errs := stale
 	if killed+lived == 0 {
-		return errors.Join(append(stale, errors.New("no random mutant was killed or survived"))...)
+		errs = append(errs, errors.New("no random mutant was killed or survived"))
+	} else {
+		rate := 100 * float64(killed) / float64(killed+lived)
+		lines = append(lines, fmt.Sprintf("%d of %d random mutants killed: %.1f%% (target %.0f%%; equivalent, timed out, not viable and not covered left out)",
+			killed, killed+lived, rate, r.Target))
+		for _, s := range survivors {
+			lines = append(lines, "survived: "+s)
+		}
+		for _, s := range equivalent {
+			lines = append(lines, "equivalent: "+s)
+		}
+		if rate < r.Target {
+			errs = append(errs, fmt.Errorf("random mutants' kill rate %.1f%% is under the target %.0f%%", rate, r.Target))
+		}
 	}
-	rate := 100 * float64(killed) / float64(killed+lived)
-	fmt.Fprintf(w, "%d of %d random mutants killed: %.1f%% (target %.0f%%; equivalent, timed out, not viable and not covered left out)\n", killed, killed+lived, rate, r.Target)
-	for _, s := range survivors {
-		fmt.Fprintln(w, "survived:", s)
+	if _, err := io.WriteString(w, strings.Join(lines, "\n")+"\n"); err != nil {
+		errs = append(errs, err)
 	}
-	for _, s := range equivalent {
-		fmt.Fprintln(w, "equivalent:", s)
-	}
-	if rate < r.Target {
-		stale = append(stale, fmt.Errorf("random mutants' kill rate %.1f%% is under the target %.0f%%", rate, r.Target))
-	}
-	return errors.Join(stale...)
+	return errors.Join(errs...)
 }
 
 // checkRandom checks that each package says why it is pure and that its
