@@ -4,6 +4,7 @@
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION    ?= v2.15.0
 HELM_VERSION             ?= v3.22.0
+GREMLINS_VERSION         ?= v0.6.0
 # promtool is pinned by hack/promtool/go.mod (Prometheus's module version:
 # v0.315.0 is Prometheus 3.15.0).
 PROMTOOL_VERSION := $(shell awk '$$1 == "github.com/prometheus/prometheus" {print $$2}' hack/promtool/go.mod)
@@ -19,6 +20,7 @@ CONTROLLER_GEN := $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 GOLANGCI_LINT  := $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 HELM           := $(LOCALBIN)/helm-$(HELM_VERSION)
 PROMTOOL       := $(LOCALBIN)/promtool-$(PROMTOOL_VERSION)
+GREMLINS       := $(LOCALBIN)/gremlins-$(GREMLINS_VERSION)
 
 # The manager image the installs reference.
 VERSION := $(shell cat VERSION)
@@ -112,8 +114,13 @@ test-faults: k8s-tools manifests generate build build-installer ## Fault injecti
 	@cat $(LOCALBIN)/faults/table.txt; echo; cat $(LOCALBIN)/faults/cluster-table.txt
 
 .PHONY: test-mutants
-test-mutants: k8s-tools ## Seed each bug of test/mutants/catalogue.yaml into a copy of HEAD in turn, run the tests that should fail, print the kill rate and the survivors (MUTANTS=substring runs less; long).
+test-mutants: k8s-tools $(GREMLINS) ## Seed each bug of test/mutants/catalogue.yaml into a copy of HEAD in turn, run the tests that should fail, print the kill rate and the survivors (MUTANTS=substring runs less; long); then test-mutants-random.
 	go run ./hack/mutants run -only "$(MUTANTS)"
+	$(MAKE) test-mutants-random
+
+.PHONY: test-mutants-random
+test-mutants-random: k8s-tools $(GREMLINS) ## gremlins' random mutants of the pure packages of test/mutants/random.yaml, each against its package's unit tests: print the kill rate and each survivor (RANDOM=substring of a package directory runs less; minutes).
+	go run ./hack/mutants random -gremlins $(GREMLINS) -only "$(RANDOM)"
 
 .PHONY: test-rules
 test-rules: $(PROMTOOL) ## Check the alert rules (config/prometheus/alerts.yaml) and run their unit tests with the pinned promtool.
@@ -251,7 +258,7 @@ helm-lint: $(HELM) ## Lint the Helm chart.
 ##@ Tools
 
 .PHONY: tools
-tools: k8s-tools $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(HELM) $(PROMTOOL) ## Build every pinned tool into bin/ (minutes the first time, seconds after).
+tools: k8s-tools $(CONTROLLER_GEN) $(GOLANGCI_LINT) $(HELM) $(PROMTOOL) $(GREMLINS) ## Build every pinned tool into bin/ (minutes the first time, seconds after).
 
 .PHONY: node-tools
 node-tools: ## As root: install containerd, runc, CNI plugins, busybox-static; build the kubelet and metrics-server (bin/node) and the test images.
@@ -275,6 +282,10 @@ $(GOLANGCI_LINT):
 $(HELM):
 	GOBIN=$(LOCALBIN)/.gobin go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 	mv $(LOCALBIN)/.gobin/helm $@
+
+$(GREMLINS):
+	GOBIN=$(LOCALBIN)/.gobin go install github.com/go-gremlins/gremlins/cmd/gremlins@$(GREMLINS_VERSION)
+	mv $(LOCALBIN)/.gobin/gremlins $@
 
 # Not `go install ...@version`: Prometheus's go.mod has a replace directive,
 # which go install refuses; hack/promtool repeats it.

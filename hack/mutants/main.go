@@ -5,6 +5,9 @@
 //
 //	go run ./hack/mutants check               every mutant still applies to the tree (make verify)
 //	go run ./hack/mutants run [-only SUBSTR]  run them (make test-mutants): a table, the kill rate, the survivors
+//	go run ./hack/mutants random -gremlins BIN [-only SUBSTR]
+//	                                          gremlins' mutants of the pure packages (test/mutants/random.yaml,
+//	                                          make test-mutants-random): the kill rate, the survivors
 //
 // A mutant is a small patch a developer could plausibly write: a file, a
 // piece of it that must occur exactly once, and what replaces it. A
@@ -59,21 +62,31 @@ func main() {
 	only := fs.String("only", "", "run only the mutants whose id contains this")
 	timeout := fs.Duration("timeout", 15*time.Minute, "how long one mutant's tests may run")
 	catalogue := fs.String("catalogue", "test/mutants/catalogue.yaml", "the catalogue")
+	random := fs.String("random", "test/mutants/random.yaml", "the pure packages gremlins mutates and its equivalent mutants")
+	gremlins := fs.String("gremlins", "", "the gremlins binary (random)")
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: mutants check | run [-only SUBSTR] [-timeout D]")
+		fmt.Fprintln(os.Stderr, "usage: mutants check | run [-only SUBSTR] [-timeout D] | random -gremlins BIN [-only SUBSTR]")
 		os.Exit(2)
 	}
 	_ = fs.Parse(os.Args[2:])
-	c, err := load(*catalogue)
-	if err == nil {
-		switch os.Args[1] {
-		case "check":
-			err = check(".", c)
-		case "run":
+	var err error
+	switch os.Args[1] {
+	case "check":
+		err = checkAll(*catalogue, *random)
+	case "run":
+		var c *Catalogue
+		if c, err = load(*catalogue); err == nil {
 			err = run(c, *only, *timeout)
-		default:
-			err = fmt.Errorf("unknown command %q", os.Args[1])
 		}
+	case "random":
+		var r *Random
+		if r, err = loadRandom(*random); err == nil {
+			if err = checkRandom(r); err == nil {
+				err = runRandom(r, *gremlins, *only)
+			}
+		}
+	default:
+		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mutants:", err)
@@ -101,6 +114,19 @@ func load(path string) (*Catalogue, error) {
 		ids[m.ID] = true
 	}
 	return &c, nil
+}
+
+// checkAll checks the catalogue and the random mutants' file.
+func checkAll(catalogue, random string) error {
+	c, err := load(catalogue)
+	if err != nil {
+		return err
+	}
+	r, err := loadRandom(random)
+	if err != nil {
+		return err
+	}
+	return errors.Join(check(".", c), checkRandom(r))
 }
 
 // apply writes m into the tree at root.

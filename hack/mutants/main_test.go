@@ -81,3 +81,41 @@ func TestAStillbornMutantIsNoKill(t *testing.T) {
 		t.Fatalf("a mutant the test catches: %+v, %v", r, err)
 	}
 }
+
+// A random mutant is placed in its function (Type.Method for a method) with
+// its line's code; an equivalent entry leaves it out of the rate, and an
+// entry of a package that ran but matches no mutant fails the run.
+func TestRandomMutantsPlacedAndCounted(t *testing.T) {
+	src := []byte("package p\n\ntype T struct{}\n\nfunc (t *T) Big(n int) bool {\n\treturn n > 3\n}\n\nvar x = 1 + 2\n")
+	fn, code, err := placeMutant("p/p.go", src, 6, 11)
+	if err != nil || fn != "T.Big" || code != "return n > 3" {
+		t.Fatalf("placed at %q %q (%v), want T.Big, return n > 3", fn, code, err)
+	}
+	if fn, _, _ := placeMutant("p/p.go", src, 9, 11); fn != "package" {
+		t.Errorf("a mutant outside any function is in %q, want package", fn)
+	}
+	mutant := func(status, code string) randomMutant {
+		return randomMutant{File: "p/p.go", Func: "T.Big", Mutation: "CONDITIONALS_BOUNDARY", Code: code, Status: status}
+	}
+	ms := []randomMutant{mutant(statusKilled, "a"), mutant(statusKilled, "b"), mutant(statusLived, "c"), mutant(statusLived, "d"), mutant("TIMED OUT", "e")}
+	equivalent := Equivalent{File: "p/p.go", Func: "T.Big", Mutation: "CONDITIONALS_BOUNDARY", Code: "d", Why: "no test can tell"}
+	var out strings.Builder
+	err = reportRandom(&out, &Random{Target: 60, Equivalent: []Equivalent{equivalent}}, ms, map[string]bool{"p": true})
+	if err != nil {
+		t.Errorf("2 of 3 killed against a target of 60%%: %v", err)
+	}
+	for _, want := range []string{"2 of 3 random mutants killed: 66.7%", "survived: p/p.go:0:0 T.Big CONDITIONALS_BOUNDARY: c", "equivalent: p/p.go:0:0 T.Big CONDITIONALS_BOUNDARY: d (no test can tell)", "timed out 1"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the report lacks %q:\n%s", want, out.String())
+		}
+	}
+	stale := equivalent
+	stale.Code = "gone"
+	err = reportRandom(&out, &Random{Target: 60, Equivalent: []Equivalent{equivalent, stale}}, ms, map[string]bool{"p": true})
+	if err == nil || !strings.Contains(err.Error(), `"gone" matches no mutant`) {
+		t.Errorf("a stale entry gave %v", err)
+	}
+	if err := reportRandom(&out, &Random{Target: 95}, ms, nil); err == nil || !strings.Contains(err.Error(), "under the target") {
+		t.Errorf("2 of 4 killed against a target of 95%%: %v", err)
+	}
+}

@@ -39,3 +39,19 @@ func TestHolds(t *testing.T) {
 		t.Errorf("a forgotten key waits %s, want 0", got)
 	}
 }
+
+// A hold that runs out exactly at its interval is over: the next start
+// holds afresh rather than extending the old hold.
+func TestAHoldDueExactlyIsOver(t *testing.T) {
+	var h pace.Holds
+	key := types.NamespacedName{Namespace: "ns", Name: "a"}
+	t0 := time.Unix(1000, 0)
+	h.Start(key, t0)
+	if got := h.Wait(key, t0.Add(time.Second), time.Second, true); got != 0 {
+		t.Fatalf("a hold due now waits %s, want 0", got)
+	}
+	h.Start(key, t0.Add(1500*time.Millisecond))
+	if got := h.Wait(key, t0.Add(1800*time.Millisecond), time.Second, true); got != 700*time.Millisecond {
+		t.Errorf("a hold started after the last ran out waits %s, want 700ms", got)
+	}
+}

@@ -202,3 +202,35 @@ func TestACutTailKeepsNoPartOfACredential(t *testing.T) {
 		t.Errorf("an uncut log lost its first line: %q", got)
 	}
 }
+
+// A secret value that contains another is removed whole, whatever order
+// the values come in; a value of four bytes is removed, a shorter one is
+// not.
+func TestSecretValuesLongestFirstFromFourBytes(t *testing.T) {
+	r := New(nil, []string{"hunter2", "hunter2-extra", "abcd", "xyz"})
+	got, n := r.Redact("pw hunter2-extra, pin abcd, tag xyz")
+	if want := "pw [REDACTED:secret-env], pin [REDACTED:secret-env], tag xyz"; got != want || n != 2 {
+		t.Errorf("got %q (%d), want %q (2)", got, n, want)
+	}
+}
+
+// A credential named by its key keeps the key, so a reader sees what was
+// removed.
+func TestAKeyedCredentialKeepsItsKey(t *testing.T) {
+	for in, want := range map[string]string{
+		"login password=hunter22 ok":             "login password=[REDACTED:secret-value] ok",
+		"Authorization: Bearer abcdefgh12345678": "Authorization: Bearer [REDACTED:bearer-token]",
+		"dial postgres://app:s3cr3t@db:5432/x":   "dial postgres://app:[REDACTED:url-password]@db:5432/x",
+	} {
+		if got := String(in); got != want {
+			t.Errorf("String(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// A cut read whose first line is empty loses only that empty line.
+func TestDropCutLineOfAnEmptyFirstLine(t *testing.T) {
+	if got := DropCutLine("\nnext line\n", true); got != "next line\n" {
+		t.Errorf("got %q, want %q", got, "next line\n")
+	}
+}

@@ -66,6 +66,15 @@ func TestCompilePatterns(t *testing.T) {
 				"spec.excludeJobNamePatterns[1]: with the patterns before it",
 			},
 		},
+		"the patterns whose classes take the watcher past its bound": {
+			lists: []PatternList{
+				// 12,288 runes each: the third takes the watcher past 32,768.
+				{Field: "jobNamePatterns", Patterns: []string{`\pL\pL\pL`, `\pN\pN\pN`, `\pP\pP\pP`, "[a-c]"}},
+			},
+			want: []string{
+				"spec.jobNamePatterns[2]: with the patterns before it, the watcher's character classes cost more than 32768 runes",
+			},
+		},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

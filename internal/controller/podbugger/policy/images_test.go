@@ -1,6 +1,9 @@
 package policy
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 const (
 	digest      = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -151,4 +154,21 @@ func FuzzNormalizeImage(f *testing.F) {
 			t.Fatalf("NormalizeImage(%q) = %q, whose full form is %q, %v", image, full, again, ok)
 		}
 	})
+}
+
+// A reference of 4,096 bytes is one the runtime could be given; one byte
+// more is refused.
+func TestNormalizeImageTakesUpTo4096Bytes(t *testing.T) {
+	image := func(n int) string {
+		return "registry.example.com/" + strings.Repeat("a/", (n-22)/2) + strings.Repeat("b", 1+(n-22)%2)
+	}
+	if img := image(4096); len(img) != 4096 {
+		t.Fatalf("built %d bytes", len(img))
+	}
+	if got, ok := NormalizeImage(image(4096)); !ok || got != image(4096)+":latest" {
+		t.Errorf("a reference of 4,096 bytes was refused")
+	}
+	if _, ok := NormalizeImage(image(4097)); ok {
+		t.Errorf("a reference of 4,097 bytes was taken")
+	}
 }

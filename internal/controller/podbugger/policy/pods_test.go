@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	debugv1beta1 "github.com/deckhand-dev/deckhand/api/debug/v1beta1"
 )
@@ -37,6 +38,8 @@ func TestHostAccess(t *testing.T) {
 		"a claim bound to a local volume":       {spec: claimed, claimed: pv("pv-disk", corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: "/mnt/disk"}}), want: []string{"volume data bound to local PersistentVolume pv-disk"}},
 		"a claim bound to a network volume":     {spec: claimed, claimed: pv("pv-nfs", corev1.PersistentVolumeSource{NFS: &corev1.NFSVolumeSource{Server: "nfs", Path: "/"}})},
 		"a claim whose volume was not read yet": {spec: claimed},
+		"a privileged container": {spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}},
+			{Name: "side"}, {Name: "plain", SecurityContext: &corev1.SecurityContext{}}}}, want: []string{"privileged container app"}},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -43,6 +43,7 @@ func TestChecks(t *testing.T) {
 		"general with the flag":    {check: ProfileAllowed, in: input("busybox:1", debugv1beta1.ProfileGeneral, enabled, true)},
 		"no runAsUser":             {check: UserNotRoot, in: input("busybox:1", "", enabled, false)},
 		"runAsUser 1000":           {check: UserNotRoot, in: withUser(input("busybox:1", "", enabled, false), 1000)},
+		"runAsUser 1":              {check: UserNotRoot, in: withUser(input("busybox:1", "", enabled, false), 1)},
 		"runAsUser 0 (root)":       {check: UserNotRoot, in: withUser(input("busybox:1", "", enabled, false), 0), reason: debugv1beta1.ReasonRootUser, field: "spec.runAsUser"},
 		"runAsUser -1":             {check: UserNotRoot, in: withUser(input("busybox:1", "", enabled, false), -1), reason: debugv1beta1.ReasonRootUser, field: "spec.runAsUser"},
 	}
@@ -100,14 +101,35 @@ func TestRedactPatterns(t *testing.T) {
 		field    string
 		says     string
 	}{
-		"a regex bomb":          {[]string{"ok", bomb}, "spec.incidents.redact[1]", "compiles to more than 2048 instructions"},
-		"too many together":     {[]string{half, half, half}, "spec.incidents.redact[2]", "with the patterns before it"},
-		"Unicode classes":       {[]string{strings.Repeat(`\pL`, 5)}, "spec.incidents.redact[0]", "runes"},
+		"a regex bomb":      {[]string{"ok", bomb}, "spec.incidents.redact[1]", "compiles to more than 2048 instructions"},
+		"too many together": {[]string{half, half, half}, "spec.incidents.redact[2]", "with the patterns before it"},
+		"Unicode classes":   {[]string{strings.Repeat(`\pL`, 5)}, "spec.incidents.redact[0]", "runes"},
+		"classes too many together": {[]string{`\pL\pL\pL`, `\pN\pN\pN`}, "spec.incidents.redact[1]",
+			"with the patterns before it, the PodBugger's character classes cost more than 16384 runes"},
 		"one RE2 does not take": {[]string{`(?<name>x)`, `a(`}, "spec.incidents.redact[1]", "missing closing )"},
 	} {
 		_, errs := RedactPatterns(pb(c.patterns...))
 		if len(errs) != 1 || errs[0].Field != c.field || !strings.Contains(errs[0].Error(), c.says) {
 			t.Errorf("%s: %v, want one error on %s saying %q", name, errs, c.field, c.says)
+		}
+	}
+}
+
+// A refused image's message shows the allow-list, and says so when it is
+// empty.
+func TestImageRefusalShowsTheAllowList(t *testing.T) {
+	images, err := ParseImagePatterns([]string{"busybox:*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb := &debugv1beta1.PodBugger{Spec: debugv1beta1.PodBuggerSpec{Image: "evil:1"}}
+	for want, p := range map[string]Policy{
+		"(--podbugger-allowed-images: busybox:*)":                  {AllowedImages: images},
+		"(--podbugger-allowed-images: empty: no image is allowed)": {},
+	} {
+		v, violated := ImageAllowed(Input{PodBugger: pb, Policy: p})
+		if !violated || !strings.Contains(v.Err.Error(), want) {
+			t.Errorf("violation %v, want one saying %s", v.Err, want)
 		}
 	}
 }
