@@ -29,23 +29,10 @@ func TestAClaimWaitsForTheOldOwnersDeliveryUnderWay(t *testing.T) {
 
 	// The cluster-wide informer's delivery of a new pod to one handler
 	// waits once handed it.
-	reached, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	pause := func(sp *space, namespace, name string) {
-		if sp == all && namespace == "ns-00" && name == "p5" {
-			once.Do(func() {
-				close(reached)
-				<-release
-			})
-		}
-	}
+	pause, reached, release := pauseOnce(all, "ns-00", "p5")
 	s.handed.Store(&pause)
 	s.api.write("ns-00", "p5", false)
-	select {
-	case <-reached:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the cluster-wide informer was not handed ns-00/p5")
-	}
+	awaitClosed(t, reached, "the cluster-wide informer was not handed ns-00/p5")
 
 	// Meanwhile ns-00 is not needed, and the cluster-wide informer stubs
 	// a pod written then.
@@ -101,23 +88,10 @@ func TestAnEventPastTheOwnerCheckIsToldBeforeTheClaimants(t *testing.T) {
 	s := newScriptWith(t, Options{KeepFor: 2 * time.Second}, map[string]int{"ns-00": 2}, []string{"ns-00"}, nil)
 	all := clusterWideUntracked(t, s)
 
-	reached, release := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	pause := func(sp *space, namespace, name string) {
-		if sp == all && namespace == "ns-00" && name == "p5" {
-			once.Do(func() {
-				close(reached)
-				<-release
-			})
-		}
-	}
+	pause, reached, release := pauseOnce(all, "ns-00", "p5")
 	s.telling.Store(&pause)
 	s.api.write("ns-00", "p5", false)
-	select {
-	case <-reached:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the cluster-wide informer's delivery of ns-00/p5 did not pass the owner check")
-	}
+	awaitClosed(t, reached, "the cluster-wide informer's delivery of ns-00/p5 did not pass the owner check")
 
 	stubNotNeeded(t, s)
 	s.api.refuse("ns-00", true)
@@ -280,5 +254,32 @@ func TestAStoppedOwnersNamespaceIsToldAnew(t *testing.T) {
 	s.eventually(t, "ns-00 needed again", s.converged)
 	if err := s.check(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// pauseOnce is a delivery hook (schedule.handed, schedule.telling) that
+// holds the first event of namespace/name the space sp delivers until
+// release is closed; reached is closed once it holds it.
+func pauseOnce(sp *space, namespace, name string) (hook func(*space, string, string), reached, release chan struct{}) {
+	reached, release = make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	hook = func(at *space, ns, n string) {
+		if at == sp && ns == namespace && n == name {
+			once.Do(func() {
+				close(reached)
+				<-release
+			})
+		}
+	}
+	return hook, reached, release
+}
+
+// awaitClosed fails t with why unless ch is closed within 10 s.
+func awaitClosed(t *testing.T, ch chan struct{}, why string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal(why)
 	}
 }
